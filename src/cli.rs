@@ -1,0 +1,282 @@
+//! The command line: choosing a mode and a root, then serving MCP or running one call by hand.
+
+use std::io::{BufReader, IsTerminal};
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use serde_json::{Map, Value};
+
+use crate::daemon::PerRoot;
+use crate::fs::{FsFactory, FsOptions};
+use crate::guard::PathGuard;
+use crate::legacy::{PipeFactory, PipeOptions};
+use crate::mcp::server::{serve, ServerConfig};
+use crate::root;
+use crate::toolset::{CallContext, Toolset, ToolsetFactory};
+
+const ABOUT: &str =
+    "An MCP server (stdio) that gives an AI agent confined, recoverable access to one workspace.";
+
+const LONG_ABOUT: &str = "\
+An MCP server (stdio) that gives an AI agent confined, recoverable access to one workspace.
+
+Modes:
+  (default, --mcp)  the filesystem toolset: read, write, edit, list, move, delete to trash,
+                    restore, search the history of a path; with --backup also undo/redo.
+  --legacy-pipe     shelpa, the retired pipeline shell: whitelisted commands joined by pipes,
+                    writes only through tee (mirrored under .shelpa/).
+  --server          one daemon for many workspaces: every tool call names its `root`.
+
+Every path is confined to the root by one shared guard: '..' and symlinks cannot leave it,
+and .filesystem/ and .shelpa/ (the server's own state) cannot be touched by tools.
+
+The root is --root, else $FILESYSTEM_ROOT, else the current directory.
+
+Examples:
+  filesystem --root ~/project                 serve MCP on stdin/stdout
+  filesystem --root ~/project --backup        ... with undo/redo history
+  filesystem tools --root ~/project           list the tools
+  filesystem call read_text_file '{\"path\":\"README.md\"}' --root ~/project";
+
+/// Command-line arguments.
+#[derive(Parser, Debug)]
+#[command(name = "filesystem", version, about = ABOUT, long_about = LONG_ABOUT)]
+pub struct Cli {
+    /// Serve the filesystem toolset over MCP on stdio (the default; accepted for explicitness).
+    #[arg(long, global = true)]
+    pub mcp: bool,
+
+    /// Workspace root (default: $FILESYSTEM_ROOT, then the current directory).
+    #[arg(long, value_name = "DIR", env = "FILESYSTEM_ROOT", global = true)]
+    pub root: Option<PathBuf>,
+
+    /// Keep a version history of every write under .filesystem/ and offer undo_file/redo_file.
+    #[arg(long, global = true)]
+    pub backup: bool,
+
+    /// Daemon mode for gateways: no fixed root; every tool call carries a `root` argument.
+    #[arg(long, global = true, conflicts_with = "root")]
+    pub server: bool,
+
+    /// Serve the legacy shelpa pipeline toolset instead of the filesystem toolset.
+    #[arg(long, global = true)]
+    pub legacy_pipe: bool,
+
+    /// Allow '/' as the workspace root (refused by default: desktop clients start servers in '/').
+    #[arg(long, global = true)]
+    pub allow_root_slash: bool,
+
+    /// Largest MCP message accepted, in bytes; larger ones are refused without being buffered.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024 * 1024, global = true)]
+    pub max_message_bytes: usize,
+
+    /// Largest file read_text_file returns whole (without head/tail), in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024, global = true)]
+    pub max_read_bytes: u64,
+
+    /// Wall-clock limit of one pipeline call in --legacy-pipe mode, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30, global = true)]
+    pub timeout: u64,
+
+    /// Tools per tools/list page (clients follow nextCursor for the rest).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 100,
+        global = true,
+        hide = true
+    )]
+    pub page_size: usize,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Things to do instead of serving MCP.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run one tool call without an MCP client and print its result (exit 1 if the tool failed).
+    Call {
+        /// Tool name, as listed by `filesystem tools`.
+        tool: String,
+        /// Arguments as a JSON object, e.g. '{"path":"README.md"}'.
+        #[arg(default_value = "{}")]
+        args: String,
+    },
+    /// List the tools of the selected mode with one-line descriptions.
+    Tools,
+}
+
+impl Cli {
+    fn factory(&self) -> Box<dyn ToolsetFactory> {
+        if self.legacy_pipe {
+            Box::new(PipeFactory::new(PipeOptions {
+                timeout_secs: self.timeout,
+            }))
+        } else {
+            Box::new(FsFactory {
+                options: FsOptions {
+                    backup: self.backup,
+                    max_read_bytes: self.max_read_bytes,
+                },
+            })
+        }
+    }
+
+    /// The toolset for the chosen mode and root, and the root it is confined to (none in daemon
+    /// mode).
+    fn toolset(&self) -> Result<(Arc<dyn Toolset>, Option<PathBuf>), String> {
+        let factory = self.factory();
+        if self.server {
+            return Ok((Arc::new(PerRoot::new(factory, self.allow_root_slash)), None));
+        }
+        let given = match &self.root {
+            Some(r) => r.clone(),
+            None => std::env::current_dir()
+                .map_err(|e| format!("cannot read the current directory: {e}; pass --root"))?,
+        };
+        let root = root::validate(&given, self.allow_root_slash).map_err(|e| e.to_string())?;
+        let guard = PathGuard::new(&root)
+            .map_err(|e| format!("cannot open root '{}': {e}", root.display()))?;
+        Ok((Arc::from(factory.build(guard)), Some(root)))
+    }
+}
+
+/// Runs the program and returns its exit status.
+pub fn main() -> i32 {
+    let argv: Vec<String> = std::env::args().collect();
+    // shelpa had its own help; `--legacy-pipe --help` reproduces it.
+    if argv.iter().any(|a| a == "--legacy-pipe") && argv.iter().any(|a| a == "--help" || a == "-h")
+    {
+        print!("{}", crate::legacy::help_text());
+        return 0;
+    }
+    let cli = Cli::parse();
+    match &cli.command {
+        None => run_server(&cli),
+        Some(Command::Tools) => list_tools(&cli),
+        Some(Command::Call { tool, args }) => call_once(&cli, tool, args),
+    }
+}
+
+fn run_server(cli: &Cli) -> i32 {
+    let (toolset, root) = match cli.toolset() {
+        Ok(t) => t,
+        Err(msg) => {
+            eprintln!("filesystem: {msg}");
+            return 2;
+        }
+    };
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        eprintln!(
+            "filesystem: waiting for an MCP client on stdin (mode: {}, root: {}, {} tools). This is a server: configure it in an MCP client, or try `filesystem tools`. Ctrl-D exits.",
+            toolset.mode(),
+            root.as_ref()
+                .map(|r| r.display().to_string())
+                .unwrap_or_else(|| "named by each call".into()),
+            toolset.tools().len()
+        );
+    }
+    // Raw descriptors with our own buffers: std's stdout is line-buffered, which would cost one
+    // syscall per reply when a client pipelines requests.
+    let input = match stdin.as_fd().try_clone_to_owned() {
+        Ok(fd) => BufReader::with_capacity(64 * 1024, std::fs::File::from(fd)),
+        Err(e) => {
+            eprintln!("filesystem: cannot read stdin: {e}");
+            return 1;
+        }
+    };
+    let output = match std::io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(e) => {
+            eprintln!("filesystem: cannot write stdout: {e}");
+            return 1;
+        }
+    };
+    let config = ServerConfig {
+        max_message_bytes: cli.max_message_bytes,
+        page_size: cli.page_size,
+    };
+    match serve(toolset, config, None, input, output) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("filesystem: stopped reading stdin: {e}");
+            1
+        }
+    }
+}
+
+fn list_tools(cli: &Cli) -> i32 {
+    let (toolset, root) = match cli.toolset() {
+        Ok(t) => t,
+        Err(msg) => {
+            eprintln!("filesystem: {msg}");
+            return 2;
+        }
+    };
+    let tools = toolset.tools();
+    println!(
+        "{} tools (mode: {}, root: {})",
+        tools.len(),
+        toolset.mode(),
+        root.map(|r| r.display().to_string())
+            .unwrap_or_else(|| "named by each call".into())
+    );
+    let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
+    for t in &tools {
+        let first = t.description.lines().next().unwrap_or("");
+        println!("  {:width$}  {first}", t.name);
+    }
+    if cli.legacy_pipe {
+        let status = crate::legacy::tool_status_line();
+        if !status.is_empty() {
+            println!("{status}");
+        }
+    }
+    0
+}
+
+fn call_once(cli: &Cli, tool: &str, raw_args: &str) -> i32 {
+    let args: Map<String, Value> = match serde_json::from_str(raw_args) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) => {
+            eprintln!("filesystem: tool arguments must be a JSON object, e.g. '{{\"path\":\"README.md\"}}'");
+            return 2;
+        }
+        Err(e) => {
+            eprintln!("filesystem: tool arguments are not valid JSON ({e}); quote them for your shell, e.g. '{{\"path\":\"README.md\"}}'");
+            return 2;
+        }
+    };
+    let (toolset, _) = match cli.toolset() {
+        Ok(t) => t,
+        Err(msg) => {
+            eprintln!("filesystem: {msg}");
+            return 2;
+        }
+    };
+    let tools = toolset.tools();
+    if !tools.iter().any(|t| t.name == tool) {
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        eprintln!(
+            "filesystem: unknown tool '{tool}' in mode {}; available: {}",
+            toolset.mode(),
+            names.join(", ")
+        );
+        return 2;
+    }
+    let output = toolset.call(tool, &args, &CallContext::default());
+    if output.is_error {
+        eprintln!("{}", output.text);
+        1
+    } else {
+        print!("{}", output.text);
+        if !output.text.ends_with('\n') {
+            println!();
+        }
+        0
+    }
+}

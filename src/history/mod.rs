@@ -1,0 +1,1 @@
+//! The `.filesystem/` store: version snapshots, move and delete logs, and the trash.

@@ -1,0 +1,6 @@
+//! The Model Context Protocol core: framing on the wire and the JSON-RPC lifecycle. It knows
+//! nothing about files; tools come from a [`crate::toolset::Toolset`].
+
+pub mod message;
+pub mod server;
+pub mod wire;

@@ -1,0 +1,652 @@
+//! The JSON-RPC lifecycle of an MCP server over one byte stream.
+//!
+//! Three threads, joined by channels: the caller's thread reads and dispatches messages, a worker
+//! runs tool calls one at a time in arrival order, and a writer owns the output stream. Reading on
+//! its own thread is what lets `ping` and `notifications/cancelled` be answered while a long call
+//! runs, and an unbounded writer queue means a client that sends many requests before reading
+//! cannot deadlock against our output.
+//!
+//! Both eras of the protocol are served: the handshake revisions (2024-11-05 … 2025-11-25, opened
+//! with `initialize`) and the stateless 2026-07-28 revision (`server/discover`, a protocol version
+//! in every request's `_meta`).
+
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufWriter, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use serde_json::{json, Map, Value};
+
+use super::message::{self, classify, code, Incoming, RequestId};
+use super::wire::{write_frame, Frame, FrameReader, Framing};
+use crate::toolset::{CallContext, CancelToken, ToolDef, ToolOutput, Toolset};
+
+/// Handshake-era protocol revisions, oldest first.
+pub const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// The stateless revision served to clients that send `_meta` instead of `initialize`.
+pub const MODERN_VERSION: &str = "2026-07-28";
+/// The `_meta` key that carries a 2026-07-28 request's protocol version.
+const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// The `_meta` key that carries a 2026-07-28 client's identity.
+const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// The `_meta` key a 2026-07-28 server stamps its identity under.
+const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// How long 2026-07-28 clients may cache `tools/list` and `server/discover` answers. The tool list
+/// is fixed for the life of the process.
+const CACHE_TTL_MS: u64 = 60_000;
+
+/// Settings of the core that do not depend on the toolset.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Messages longer than this are refused without being held in memory.
+    pub max_message_bytes: usize,
+    /// How many tools one `tools/list` page holds.
+    pub page_size: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            max_message_bytes: 64 * 1024 * 1024,
+            page_size: 100,
+        }
+    }
+}
+
+/// Who is on the other end, as learnt from `initialize` or a 2026-07-28 request's `_meta`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClientInfo {
+    /// `clientInfo.name`.
+    pub name: Option<String>,
+    /// `clientInfo.version`.
+    pub version: Option<String>,
+    /// The negotiated (or per-request) protocol revision.
+    pub protocol_version: String,
+}
+
+/// A finished tool call, as seen by the core; observers such as a call log receive one per call.
+#[derive(Debug)]
+pub struct CallRecord<'a> {
+    /// The tool that ran.
+    pub tool: &'a str,
+    /// The arguments it was given.
+    pub args: &'a Map<String, Value>,
+    /// What it returned.
+    pub output: &'a ToolOutput,
+    /// The client that asked.
+    pub client: &'a ClientInfo,
+    /// Wall time of the call.
+    pub duration: std::time::Duration,
+}
+
+/// Something that wants to know about every tool call (the adoption-study call log).
+pub trait CallObserver: Send + Sync {
+    /// Called after each tool call, before its response is written.
+    fn observe(&self, record: &CallRecord<'_>);
+}
+
+/// A tool call waiting for the worker.
+struct CallJob {
+    id: RequestId,
+    name: String,
+    args: Map<String, Value>,
+    client: ClientInfo,
+    modern: bool,
+    cancel: CancelToken,
+    framing: Framing,
+}
+
+/// What dispatching one message asks for.
+enum Step {
+    Reply(Value),
+    Call(Box<CallJob>),
+    Nothing,
+}
+
+type InFlight = Arc<Mutex<HashMap<RequestId, CancelToken>>>;
+
+/// Everything a tool call needs once it has left the dispatcher.
+struct Executor {
+    toolset: Arc<dyn Toolset>,
+    observer: Option<Arc<dyn CallObserver>>,
+    in_flight: InFlight,
+}
+
+impl Executor {
+    /// Runs one call and returns its response, or `None` when it was cancelled (MCP forbids a
+    /// response to a cancelled request).
+    fn run(&self, job: &CallJob) -> Option<Value> {
+        let result = if job.cancel.is_cancelled() {
+            None
+        } else {
+            let started = std::time::Instant::now();
+            let ctx = CallContext {
+                cancel: job.cancel.clone(),
+            };
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                self.toolset.call(&job.name, &job.args, &ctx)
+            }));
+            match outcome {
+                Ok(output) => {
+                    if let Some(observer) = &self.observer {
+                        observer.observe(&CallRecord {
+                            tool: &job.name,
+                            args: &job.args,
+                            output: &output,
+                            client: &job.client,
+                            duration: started.elapsed(),
+                        });
+                    }
+                    Some(message::response(
+                        &job.id.to_json(),
+                        call_result(&output, &job.client.protocol_version, job.modern),
+                    ))
+                }
+                Err(_) => Some(message::error(
+                    &job.id.to_json(),
+                    code::INTERNAL_ERROR,
+                    format!(
+                        "internal error while running tool '{}'; nothing was reported as done — please report this bug",
+                        job.name
+                    ),
+                    None,
+                )),
+            }
+        };
+        if let Ok(mut map) = self.in_flight.lock() {
+            map.remove(&job.id);
+        }
+        if job.cancel.is_cancelled() {
+            None
+        } else {
+            result
+        }
+    }
+}
+
+/// Builds the `CallToolResult` for a tool's output.
+fn call_result(output: &ToolOutput, protocol_version: &str, modern: bool) -> Value {
+    let mut result = json!({
+        "content": [{"type": "text", "text": output.text}],
+        "isError": output.is_error,
+    });
+    if let Some(structured) = &output.structured {
+        if protocol_version >= "2025-06-18" {
+            result["structuredContent"] = structured.clone();
+        }
+    }
+    if modern {
+        result["resultType"] = json!("complete");
+    }
+    result
+}
+
+/// The session state and the dispatch rules of the protocol.
+struct Dispatcher {
+    toolset: Arc<dyn Toolset>,
+    tools: Vec<ToolDef>,
+    instructions: String,
+    config: ServerConfig,
+    /// Set once a handshake-era client has sent `initialize`.
+    session: Option<ClientInfo>,
+    in_flight: InFlight,
+}
+
+impl Dispatcher {
+    fn server_info(&self, protocol_version: &str) -> Value {
+        let mut info = json!({"name": "filesystem", "version": env!("CARGO_PKG_VERSION")});
+        if protocol_version >= "2025-06-18" {
+            info["title"] = json!(format!("filesystem ({})", self.toolset.mode()));
+        }
+        info
+    }
+
+    fn capabilities() -> Value {
+        json!({"tools": {"listChanged": false}})
+    }
+
+    /// Dispatches one message (not a batch).
+    fn dispatch(&mut self, value: Value, framing: Framing) -> Step {
+        match classify(value) {
+            Incoming::Response => Step::Nothing,
+            Incoming::Invalid { id, message } => {
+                Step::Reply(message::error(&id, code::INVALID_REQUEST, message, None))
+            }
+            Incoming::Notification { method, params } => {
+                self.notification(&method, &params);
+                Step::Nothing
+            }
+            Incoming::Request { id, method, params } => self.request(id, &method, params, framing),
+        }
+    }
+
+    fn notification(&mut self, method: &str, params: &Map<String, Value>) {
+        if method == "notifications/cancelled" {
+            let Some(id) = params.get("requestId").and_then(RequestId::from_json) else {
+                return;
+            };
+            if let Ok(map) = self.in_flight.lock() {
+                if let Some(token) = map.get(&id) {
+                    token.cancel();
+                }
+            }
+        }
+        // `notifications/initialized` and every other notification need nothing from us: the
+        // session is usable as soon as `initialize` has been answered.
+    }
+
+    fn request(
+        &mut self,
+        id: RequestId,
+        method: &str,
+        params: Map<String, Value>,
+        framing: Framing,
+    ) -> Step {
+        let id_json = id.to_json();
+        let err = |code: i64, msg: String, data: Option<Value>| {
+            Step::Reply(message::error(&id_json, code, msg, data))
+        };
+
+        // A 2026-07-28 request names its revision in `_meta`; handshake-era requests do not.
+        let meta_version = params
+            .get("_meta")
+            .and_then(|m| m.get(META_PROTOCOL_VERSION));
+        let modern_client = match meta_version {
+            _ if method == "initialize" => None,
+            None => None,
+            Some(Value::String(v)) if v == MODERN_VERSION => {
+                let info = params.get("_meta").and_then(|m| m.get(META_CLIENT_INFO));
+                Some(ClientInfo {
+                    name: info
+                        .and_then(|i| i.get("name"))
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    version: info
+                        .and_then(|i| i.get("version"))
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    protocol_version: MODERN_VERSION.to_string(),
+                })
+            }
+            Some(Value::String(v)) => {
+                return err(
+                    code::UNSUPPORTED_PROTOCOL_VERSION,
+                    format!("unsupported protocol version {v:?}; this server's stateless revision is {MODERN_VERSION}, or open the session with initialize for {}", HANDSHAKE_VERSIONS.join(", ")),
+                    Some(json!({"supported": [MODERN_VERSION], "requested": v})),
+                )
+            }
+            Some(_) => {
+                return err(
+                    code::INVALID_PARAMS,
+                    format!("_meta[\"{META_PROTOCOL_VERSION}\"] must be a string"),
+                    None,
+                )
+            }
+        };
+        let modern = modern_client.is_some();
+        let client = match (&modern_client, &self.session) {
+            (Some(c), _) => c.clone(),
+            (None, Some(s)) => s.clone(),
+            (None, None) => ClientInfo::default(),
+        };
+
+        match method {
+            "initialize" => self.initialize(&id_json, &params),
+            "ping" => Step::Reply(message::response(&id_json, self.stamp(json!({}), modern))),
+            "server/discover" => Step::Reply(message::response(
+                &id_json,
+                json!({
+                    "resultType": "complete",
+                    "supportedVersions": [MODERN_VERSION],
+                    "capabilities": Self::capabilities(),
+                    "instructions": self.instructions,
+                    "ttlMs": CACHE_TTL_MS,
+                    "cacheScope": "public",
+                    "_meta": {META_SERVER_INFO: self.server_info(MODERN_VERSION)},
+                }),
+            )),
+            _ if !modern && self.session.is_none() => err(
+                code::INVALID_REQUEST,
+                format!("'{method}' sent before initialize: open the session with an initialize request first (or, for protocol {MODERN_VERSION}, send the protocol version in each request's _meta)"),
+                None,
+            ),
+            "tools/list" => self.list_tools(&id_json, &params, &client.protocol_version, modern),
+            "tools/call" => self.call_tool(id, &params, client, modern, framing),
+            _ => err(
+                code::METHOD_NOT_FOUND,
+                format!("method '{method}' is not supported; this server offers tools only (tools/list, tools/call)"),
+                None,
+            ),
+        }
+    }
+
+    /// Adds the fields every 2026-07-28 result carries.
+    fn stamp(&self, mut result: Value, modern: bool) -> Value {
+        if modern {
+            result["resultType"] = json!("complete");
+        }
+        result
+    }
+
+    fn initialize(&mut self, id: &Value, params: &Map<String, Value>) -> Step {
+        let requested = match params.get("protocolVersion") {
+            Some(Value::String(v)) => v.as_str(),
+            _ => {
+                return Step::Reply(message::error(
+                    id,
+                    code::INVALID_PARAMS,
+                    "initialize needs params.protocolVersion (a string such as \"2025-11-25\")",
+                    None,
+                ))
+            }
+        };
+        // Echo a revision we speak; otherwise offer our latest and let the client decide.
+        let version = HANDSHAKE_VERSIONS
+            .iter()
+            .find(|v| **v == requested)
+            .copied()
+            .unwrap_or(HANDSHAKE_VERSIONS[HANDSHAKE_VERSIONS.len() - 1]);
+        let info = params.get("clientInfo");
+        self.session = Some(ClientInfo {
+            name: info
+                .and_then(|i| i.get("name"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            version: info
+                .and_then(|i| i.get("version"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            protocol_version: version.to_string(),
+        });
+        Step::Reply(message::response(
+            id,
+            json!({
+                "protocolVersion": version,
+                "capabilities": Self::capabilities(),
+                "serverInfo": self.server_info(version),
+                "instructions": self.instructions,
+            }),
+        ))
+    }
+
+    fn list_tools(
+        &self,
+        id: &Value,
+        params: &Map<String, Value>,
+        protocol_version: &str,
+        modern: bool,
+    ) -> Step {
+        let start = match params.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(c)) => match c.strip_prefix("tools:").and_then(|n| n.parse().ok())
+            {
+                Some(n) if n < self.tools.len() => n,
+                _ => {
+                    return Step::Reply(message::error(
+                        id,
+                        code::INVALID_PARAMS,
+                        format!("invalid cursor {c:?}: pass back a nextCursor from a previous tools/list, or omit it to start over"),
+                        None,
+                    ))
+                }
+            },
+            Some(_) => {
+                return Step::Reply(message::error(
+                    id,
+                    code::INVALID_PARAMS,
+                    "cursor must be a string",
+                    None,
+                ))
+            }
+        };
+        let end = (start + self.config.page_size.max(1)).min(self.tools.len());
+        let page: Vec<Value> = self.tools[start..end]
+            .iter()
+            .map(|t| t.to_json(protocol_version))
+            .collect();
+        let mut result = json!({ "tools": page });
+        if end < self.tools.len() {
+            result["nextCursor"] = json!(format!("tools:{end}"));
+        }
+        if modern {
+            result["ttlMs"] = json!(CACHE_TTL_MS);
+            result["cacheScope"] = json!("public");
+        }
+        Step::Reply(message::response(id, self.stamp(result, modern)))
+    }
+
+    fn call_tool(
+        &mut self,
+        id: RequestId,
+        params: &Map<String, Value>,
+        client: ClientInfo,
+        modern: bool,
+        framing: Framing,
+    ) -> Step {
+        let id_json = id.to_json();
+        let invalid =
+            |msg: String| Step::Reply(message::error(&id_json, code::INVALID_PARAMS, msg, None));
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return invalid(
+                "tools/call needs params.name (a string naming a tool from tools/list)".into(),
+            );
+        };
+        let args = match params.get("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(a)) => a.clone(),
+            Some(_) => return invalid("tools/call params.arguments must be an object".into()),
+        };
+        if !self.tools.iter().any(|t| t.name == name) {
+            let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+            return invalid(format!(
+                "Unknown tool: {name}. Available tools: {}",
+                names.join(", ")
+            ));
+        }
+        let cancel = CancelToken::default();
+        if let Ok(mut map) = self.in_flight.lock() {
+            map.insert(id.clone(), cancel.clone());
+        }
+        Step::Call(Box::new(CallJob {
+            id,
+            name: name.to_string(),
+            args,
+            client,
+            modern,
+            cancel,
+            framing,
+        }))
+    }
+}
+
+/// Serves MCP on `input`/`output` until `input` ends, then finishes queued calls, flushes and
+/// returns. Tool failures never end the loop; only an I/O error on `input` does.
+pub fn serve<R, W>(
+    toolset: Arc<dyn Toolset>,
+    config: ServerConfig,
+    observer: Option<Arc<dyn CallObserver>>,
+    input: R,
+    output: W,
+) -> io::Result<()>
+where
+    R: BufRead,
+    W: Write + Send + 'static,
+{
+    let in_flight: InFlight = Arc::default();
+    let mut dispatcher = Dispatcher {
+        tools: toolset.tools(),
+        instructions: toolset.instructions(),
+        toolset: toolset.clone(),
+        config: config.clone(),
+        session: None,
+        in_flight: in_flight.clone(),
+    };
+    let executor = Arc::new(Executor {
+        toolset,
+        observer,
+        in_flight,
+    });
+
+    let (out_tx, out_rx) = mpsc::channel::<(Framing, Vec<u8>)>();
+    let writer = thread::Builder::new()
+        .name("mcp-writer".into())
+        .spawn(move || write_loop(output, out_rx))?;
+
+    let (job_tx, job_rx) = mpsc::channel::<Box<CallJob>>();
+    let worker_out = out_tx.clone();
+    let worker_exec = executor.clone();
+    let worker = thread::Builder::new()
+        .name("mcp-worker".into())
+        .spawn(move || {
+            for job in job_rx {
+                if let Some(reply) = worker_exec.run(&job) {
+                    send(&worker_out, job.framing, &reply);
+                }
+            }
+        })?;
+
+    let mut reader = FrameReader::new(input, config.max_message_bytes);
+    let result = loop {
+        let frame = match reader.read_frame() {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break Ok(()),
+            Err(e) => break Err(e),
+        };
+        let framing = reader.framing().unwrap_or(Framing::Lines);
+        let bytes = match frame {
+            Frame::Message(bytes) => bytes,
+            Frame::TooLarge => {
+                let reply = message::error(
+                    &Value::Null,
+                    code::INVALID_REQUEST,
+                    format!(
+                        "message larger than the limit of {} bytes was discarded; send smaller messages (e.g. split a large write)",
+                        config.max_message_bytes
+                    ),
+                    None,
+                );
+                send(&out_tx, framing, &reply);
+                continue;
+            }
+            Frame::BadHeader(why) => {
+                let reply = message::error(&Value::Null, code::PARSE_ERROR, why, None);
+                send(&out_tx, framing, &reply);
+                continue;
+            }
+        };
+        let value: Value = match serde_json::from_slice(&bytes) {
+            Ok(v) => v,
+            Err(e) => {
+                let reply = message::error(
+                    &Value::Null,
+                    code::PARSE_ERROR,
+                    format!("not valid JSON: {e}"),
+                    None,
+                );
+                send(&out_tx, framing, &reply);
+                continue;
+            }
+        };
+        match value {
+            Value::Array(items) => {
+                let reply = run_batch(&mut dispatcher, &executor, items, framing);
+                if let Some(reply) = reply {
+                    send(&out_tx, framing, &reply);
+                }
+            }
+            single => match dispatcher.dispatch(single, framing) {
+                Step::Reply(reply) => send(&out_tx, framing, &reply),
+                Step::Call(job) => {
+                    if job_tx.send(job).is_err() {
+                        break Err(io::Error::other("tool worker stopped"));
+                    }
+                }
+                Step::Nothing => {}
+            },
+        }
+    };
+    // End of input: let queued calls finish (a write in progress is never cut short), then flush.
+    drop(job_tx);
+    let _ = worker.join();
+    drop(out_tx);
+    let _ = writer.join();
+    result
+}
+
+/// JSON-RPC batches exist only in protocol 2025-03-26; every other revision forbids them.
+fn run_batch(
+    dispatcher: &mut Dispatcher,
+    executor: &Executor,
+    items: Vec<Value>,
+    framing: Framing,
+) -> Option<Value> {
+    let version = dispatcher
+        .session
+        .as_ref()
+        .map(|s| s.protocol_version.clone())
+        .unwrap_or_default();
+    if version != "2025-03-26" {
+        return Some(message::error(
+            &Value::Null,
+            code::INVALID_REQUEST,
+            "JSON-RPC batches are only part of protocol 2025-03-26; send one message at a time",
+            None,
+        ));
+    }
+    if items.is_empty() {
+        return Some(message::error(
+            &Value::Null,
+            code::INVALID_REQUEST,
+            "empty batch",
+            None,
+        ));
+    }
+    let mut replies = Vec::new();
+    for item in items {
+        let is_initialize = item.get("method") == Some(&json!("initialize"));
+        if is_initialize {
+            let id = item.get("id").cloned().unwrap_or(Value::Null);
+            replies.push(message::error(
+                &id,
+                code::INVALID_REQUEST,
+                "initialize must not be part of a batch",
+                None,
+            ));
+            continue;
+        }
+        match dispatcher.dispatch(item, framing) {
+            Step::Reply(r) => replies.push(r),
+            Step::Call(job) => replies.extend(executor.run(&job)),
+            Step::Nothing => {}
+        }
+    }
+    (!replies.is_empty()).then_some(Value::Array(replies))
+}
+
+fn send(tx: &mpsc::Sender<(Framing, Vec<u8>)>, framing: Framing, value: &Value) {
+    // Serialising a Value cannot fail; a closed channel means the writer is gone and the reply
+    // has nowhere to go anyway.
+    if let Ok(bytes) = serde_json::to_vec(value) {
+        let _ = tx.send((framing, bytes));
+    }
+}
+
+/// Writes replies in order, flushing whenever the queue runs dry so bursts go out in few syscalls.
+fn write_loop<W: Write>(output: W, rx: mpsc::Receiver<(Framing, Vec<u8>)>) {
+    let mut out = BufWriter::with_capacity(64 * 1024, output);
+    while let Ok((framing, bytes)) = rx.recv() {
+        if write_frame(&mut out, framing, &bytes).is_err() {
+            return;
+        }
+        while let Ok((framing, bytes)) = rx.try_recv() {
+            if write_frame(&mut out, framing, &bytes).is_err() {
+                return;
+            }
+        }
+        if out.flush().is_err() {
+            return;
+        }
+    }
+}
