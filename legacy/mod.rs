@@ -1,5 +1,7 @@
 //! The shelpa generation (`--legacy-pipe`): a virtual pipeline shell.
 
+pub mod plan;
+
 use crate::guard::PathGuard;
 use crate::toolset::{CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 use serde_json::{Map, Value};
