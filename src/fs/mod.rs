@@ -1,5 +1,7 @@
 //! The filesystem toolset (the default mode).
 
+pub mod error;
+
 use crate::guard::PathGuard;
 use crate::toolset::{CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 use serde_json::{Map, Value};
@@ -11,6 +13,16 @@ pub struct FsOptions {
     pub backup: bool,
     /// Largest file `read_text_file` returns whole.
     pub max_read_bytes: u64,
+}
+
+/// Everything a filesystem tool needs: the root's guard, its history store, the mode's settings.
+pub struct FsContext {
+    /// Confines every path argument.
+    pub guard: PathGuard,
+    /// Performs and records every mutation.
+    pub store: crate::history::Store,
+    /// The mode's settings.
+    pub options: FsOptions,
 }
 
 /// Builds filesystem toolsets.
