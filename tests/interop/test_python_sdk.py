@@ -1,0 +1,98 @@
+"""Interop: the official Python MCP SDK drives the real `filesystem` binary.
+
+Both connection styles of the SDK are exercised: `mode="auto"` (probes `server/discover`, the 2026-07-28
+stateless revision) and `mode="legacy"` (the `initialize` handshake). The SDK validates every tool result
+against the tool's declared output schema, so a schema/structuredContent mismatch fails here.
+"""
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+BINARY = os.environ.get("FILESYSTEM_BIN") or str(
+    Path(__file__).resolve().parents[2] / "target" / "debug" / "filesystem"
+)
+
+
+@pytest.fixture()
+def workspace():
+    root = Path(tempfile.mkdtemp(prefix="fs-interop-"))
+    (root / "hello.txt").write_text("hello from the workspace\n")
+    (root / "app.log").write_text("".join(f"2026-01-0{i % 9 + 1} INFO svc{i} ok\n" for i in range(20))
+                                  + "2026-01-02 ERROR db timeout\n2026-01-03 ERROR api refused\n")
+    (root / "src").mkdir()
+    (root / "src" / "main.rs").write_text("fn main() {}\n")
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def server(root: Path, *flags: str) -> StdioServerParameters:
+    return StdioServerParameters(command=BINARY, args=["--root", str(root), *flags])
+
+
+def text_of(result) -> str:
+    return "".join(block.text for block in result.content if getattr(block, "type", "") == "text")
+
+
+async def exercise_filesystem(root: Path, mode: str, expect_version_prefix: str):
+    async with Client(server(root, "--backup"), mode=mode) as client:
+        assert client.protocol_version.startswith(expect_version_prefix), client.protocol_version
+        tools = await client.list_tools()
+        names = [t.name for t in tools.tools]
+        assert len(names) == 14, names
+        assert "read_text_file" in names and "undo_file" in names
+
+        read = await client.call_tool("read_text_file", {"path": "hello.txt"})
+        assert not read.is_error, text_of(read)
+        assert text_of(read) == "hello from the workspace\n"
+
+        wrote = await client.call_tool("write_file", {"path": "notes/todo.md", "content": "- ship it\n"})
+        assert not wrote.is_error, text_of(wrote)
+        assert (root / "notes" / "todo.md").read_text() == "- ship it\n"
+
+        listing = await client.call_tool("list_directory", {"path": "."})
+        assert "[FILE] hello.txt" in text_of(listing)
+
+        escape = await client.call_tool("read_text_file", {"path": "../etc/passwd"})
+        assert escape.is_error
+        assert text_of(escape).startswith("PathEscape")
+
+
+async def exercise_pipe(root: Path, mode: str):
+    async with Client(server(root, "--legacy-pipe"), mode=mode) as client:
+        tools = await client.list_tools()
+        assert sorted(t.name for t in tools.tools) == ["shelpa_pipe", "shelpa_write"]
+        result = await client.call_tool(
+            "shelpa_pipe", {"command": "tail -n 100 app.log | rg ERROR | awk '{print $3}' | sort -u"}
+        )
+        assert not result.is_error, text_of(result)
+        payload = json.loads(text_of(result))
+        assert payload["stdout"] == "api\ndb\n"
+        assert [s["command"] for s in payload["meta"]["steps"]] == ["tail", "rg", "awk", "sort"]
+
+        refused = await client.call_tool("shelpa_pipe", {"command": "rm -rf ."})
+        assert refused.is_error
+        assert json.loads(text_of(refused))["error"]["reason"] == "DISALLOWED_CMD"
+
+
+def test_filesystem_mode_with_the_stateless_probe(workspace):
+    anyio.run(exercise_filesystem, workspace, "auto", "2026-07-28")
+
+
+def test_filesystem_mode_with_the_initialize_handshake(workspace):
+    anyio.run(exercise_filesystem, workspace, "legacy", "2025-11-25")
+
+
+def test_pipe_mode_with_the_stateless_probe(workspace):
+    anyio.run(exercise_pipe, workspace, "auto")
+
+
+def test_pipe_mode_with_the_initialize_handshake(workspace):
+    anyio.run(exercise_pipe, workspace, "legacy")
