@@ -8,13 +8,15 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use serde_json::{Map, Value};
 
+use crate::calllog::{CallLog, LogTarget};
 use crate::daemon::PerRoot;
 use crate::fs::{FsFactory, FsOptions};
 use crate::guard::PathGuard;
 use crate::legacy::{PipeFactory, PipeOptions};
+use crate::mcp::server::CallObserver;
 use crate::mcp::server::{serve, ServerConfig};
 use crate::root;
-use crate::toolset::{CallContext, Toolset, ToolsetFactory};
+use crate::toolset::{CallContext, CombinedFactory, Toolset, ToolsetFactory};
 
 const ABOUT: &str =
     "An MCP server (stdio) that gives an AI agent confined, recoverable access to one workspace.";
@@ -49,7 +51,7 @@ pub struct Cli {
     pub mcp: bool,
 
     /// Workspace root (default: $FILESYSTEM_ROOT, then the current directory).
-    #[arg(long, value_name = "DIR", env = "FILESYSTEM_ROOT", global = true)]
+    #[arg(long, value_name = "DIR", global = true)]
     pub root: Option<PathBuf>,
 
     /// Keep a version history of every write under .filesystem/ and offer undo_file/redo_file.
@@ -63,6 +65,28 @@ pub struct Cli {
     /// Serve the legacy shelpa pipeline toolset instead of the filesystem toolset.
     #[arg(long, global = true)]
     pub legacy_pipe: bool,
+
+    /// With --legacy-pipe: serve the filesystem tools too, so an agent can choose between the
+    /// pipe and the file API in one session (the call log records which it chose).
+    #[arg(long, global = true, requires = "legacy_pipe")]
+    pub with_filesystem: bool,
+
+    /// Write the call log to this file instead of <root>/.filesystem/.calls.jsonl.
+    #[arg(
+        long,
+        value_name = "FILE",
+        global = true,
+        conflicts_with = "no_call_log"
+    )]
+    pub call_log: Option<PathBuf>,
+
+    /// Do not log tool calls.
+    #[arg(long, global = true)]
+    pub no_call_log: bool,
+
+    /// Include tool arguments (and so file contents) in the call log.
+    #[arg(long, global = true)]
+    pub call_log_args: bool,
 
     /// Allow '/' as the workspace root (refused by default: desktop clients start servers in '/').
     #[arg(long, global = true)]
@@ -111,18 +135,37 @@ pub enum Command {
 
 impl Cli {
     fn factory(&self) -> Box<dyn ToolsetFactory> {
-        if self.legacy_pipe {
-            Box::new(PipeFactory::new(PipeOptions {
-                timeout_secs: self.timeout,
-            }))
-        } else {
+        let fs = || -> Box<dyn ToolsetFactory> {
             Box::new(FsFactory {
                 options: FsOptions {
                     backup: self.backup,
                     max_read_bytes: self.max_read_bytes,
                 },
             })
+        };
+        if !self.legacy_pipe {
+            return fs();
         }
+        let pipe = Box::new(PipeFactory::new(PipeOptions {
+            timeout_secs: self.timeout,
+        }));
+        if self.with_filesystem {
+            Box::new(CombinedFactory::new(vec![pipe, fs()]))
+        } else {
+            pipe
+        }
+    }
+
+    /// The call log for a server or a one-off call, unless turned off.
+    fn call_log(&self, mode: String, root: Option<PathBuf>) -> Option<Arc<dyn CallObserver>> {
+        if self.no_call_log {
+            return None;
+        }
+        let target = match &self.call_log {
+            Some(file) => LogTarget::File(file.clone()),
+            None => LogTarget::PerRoot(root),
+        };
+        Some(Arc::new(CallLog::new(target, mode, self.call_log_args)))
     }
 
     /// The toolset for the chosen mode and root, and the root it is confined to (none in daemon
@@ -132,9 +175,13 @@ impl Cli {
         if self.server {
             return Ok((Arc::new(PerRoot::new(factory, self.allow_root_slash)), None));
         }
-        let given = match &self.root {
-            Some(r) => r.clone(),
-            None => std::env::current_dir()
+        // The environment is read here rather than by clap so that a FILESYSTEM_ROOT exported in a
+        // shell does not collide with --server, which takes its roots from each call.
+        let from_env = std::env::var_os("FILESYSTEM_ROOT").filter(|v| !v.is_empty());
+        let given = match (&self.root, from_env) {
+            (Some(r), _) => r.clone(),
+            (None, Some(env)) => PathBuf::from(env),
+            (None, None) => std::env::current_dir()
                 .map_err(|e| format!("cannot read the current directory: {e}; pass --root"))?,
         };
         let root = root::validate(&given, self.allow_root_slash).map_err(|e| e.to_string())?;
@@ -200,7 +247,8 @@ fn run_server(cli: &Cli) -> i32 {
         max_message_bytes: cli.max_message_bytes,
         page_size: cli.page_size,
     };
-    match serve(toolset, config, None, input, output) {
+    let observer = cli.call_log(toolset.mode(), root);
+    match serve(toolset, config, observer, input, output) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("filesystem: stopped reading stdin: {e}");

@@ -138,6 +138,14 @@ impl PathGuard {
         })
     }
 
+    /// Another guard for the same root (a duplicated root handle), for toolsets served together.
+    pub fn try_clone(&self) -> io::Result<Self> {
+        Ok(PathGuard {
+            root: self.root.clone(),
+            root_fd: self.root_fd.try_clone()?,
+        })
+    }
+
     /// The canonical workspace root.
     pub fn root(&self) -> &Path {
         &self.root

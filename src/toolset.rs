@@ -227,6 +227,60 @@ impl Toolset for Combined {
     }
 }
 
+/// Builds [`Combined`] toolsets from several modes' factories.
+pub struct CombinedFactory {
+    parts: Vec<Box<dyn ToolsetFactory>>,
+}
+
+impl CombinedFactory {
+    /// Serves `parts` together, in this order.
+    pub fn new(parts: Vec<Box<dyn ToolsetFactory>>) -> Self {
+        CombinedFactory { parts }
+    }
+}
+
+impl ToolsetFactory for CombinedFactory {
+    fn mode(&self) -> String {
+        self.parts
+            .iter()
+            .map(|p| p.mode())
+            .collect::<Vec<_>>()
+            .join("+")
+    }
+
+    fn instructions(&self) -> String {
+        let mut text = self
+            .parts
+            .iter()
+            .map(|p| p.instructions())
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        text.push_str(
+            "\n\nBoth interfaces act on the same workspace; use whichever fits the task.",
+        );
+        text
+    }
+
+    fn definitions(&self) -> Vec<ToolDef> {
+        let mut seen = std::collections::HashSet::new();
+        self.parts
+            .iter()
+            .flat_map(|p| p.definitions())
+            .filter(|t| seen.insert(t.name.clone()))
+            .collect()
+    }
+
+    fn build(&self, guard: crate::guard::PathGuard) -> Box<dyn Toolset> {
+        // Each part gets its own handle on the same root; the guard itself is stateless.
+        let built = self
+            .parts
+            .iter()
+            .filter_map(|part| guard.try_clone().ok().map(|g| part.build(g)))
+            .collect();
+        Box::new(Combined::new(built))
+    }
+}
+
 /// A malformed tool argument, described so the model can fix its call.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ArgError {

@@ -1,93 +1,12 @@
 //! The MCP core as a client sees it: the real binary, spoken to over stdin/stdout in both framings.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
+mod support;
+
+use std::io::BufRead;
+use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
-
-const BIN: &str = env!("CARGO_BIN_EXE_filesystem");
-
-/// A running server and line-framed access to it.
-struct Session {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    _dir: tempfile::TempDir,
-}
-
-impl Session {
-    fn start(extra: &[&str]) -> Session {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("hello.txt"), "hello\n").expect("write");
-        let mut child = Command::new(BIN)
-            .arg("--root")
-            .arg(dir.path())
-            .args(extra)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn server");
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        Session {
-            child,
-            stdin,
-            stdout,
-            _dir: dir,
-        }
-    }
-
-    fn send_raw(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(bytes).expect("write");
-        stdin.flush().expect("flush");
-    }
-
-    fn send(&mut self, v: Value) {
-        let mut line = serde_json::to_vec(&v).expect("json");
-        line.push(b'\n');
-        self.send_raw(&line);
-    }
-
-    fn recv(&mut self) -> Value {
-        let mut line = String::new();
-        let n = self.stdout.read_line(&mut line).expect("read");
-        assert!(n > 0, "server closed stdout unexpectedly");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad JSON {line:?}: {e}"))
-    }
-
-    fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let reply = self.recv();
-        assert_eq!(reply["id"], json!(id), "reply to the wrong request: {reply}");
-        reply
-    }
-
-    fn initialize(&mut self, version: &str) -> Value {
-        let reply = self.request(
-            1,
-            "initialize",
-            json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
-        );
-        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        reply
-    }
-
-    /// Closes stdin and waits for the exit status, failing if the server lingers.
-    fn close_and_wait(mut self) -> std::process::ExitStatus {
-        drop(self.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "server did not exit on stdin EOF");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
+use support::{Session, BIN};
 
 #[test]
 fn every_handshake_version_is_echoed_and_unknown_ones_get_the_latest() {
@@ -140,7 +59,9 @@ fn notifications_never_get_a_reply() {
     let mut s = Session::start(&[]);
     s.initialize("2025-11-25");
     s.send(json!({"jsonrpc": "2.0", "method": "notifications/whatever", "params": {}}));
-    s.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42}}));
+    s.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42}}),
+    );
     s.send(json!({"jsonrpc": "2.0", "method": "tools/list"}));
     // The next line on stdout must be the answer to this ping, not a reply to a notification.
     let reply = s.request(7, "ping", json!({}));
@@ -155,7 +76,11 @@ fn json_rpc_errors_use_the_right_codes() {
         s.request(2, "resources/list", json!({}))["error"]["code"],
         json!(-32601)
     );
-    let unknown = s.request(3, "tools/call", json!({"name": "no_such_tool", "arguments": {}}));
+    let unknown = s.request(
+        3,
+        "tools/call",
+        json!({"name": "no_such_tool", "arguments": {}}),
+    );
     assert_eq!(unknown["error"]["code"], json!(-32602));
     let bad_args = s.request(4, "tools/call", json!({"name": "x", "arguments": [1]}));
     assert_eq!(bad_args["error"]["code"], json!(-32602));
@@ -344,7 +269,10 @@ fn the_server_refuses_slash_as_root_and_explains_why() {
         .expect("run");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--allow-root-slash") && err.contains("desktop"), "{err}");
+    assert!(
+        err.contains("--allow-root-slash") && err.contains("desktop"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -399,26 +327,18 @@ fn server_mode_refuses_root_flag_and_requires_root_per_call() {
         .expect("run");
     assert!(!refused.status.success());
 
-    let mut child = Command::new(BIN)
-        .arg("--server")
-        .env_remove("FILESYSTEM_ROOT")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut s = Session {
-        stdin: child.stdin.take(),
-        stdout: BufReader::new(child.stdout.take().expect("stdout")),
-        child,
-        _dir: tempfile::tempdir().expect("tmp"),
-    };
+    // An exported FILESYSTEM_ROOT must not stop the daemon from starting.
+    std::env::set_var("FILESYSTEM_ROOT", "/tmp");
+    let mut s = Session::spawn(&["--server".as_ref()], &[]);
     s.initialize("2025-11-25");
     let tools = s.request(2, "tools/list", json!({}));
     for tool in tools["result"]["tools"].as_array().expect("tools") {
         assert_eq!(tool["inputSchema"]["required"][0], json!("root"), "{tool}");
     }
-    let Some(name) = tools["result"]["tools"][0]["name"].as_str().map(str::to_string) else {
+    let Some(name) = tools["result"]["tools"][0]["name"]
+        .as_str()
+        .map(str::to_string)
+    else {
         // The toolset may be empty while its issue is open; the schema check above still ran.
         return;
     };

@@ -1,0 +1,138 @@
+//! The call log: one JSON line per tool call, the raw material of the adoption study.
+//!
+//! Which interface a model picks, how often its calls fail and why, can only be measured if every
+//! call is recorded the same way in every mode. Argument and file contents stay out of the log
+//! unless explicitly asked for (`--call-log-args`): the log must be safe to share.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Map, Value};
+
+use crate::mcp::server::{CallObserver, CallRecord};
+
+/// The log file's name inside a root's `.filesystem/` store.
+pub const DEFAULT_LOG_NAME: &str = ".calls.jsonl";
+
+/// Where the log goes.
+#[derive(Clone, Debug)]
+pub enum LogTarget {
+    /// `<root>/.filesystem/.calls.jsonl` of the root the call acted on (in `--server` mode, the
+    /// root named by the call).
+    PerRoot(Option<PathBuf>),
+    /// One file chosen with `--call-log`.
+    File(PathBuf),
+}
+
+/// Appends one line per tool call.
+pub struct CallLog {
+    target: LogTarget,
+    session: String,
+    mode: String,
+    include_args: bool,
+}
+
+impl CallLog {
+    /// A log for one server process. `mode` is the toolset's mode name.
+    pub fn new(target: LogTarget, mode: String, include_args: bool) -> Self {
+        CallLog {
+            target,
+            session: session_id(),
+            mode,
+            include_args,
+        }
+    }
+
+    /// The per-process session id written on every line.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    fn path_for(&self, args: &Map<String, Value>) -> Option<PathBuf> {
+        match &self.target {
+            LogTarget::File(p) => Some(p.clone()),
+            LogTarget::PerRoot(Some(root)) => Some(root.join(".filesystem").join(DEFAULT_LOG_NAME)),
+            // Daemon mode: the call names its root; an invalid root was refused by the toolset and
+            // the call still deserves a line, but there is no workspace to put it in.
+            LogTarget::PerRoot(None) => {
+                let root = args.get("root")?.as_str()?;
+                let root = crate::root::validate_absolute(root, false).ok()?;
+                Some(root.join(".filesystem").join(DEFAULT_LOG_NAME))
+            }
+        }
+    }
+
+    /// Builds the line for one call (exposed for tests of the format).
+    pub fn line(&self, record: &CallRecord<'_>) -> Value {
+        let output = record.output;
+        let input_bytes = serde_json::to_vec(record.args)
+            .map(|v| v.len())
+            .unwrap_or(0);
+        let mut line = json!({
+            "ts": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "session": self.session,
+            "mode": self.mode,
+            "client": {"name": record.client.name, "version": record.client.version},
+            "protocol": record.client.protocol_version,
+            "tool": record.tool,
+            "outcome": if output.is_error { "error" } else { "ok" },
+            "error_kind": output.error_kind,
+            "duration_ms": record.duration.as_millis() as u64,
+            "input_bytes": input_bytes,
+            "output_bytes": output.text.len(),
+        });
+        for (key, value) in &output.log {
+            line[key] = value.clone();
+        }
+        if self.include_args {
+            line["args"] = Value::Object(record.args.clone());
+        }
+        line
+    }
+}
+
+impl CallObserver for CallLog {
+    fn observe(&self, record: &CallRecord<'_>) {
+        let Some(path) = self.path_for(record.args) else {
+            return;
+        };
+        let line = self.line(record);
+        if let Err(e) = append_line(&path, &line) {
+            // A broken log must never break the call it describes.
+            eprintln!(
+                "filesystem: cannot append to call log {}: {e}",
+                path.display()
+            );
+        }
+    }
+}
+
+/// Appends one line with a single `write` on an `O_APPEND` descriptor under an exclusive lock, so
+/// concurrent servers sharing a log never interleave or tear lines.
+fn append_line(path: &Path, line: &Value) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut bytes = serde_json::to_vec(line)?;
+    bytes.push(b'\n');
+    let mut file: File = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+    file.write_all(&bytes)?;
+    Ok(())
+}
+
+/// A session id unique enough to tell processes apart: start time and pid.
+fn session_id() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{:x}-{:x}", nanos, std::process::id())
+}
