@@ -1,0 +1,817 @@
+//! The cases of the benchmark, each run against every peer it applies to, alternating peers
+//! within every repetition so that drift on a shared machine hits all of them alike.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use super::client::{Server, ToolReply};
+use super::data::{self, Data, EDIT_NEW, EDIT_OLD};
+use super::peers::{find_tool, Kind, Peer};
+use super::stats::{fmt_kib, fmt_ratio, fmt_secs, Samples};
+use super::{BenchError, Config};
+
+/// One measured subject of a case: a peer, possibly with extra flags.
+#[derive(Clone, Debug)]
+pub struct Subject {
+    /// Row label.
+    pub label: String,
+    /// The server, or `None` for the raw shell.
+    pub peer: Option<Peer>,
+    /// Flags appended for ours.
+    pub extra: Vec<&'static str>,
+}
+
+/// The measurements of one subject.
+#[derive(Clone, Debug, Default)]
+pub struct Row {
+    /// Row label.
+    pub label: String,
+    /// Seconds per repetition (per call or per step where the case says so).
+    pub time: Samples,
+    /// Peak RSS per repetition, KiB.
+    pub rss_kib: Samples,
+    /// Why the subject could not be measured.
+    pub error: Option<String>,
+}
+
+/// A target from the issue and whether this run met it (`None`: could not be judged).
+#[derive(Clone, Debug)]
+pub struct Check {
+    /// The case it belongs to.
+    pub case: String,
+    /// The target as stated.
+    pub target: String,
+    /// What was measured.
+    pub measured: String,
+    /// Met, missed, or not measurable.
+    pub met: Option<bool>,
+}
+
+/// Everything one case produced.
+#[derive(Clone, Debug)]
+pub struct CaseResult {
+    /// Short name.
+    pub title: String,
+    /// What is timed, precisely.
+    pub what: String,
+    /// Label of the row ratios are taken against.
+    pub baseline: String,
+    /// Calls per repetition, when a throughput (calls/s) column makes sense.
+    pub calls: Option<u64>,
+    /// The rows.
+    pub rows: Vec<Row>,
+    /// Facts noticed while measuring (mismatches, truncated output…).
+    pub notes: Vec<String>,
+}
+
+impl CaseResult {
+    /// The row with this label.
+    pub fn row(&self, label: &str) -> Option<&Row> {
+        self.rows.iter().find(|r| r.label == label)
+    }
+
+    /// Median time of `label` divided by the baseline's: how many times faster ours is.
+    pub fn ratio(&self, label: &str) -> Option<f64> {
+        let base = self.row(&self.baseline)?.time.median()?;
+        let other = self.row(label)?.time.median()?;
+        (base > 0.0).then(|| other / base)
+    }
+
+    /// Median peak RSS of `label`, KiB.
+    pub fn rss(&self, label: &str) -> Option<f64> {
+        self.row(label)?.rss_kib.median()
+    }
+}
+
+/// One repetition's measurement.
+struct Measure {
+    secs: f64,
+    rss_kib: Option<u64>,
+}
+
+/// Shared state of the cases.
+pub struct Bench<'a> {
+    /// Settings.
+    pub cfg: &'a Config,
+    /// Generated data.
+    pub data: &'a Data,
+    /// Every peer available in this run.
+    pub peers: &'a [Peer],
+    /// Results gathered so far.
+    pub results: Vec<CaseResult>,
+    /// Targets judged so far.
+    pub checks: Vec<Check>,
+}
+
+/// How long one server session may take before it is killed.
+const SESSION_LIMIT: Duration = Duration::from_secs(300);
+
+/// Runs `one` for every subject `reps` times, rotating the order each repetition; a subject that
+/// fails once is dropped from later repetitions and its row carries the error.
+fn alternate(
+    subjects: &[Subject],
+    reps: usize,
+    mut one: impl FnMut(&Subject, usize) -> Result<Measure, BenchError>,
+) -> Vec<Row> {
+    let mut rows: Vec<Row> = subjects
+        .iter()
+        .map(|s| Row {
+            label: s.label.clone(),
+            ..Default::default()
+        })
+        .collect();
+    let n = subjects.len();
+    for rep in 0..reps {
+        for k in 0..n {
+            let i = (k + rep) % n;
+            if rows[i].error.is_some() {
+                continue;
+            }
+            match one(&subjects[i], rep) {
+                Ok(m) => {
+                    rows[i].time.push(m.secs);
+                    if let Some(kib) = m.rss_kib {
+                        rows[i].rss_kib.push(kib as f64);
+                    }
+                }
+                Err(e) => rows[i].error = Some(e.to_string()),
+            }
+        }
+    }
+    rows
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+impl<'a> Bench<'a> {
+    fn peer(&self, kind: Kind) -> Option<&Peer> {
+        self.peers.iter().find(|p| p.kind == kind)
+    }
+
+    fn subject(&self, kind: Kind) -> Option<Subject> {
+        self.peer(kind).map(|p| Subject {
+            label: p.label.clone(),
+            peer: Some(p.clone()),
+            extra: vec![],
+        })
+    }
+
+    fn subjects(&self, kinds: &[Kind]) -> Vec<Subject> {
+        kinds.iter().filter_map(|k| self.subject(*k)).collect()
+    }
+
+    fn ours(&self) -> Option<&Peer> {
+        self.peer(Kind::Ours)
+    }
+
+    fn ours_with(&self, label: &str, extra: Vec<&'static str>) -> Option<Subject> {
+        self.ours().map(|p| Subject {
+            label: label.to_string(),
+            peer: Some(p.clone()),
+            extra,
+        })
+    }
+
+    fn start(&self, subject: &Subject) -> Result<Server, BenchError> {
+        let peer = subject
+            .peer
+            .as_ref()
+            .ok_or_else(|| BenchError::Protocol("no server for this subject".into()))?;
+        let log = self.cfg.data_dir.join(format!(
+            "stderr-{}.log",
+            subject.label.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        ));
+        Server::spawn(
+            &peer.launch(&self.data.root, &subject.extra, Some(log)),
+            SESSION_LIMIT,
+        )
+    }
+
+    /// Starts the subject, shakes hands and finds `tool` (taking `needs`) in its list.
+    fn session_with_tool(
+        &self,
+        subject: &Subject,
+        tool: &str,
+        needs: &[&str],
+    ) -> Result<(Server, String), BenchError> {
+        let mut server = self.start(subject)?;
+        server.initialize()?;
+        let tools = server.list_tools()?;
+        let name = find_tool(&tools, tool, needs).map_err(BenchError::NotServed)?;
+        Ok((server, name))
+    }
+
+    fn check(&mut self, case: &str, target: &str, measured: String, met: Option<bool>) {
+        self.checks.push(Check {
+            case: case.into(),
+            target: target.into(),
+            measured,
+            met,
+        });
+    }
+
+    /// A "peer takes N× ours' time" check: met when the ratio is at least `at_least`.
+    fn check_faster(&mut self, case: usize, peer: Kind, at_least: f64, target: &str) {
+        let Some(label) = self.peer(peer).map(|p| p.label.clone()) else {
+            return self.check(&self.results[case].title.clone(), target, "peer not in this run".into(), None);
+        };
+        let title = self.results[case].title.clone();
+        match self.results[case].ratio(&label) {
+            Some(r) => self.check(
+                &title,
+                target,
+                format!("{label} takes {} ours' time", fmt_ratio(r)),
+                Some(r >= at_least),
+            ),
+            None => self.check(&title, target, "not measured".into(), None),
+        }
+    }
+
+    /// Process start to an answered `initialize`.
+    pub fn startup(&mut self) {
+        let subjects = self.subjects(&[Kind::Ours, Kind::Floor, Kind::Reference, Kind::RustMcp]);
+        let rows = alternate(&subjects, self.cfg.reps_startup, |s, _| {
+            let mut server = self.start(s)?;
+            server.initialize()?;
+            let secs = server.started().elapsed().as_secs_f64();
+            let rss_kib = server.peak_rss_kib();
+            server.finish()?;
+            Ok(Measure { secs, rss_kib })
+        });
+        self.push_result(CaseResult {
+            title: "start-up".into(),
+            what: "from spawning the process to reading the answer to `initialize`".into(),
+            baseline: self.ours_label(),
+            calls: None,
+            rows,
+            notes: vec![],
+        });
+        let i = self.results.len() - 1;
+        self.check_faster(i, Kind::Reference, 100.0, "≥ 100× faster than the reference");
+        self.check_faster(i, Kind::RustMcp, 1.0, "no slower than rust-mcp-filesystem");
+        self.check_within_floor(i, 1.5, "within 1.5× of the floor");
+    }
+
+    fn check_within_floor(&mut self, case: usize, factor: f64, target: &str) {
+        let title = self.results[case].title.clone();
+        let Some(label) = self.peer(Kind::Floor).map(|p| p.label.clone()) else {
+            return self.check(&title, target, "floor not in this run".into(), None);
+        };
+        match self.results[case].ratio(&label) {
+            Some(r) if r > 0.0 => self.check(
+                &title,
+                target,
+                format!("ours takes {} the floor's time", fmt_ratio(1.0 / r)),
+                Some(1.0 / r <= factor),
+            ),
+            _ => self.check(&title, target, "not measured".into(), None),
+        }
+    }
+
+    fn ours_label(&self) -> String {
+        self.ours().map(|p| p.label.clone()).unwrap_or_default()
+    }
+
+    fn push_result(&mut self, result: CaseResult) {
+        eprintln!("bench: {} done", result.title);
+        for row in &result.rows {
+            match (&row.error, row.time.median()) {
+                (Some(e), _) => eprintln!("  {:<32} {e}", row.label),
+                (None, _) if row.time.is_empty() => eprintln!("  {:<32} no data", row.label),
+                (None, m) => eprintln!(
+                    "  {:<32} median {}",
+                    row.label,
+                    m.map(fmt_secs).unwrap_or_default()
+                ),
+            }
+        }
+        self.results.push(result);
+    }
+
+    /// Pipelined `read_text_file` calls in one session.
+    pub fn read(&mut self) {
+        let n = self.cfg.sizes.read_calls;
+        let mut subjects = self.subjects(&[Kind::Ours]);
+        subjects.extend(self.ours_with("filesystem --no-call-log", vec!["--no-call-log"]));
+        subjects.extend(self.subjects(&[Kind::Floor, Kind::Reference, Kind::RustMcp]));
+        let path = self.data.read_file.display().to_string();
+        let expected = std::fs::read_to_string(&self.data.read_file).unwrap_or_default();
+        let rows = alternate(&subjects, self.cfg.reps, |s, _| {
+            let (mut server, tool) = self.session_with_tool(s, "read_text_file", &["path"])?;
+            let args = obj(json!({"path": path}));
+            let first = server.call_tool(&tool, &args)?;
+            if !first.text.contains(expected.lines().next().unwrap_or("")) {
+                return Err(BenchError::ToolFailed(format!(
+                    "{}: read_text_file did not return the file's text",
+                    s.label
+                )));
+            }
+            let calls = vec![args; n as usize];
+            let secs = server.pipelined_calls(&tool, &calls)?.as_secs_f64();
+            let rss_kib = server.peak_rss_kib();
+            server.finish()?;
+            Ok(Measure { secs, rss_kib })
+        });
+        self.push_result(CaseResult {
+            title: "read_text_file ×N pipelined".into(),
+            what: format!(
+                "{n} `read_text_file` calls on a 4 KiB file in one session, all requests written \
+                 by a writer thread while the driver reads; first byte sent to last answer read"
+            ),
+            baseline: self.ours_label(),
+            calls: Some(n),
+            rows,
+            notes: vec![],
+        });
+        let i = self.results.len() - 1;
+        self.check_faster(i, Kind::Reference, 10.0, "≥ 10× the reference's throughput");
+        self.check_faster(i, Kind::RustMcp, 4.0, "≥ 4× rust-mcp-filesystem's throughput");
+        self.check_within_floor(i, 1.3, "within 1.3× of the floor");
+    }
+
+    /// Relative paths: does each server accept a path relative to its root?
+    pub fn relative_paths(&mut self) -> Vec<String> {
+        let mut notes = Vec::new();
+        for kind in [Kind::Reference, Kind::RustMcp, Kind::Ours] {
+            let Some(subject) = self.subject(kind) else {
+                continue;
+            };
+            let outcome = self
+                .session_with_tool(&subject, "read_text_file", &["path"])
+                .and_then(|(mut server, tool)| {
+                    let reply = server.call_tool(&tool, &obj(json!({"path": "read.txt"})));
+                    let _ = server.finish();
+                    reply
+                });
+            notes.push(match outcome {
+                Ok(_) => format!("{}: a path relative to the root (`read.txt`) works", subject.label),
+                Err(e) => format!("{}: a relative path does not work ({e})", subject.label),
+            });
+        }
+        notes
+    }
+
+    /// `directory_tree` over the generated tree: time and peak memory.
+    pub fn tree(&mut self) {
+        let subjects = self.subjects(&[Kind::Ours, Kind::Reference, Kind::RustMcp]);
+        let path = self.data.tree.display().to_string();
+        let files = self.data.tree_files;
+        let mut notes = Vec::new();
+        let rows = alternate(&subjects, self.cfg.reps, |s, rep| {
+            let (mut server, tool) = self.session_with_tool(s, "directory_tree", &["path"])?;
+            let start = Instant::now();
+            let reply = server.call_tool(&tool, &obj(json!({"path": path})))?;
+            let secs = start.elapsed().as_secs_f64();
+            let rss_kib = server.peak_rss_kib();
+            server.finish()?;
+            if rep == 0 {
+                let listed = reply.text.matches("file").count() as u64;
+                if listed < files {
+                    notes.push(format!(
+                        "{} listed {listed} of {files} files (output capped or truncated?)",
+                        s.label
+                    ));
+                }
+                notes.push(format!(
+                    "{}: answer of {} bytes",
+                    s.label,
+                    reply.text.len()
+                ));
+            }
+            Ok(Measure { secs, rss_kib })
+        });
+        self.push_result(CaseResult {
+            title: "directory_tree".into(),
+            what: format!(
+                "one `directory_tree` call on {} files in {} directories (call sent to answer read); \
+                 peak RSS is the server's VmHWM read from /proc before it exits",
+                self.data.tree_files, self.data.tree_dirs
+            ),
+            baseline: self.ours_label(),
+            calls: None,
+            rows,
+            notes,
+        });
+        let i = self.results.len() - 1;
+        self.check_faster(i, Kind::Reference, 10.0, "≥ 10× faster than the reference");
+        self.check_faster(i, Kind::RustMcp, 3.0, "≥ 3× faster than rust-mcp-filesystem");
+        let title = self.results[i].title.clone();
+        let ours = self.results[i].rss(&self.ours_label());
+        let others: Vec<(String, Option<f64>)> = [Kind::Reference, Kind::RustMcp]
+            .iter()
+            .filter_map(|k| self.peer(*k))
+            .map(|p| (p.label.clone(), self.results[i].rss(&p.label)))
+            .collect();
+        let measured = std::iter::once(format!(
+            "ours {}",
+            ours.map(fmt_kib).unwrap_or_else(|| "?".into())
+        ))
+        .chain(others.iter().map(|(l, r)| {
+            format!("{l} {}", r.map(fmt_kib).unwrap_or_else(|| "?".into()))
+        }))
+        .collect::<Vec<_>>()
+        .join(", ");
+        let met = match ours {
+            Some(o) if others.iter().all(|(_, r)| r.is_some()) && !others.is_empty() => {
+                Some(others.iter().all(|(_, r)| r.is_some_and(|r| o < r)))
+            }
+            _ => None,
+        };
+        self.check(&title, "lower peak memory than both", measured, met);
+    }
+
+    /// One `edit_file` near the end of a large file.
+    pub fn edit(&mut self) {
+        let subjects = self.subjects(&[Kind::Ours, Kind::Reference, Kind::RustMcp]);
+        let path = self.data.edit_file.display().to_string();
+        let rows = alternate(&subjects, self.cfg.reps, |s, _| {
+            data::restore(&self.data.edit_pristine, &self.data.edit_file)?;
+            let (mut server, tool) = self.session_with_tool(s, "edit_file", &["path", "edits"])?;
+            let args = obj(json!({
+                "path": path,
+                "edits": [{"oldText": EDIT_OLD, "newText": EDIT_NEW}]
+            }));
+            let start = Instant::now();
+            server.call_tool(&tool, &args)?;
+            let secs = start.elapsed().as_secs_f64();
+            let rss_kib = server.peak_rss_kib();
+            server.finish()?;
+            let after = std::fs::read_to_string(&self.data.edit_file)
+                .map_err(|e| BenchError::io("read the edited file".into(), e))?;
+            if !after.contains(EDIT_NEW) || after.contains(EDIT_OLD) {
+                return Err(BenchError::ToolFailed(format!(
+                    "{}: edit_file answered but the file was not changed",
+                    s.label
+                )));
+            }
+            Ok(Measure { secs, rss_kib })
+        });
+        let _ = data::restore(&self.data.edit_pristine, &self.data.edit_file);
+        self.push_result(CaseResult {
+            title: "edit_file".into(),
+            what: format!(
+                "one `edit_file` call replacing one line {} bytes before the end of a {} file \
+                 (call sent to answer read; the file is restored between runs)",
+                2048,
+                human_bytes(self.cfg.sizes.edit_bytes as u64)
+            ),
+            baseline: self.ours_label(),
+            calls: None,
+            rows,
+            notes: vec![],
+        });
+        let i = self.results.len() - 1;
+        self.check_faster(i, Kind::Reference, 5.0, "≥ 5× faster than the reference");
+        self.check_faster(i, Kind::RustMcp, 3.0, "≥ 3× faster than rust-mcp-filesystem");
+    }
+
+    /// `write_file` with and without `--backup` (ours only).
+    pub fn write(&mut self) {
+        let subjects: Vec<Subject> = [
+            self.ours_with("filesystem", vec![]),
+            self.ours_with("filesystem --backup", vec!["--backup"]),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let bytes = self.cfg.sizes.write_bytes;
+        let writes = self.cfg.sizes.writes_per_session;
+        let dir = self.data.root.join("write");
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            eprintln!("bench: cannot create {}: {e}", dir.display());
+        }
+        let rows = alternate(&subjects, self.cfg.reps, |s, rep| {
+            let (mut server, tool) =
+                self.session_with_tool(s, "write_file", &["path", "content"])?;
+            let tag = if s.extra.is_empty() { "plain" } else { "backup" };
+            let path = dir.join(format!("{tag}-{rep}.txt")).display().to_string();
+            let mut total = Duration::ZERO;
+            for w in 0..writes {
+                let content = filler(bytes, w);
+                let args = obj(json!({"path": path, "content": content}));
+                let start = Instant::now();
+                server.call_tool(&tool, &args)?;
+                total += start.elapsed();
+            }
+            let rss_kib = server.peak_rss_kib();
+            server.finish()?;
+            Ok(Measure {
+                secs: total.as_secs_f64() / writes as f64,
+                rss_kib,
+            })
+        });
+        self.push_result(CaseResult {
+            title: "write_file, --backup vs not".into(),
+            what: format!(
+                "mean time of one `write_file` of {} over {writes} successive writes to a new \
+                 file in one session (each write different, so each makes a version)",
+                human_bytes(bytes as u64)
+            ),
+            baseline: "filesystem".into(),
+            calls: None,
+            rows,
+            notes: vec![],
+        });
+        let i = self.results.len() - 1;
+        let title = self.results[i].title.clone();
+        match self.results[i].ratio("filesystem --backup") {
+            Some(r) => self.check(
+                &title,
+                "overhead of --backup ≤ 1.5×",
+                format!("--backup takes {} the time", fmt_ratio(r)),
+                Some(r <= 1.5),
+            ),
+            None => self.check(&title, "overhead of --backup ≤ 1.5×", "not measured".into(), None),
+        }
+    }
+
+    /// The 5-stage legacy pipeline against `bash -c`, on the large and the small log.
+    pub fn pipeline(&mut self) {
+        let mut rss_by_size = Vec::new();
+        for (log, label) in [
+            (self.data.log.clone(), human_bytes(self.cfg.sizes.log_bytes as u64)),
+            (
+                self.data.small_log.clone(),
+                human_bytes(self.cfg.sizes.log_bytes as u64 / 10),
+            ),
+        ] {
+            let rel = log
+                .strip_prefix(&self.data.root)
+                .unwrap_or(&log)
+                .display()
+                .to_string();
+            let command = format!(
+                "tail -n 2000000 {rel} | rg ERROR | awk '{{print $3}}' | sort | head -n 20"
+            );
+            // The shell runs the same programs with the switches the server forces on them
+            // (rg --no-config, gawk --sandbox) and the same kind of cleared environment.
+            let shell = format!(
+                "tail -n 2000000 {rel} | rg --no-config ERROR | gawk --sandbox '{{print $3}}' | sort | head -n 20"
+            );
+            let mut subjects: Vec<Subject> = self
+                .ours_with("filesystem --legacy-pipe", vec!["--legacy-pipe"])
+                .into_iter()
+                .collect();
+            subjects.push(Subject {
+                label: "bash -c".into(),
+                peer: None,
+                extra: vec![],
+            });
+            let mut outputs: Vec<(String, String)> = Vec::new();
+            let rows = alternate(&subjects, self.cfg.reps, |s, rep| {
+                if s.peer.is_none() {
+                    let (secs, out) = run_shell(&shell, &self.data.root)?;
+                    if rep == 0 {
+                        outputs.push((s.label.clone(), out));
+                    }
+                    return Ok(Measure {
+                        secs,
+                        rss_kib: None,
+                    });
+                }
+                let (mut server, tool) = self.session_with_tool(s, "shelpa_pipe", &["command"])?;
+                let start = Instant::now();
+                let reply = server.call_tool(&tool, &obj(json!({"command": command})))?;
+                let secs = start.elapsed().as_secs_f64();
+                let rss_kib = server.peak_rss_kib();
+                server.finish()?;
+                if rep == 0 {
+                    outputs.push((s.label.clone(), pipe_stdout(&reply)));
+                }
+                Ok(Measure { secs, rss_kib })
+            });
+            let mut notes = vec![format!("pipeline: `{command}`"), format!("shell: `{shell}`")];
+            if let [(a, out_a), (b, out_b)] = outputs.as_slice() {
+                if out_a != out_b {
+                    notes.push(format!(
+                        "outputs differ: {a} gave {} bytes, {b} gave {} bytes",
+                        out_a.len(),
+                        out_b.len()
+                    ));
+                } else {
+                    notes.push(format!("both produced the same {} bytes of output", out_a.len()));
+                }
+            }
+            let result = CaseResult {
+                title: format!("legacy pipeline, {label} log"),
+                what: format!(
+                    "one `shelpa_pipe` call (sent to answer read, server already started) vs \
+                     `bash -c` of the same pipeline (spawn to exit) over a {label} log"
+                ),
+                baseline: "filesystem --legacy-pipe".into(),
+                calls: None,
+                rows,
+                notes,
+            };
+            rss_by_size.push((label.clone(), result.rss("filesystem --legacy-pipe")));
+            self.push_result(result);
+        }
+        let Some(big) = self.results.len().checked_sub(2) else {
+            return;
+        };
+        let title = self.results[big].title.clone();
+        match self.results[big].ratio("bash -c") {
+            Some(r) if r > 0.0 => self.check(
+                &title,
+                "wall time ≤ 1.15× `bash -c`",
+                format!("ours takes {} the shell's time", fmt_ratio(1.0 / r)),
+                Some(1.0 / r <= 1.15),
+            ),
+            _ => self.check(&title, "wall time ≤ 1.15× `bash -c`", "not measured".into(), None),
+        }
+        let measured = rss_by_size
+            .iter()
+            .map(|(l, r)| format!("{l} log: {}", r.map(fmt_kib).unwrap_or_else(|| "?".into())))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let met = if rss_by_size.iter().all(|(_, r)| r.is_some()) {
+            Some(rss_by_size.iter().all(|(_, r)| r.is_some_and(|k| k <= 32.0 * 1024.0)))
+        } else {
+            None
+        };
+        self.check(&title, "server peak RSS ≤ 32 MiB whatever the input size", measured, met);
+    }
+
+    /// Undo/redo step time on a file with many versions vs one with few.
+    pub fn undo(&mut self) {
+        let (many, few) = (self.cfg.sizes.versions_many, self.cfg.sizes.versions_few);
+        let dir = self.data.root.join("undo");
+        let files = [
+            (format!("{many} versions"), dir.join(format!("v{many}.txt")), many),
+            (format!("{few} versions"), dir.join(format!("v{few}.txt")), few),
+        ];
+        let Some(backup) = self.ours_with("setup", vec!["--backup"]) else {
+            return;
+        };
+        let setup = self.make_versions(&backup, &files);
+        let steps = self.cfg.sizes.undo_steps;
+        let span = 5.min(few.saturating_sub(1)).max(1);
+        let subjects: Vec<Subject> = files
+            .iter()
+            .filter_map(|(label, _, _)| self.ours_with(label, vec!["--backup"]))
+            .collect();
+        let rows = match setup {
+            Err(e) => subjects
+                .iter()
+                .map(|s| Row {
+                    label: s.label.clone(),
+                    error: Some(match &e {
+                        BenchError::NotServed(_) => e.to_string(),
+                        _ => format!("set-up failed: {e}"),
+                    }),
+                    ..Default::default()
+                })
+                .collect(),
+            Ok(()) => alternate(&subjects, self.cfg.reps, |s, _| {
+                let path = files
+                    .iter()
+                    .find(|(l, _, _)| *l == s.label)
+                    .map(|(_, p, _)| p.display().to_string())
+                    .unwrap_or_default();
+                let (mut server, undo) = self.session_with_tool(s, "undo_file", &["path"])?;
+                let tools = server.list_tools()?;
+                let redo = find_tool(&tools, "redo_file", &["path"]).map_err(BenchError::NotServed)?;
+                let args = obj(json!({"path": path, "steps": 1}));
+                let start = Instant::now();
+                let mut done = 0u64;
+                'outer: loop {
+                    for tool in [&undo, &redo] {
+                        for _ in 0..span {
+                            if done == steps {
+                                break 'outer;
+                            }
+                            server.call_tool(tool, &args)?;
+                            done += 1;
+                        }
+                    }
+                }
+                let secs = start.elapsed().as_secs_f64() / steps as f64;
+                // Leave the file at its newest version for the next repetition.
+                let pos = done % (2 * span);
+                let pending = if pos <= span { pos } else { 2 * span - pos };
+                for _ in 0..pending {
+                    server.call_tool(&redo, &args)?;
+                }
+                let rss_kib = server.peak_rss_kib();
+                server.finish()?;
+                Ok(Measure { secs, rss_kib })
+            }),
+        };
+        self.push_result(CaseResult {
+            title: "undo/redo step".into(),
+            what: format!(
+                "mean time of one `undo_file`/`redo_file` step (steps: 1) over {steps} steps \
+                 ({span} undos then {span} redos, repeated), file with {many} versions vs {few}"
+            ),
+            baseline: format!("{few} versions"),
+            calls: None,
+            rows,
+            notes: vec![],
+        });
+        let i = self.results.len() - 1;
+        let title = self.results[i].title.clone();
+        let target = "each step O(1) in the number of versions (ratio ≤ 1.5×)";
+        match self.results[i].ratio(&format!("{many} versions")) {
+            Some(r) => self.check(
+                &title,
+                target,
+                format!("a step with {many} versions takes {} the time of one with {few}", fmt_ratio(r)),
+                Some(r <= 1.5),
+            ),
+            None => self.check(&title, target, "not measured".into(), None),
+        }
+    }
+
+    fn make_versions(
+        &self,
+        backup: &Subject,
+        files: &[(String, std::path::PathBuf, u64)],
+    ) -> Result<(), BenchError> {
+        if let Some(dir) = files.first().and_then(|(_, p, _)| p.parent()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| BenchError::io(format!("create {}", dir.display()), e))?;
+        }
+        let (mut server, tool) = self.session_with_tool(backup, "write_file", &["path", "content"])?;
+        for (_, path, versions) in files {
+            let calls: Vec<Map<String, Value>> = (0..*versions)
+                .map(|v| {
+                    obj(json!({
+                        "path": path.display().to_string(),
+                        "content": format!("version {v}\n{}", filler(1024, v)),
+                    }))
+                })
+                .collect();
+            server.pipelined_calls(&tool, &calls)?;
+        }
+        server.finish()
+    }
+}
+
+/// `bytes` of printable text that differ with `seed`.
+fn filler(bytes: usize, seed: u64) -> String {
+    let line = format!("line of filler text for version {seed:06} abcdefghijklmnopqrstuvwxyz\n");
+    let mut s = line.repeat(bytes / line.len() + 1);
+    s.truncate(bytes);
+    s
+}
+
+/// Sizes as people say them.
+pub fn human_bytes(b: u64) -> String {
+    if b >= 1 << 20 {
+        let mib = b as f64 / (1u64 << 20) as f64;
+        if b % (1 << 20) == 0 {
+            format!("{mib:.0} MiB")
+        } else {
+            format!("{:.0} MB", b as f64 / 1e6)
+        }
+    } else if b >= 1 << 10 {
+        format!("{:.0} KiB", b as f64 / 1024.0)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// The `stdout` of a shelpa result (JSON text), or the text itself.
+fn pipe_stdout(reply: &ToolReply) -> String {
+    let structured = reply.result.get("structuredContent").cloned();
+    let parsed = structured.or_else(|| serde_json::from_str::<Value>(&reply.text).ok());
+    parsed
+        .as_ref()
+        .and_then(|v| v.get("stdout"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| reply.text.clone())
+}
+
+/// Runs `script` with `bash -c` in `dir` with a cleared environment; wall time and stdout.
+fn run_shell(script: &str, dir: &Path) -> Result<(f64, String), BenchError> {
+    let start = Instant::now();
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("LC_ALL", "C.UTF-8")
+        .env("HOME", "")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| BenchError::io("run bash".into(), e))?;
+    let secs = start.elapsed().as_secs_f64();
+    if !out.status.success() {
+        return Err(BenchError::ToolFailed(format!(
+            "bash -c exited with {}",
+            out.status
+        )));
+    }
+    Ok((secs, String::from_utf8_lossy(&out.stdout).into_owned()))
+}

@@ -1,0 +1,180 @@
+//! `cargo bench --bench mcp -- [OPTIONS]`: ours side by side with the reference server,
+//! rust-mcp-filesystem, a no-validation floor and the raw shell; writes `BENCHMARKS.md`.
+//!
+//! `scripts/bench` installs the peers and calls this with their paths. With `--floor` the same
+//! executable is the floor server instead, so the floor needs no target of its own.
+
+mod harness;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use harness::peers::{Kind, Peer};
+use harness::{machine, report, Config, Sizes};
+
+/// Options of the benchmark driver.
+#[derive(Parser, Debug)]
+#[command(name = "mcp-bench", about = "Benchmarks MCP filesystem servers side by side")]
+struct Opts {
+    /// Serve MCP as the floor server (used by the harness itself).
+    #[arg(long)]
+    floor: bool,
+    /// Tiny inputs and one repetition: checks that everything runs, measures nothing useful.
+    #[arg(long)]
+    smoke: bool,
+    /// Our binary (default: the one cargo built alongside this bench).
+    #[arg(long, value_name = "PATH")]
+    ours: Option<PathBuf>,
+    /// The reference server's entry script (`.../server-filesystem/dist/index.js`).
+    #[arg(long, value_name = "PATH")]
+    reference: Option<PathBuf>,
+    /// The `node` that runs the reference server.
+    #[arg(long, value_name = "PATH", default_value = "node")]
+    node: PathBuf,
+    /// The rust-mcp-filesystem executable.
+    #[arg(long, value_name = "PATH")]
+    rust_mcp: Option<PathBuf>,
+    /// Leave the floor out.
+    #[arg(long)]
+    no_floor: bool,
+    /// Repetitions per case and subject.
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Repetitions of the start-up case.
+    #[arg(long, default_value_t = 15)]
+    reps_startup: usize,
+    /// Where to generate data (default: a temporary directory, removed afterwards).
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
+    /// Run only these cases (startup, read, tree, edit, write, pipeline, undo).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Markdown file to include as the report's findings section.
+    #[arg(long, value_name = "FILE")]
+    findings: Option<PathBuf>,
+    /// Where to write the report.
+    #[arg(long, value_name = "FILE", default_value = "BENCHMARKS.md")]
+    out: PathBuf,
+    /// cargo bench passes --bench; accepted and ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+fn main() -> ExitCode {
+    let opts = Opts::parse();
+    if opts.floor {
+        return match harness::floor::serve() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("floor: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    match run(&opts) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("bench: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(opts: &Opts) -> Result<(), String> {
+    let ours = opts
+        .ours
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_filesystem")));
+    let mut peers = vec![Peer {
+        label: "filesystem".into(),
+        kind: Kind::Ours,
+        version: machine::first_line(&ours, &["--version"]).unwrap_or_default(),
+        program: ours,
+        leading: vec![],
+    }];
+    if !opts.no_floor {
+        let me = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+        peers.push(Peer {
+            label: "floor".into(),
+            kind: Kind::Floor,
+            program: me,
+            leading: vec![],
+            version: "this harness (no validation)".into(),
+        });
+    }
+    if let Some(script) = &opts.reference {
+        let package = script.parent().and_then(|d| d.parent());
+        let version = package.and_then(machine::npm_version).unwrap_or_default();
+        let node = machine::first_line(&opts.node, &["--version"]).unwrap_or_default();
+        peers.push(Peer {
+            label: "reference".into(),
+            kind: Kind::Reference,
+            program: opts.node.clone(),
+            leading: vec![script.display().to_string()],
+            version: format!("@modelcontextprotocol/server-filesystem {version} on Node {node}"),
+        });
+    }
+    if let Some(exe) = &opts.rust_mcp {
+        peers.push(Peer {
+            label: "rust-mcp-filesystem".into(),
+            kind: Kind::RustMcp,
+            version: machine::first_line(exe, &["--version"]).unwrap_or_default(),
+            program: exe.clone(),
+            leading: vec![],
+        });
+    }
+    for name in &opts.only {
+        if !harness::CASES.contains(&name.as_str()) {
+            return Err(format!(
+                "unknown case '{name}'; choose from {}",
+                harness::CASES.join(", ")
+            ));
+        }
+    }
+    let scratch;
+    let data_dir = match &opts.data {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+            d.clone()
+        }
+        None => {
+            scratch = tempfile::tempdir().map_err(|e| format!("cannot make a temp dir: {e}"))?;
+            scratch.path().to_path_buf()
+        }
+    };
+    let (reps, reps_startup) = if opts.smoke { (1, 1) } else { (opts.reps, opts.reps_startup) };
+    let cfg = Config {
+        sizes: if opts.smoke { Sizes::smoke() } else { Sizes::full() },
+        reps: reps.max(1),
+        reps_startup: reps_startup.max(1),
+        data_dir,
+        peers: peers.clone(),
+        only: opts.only.clone(),
+    };
+    let outcome = harness::run(&cfg).map_err(|e| e.to_string())?;
+    let mut versions: Vec<(String, String)> = peers
+        .iter()
+        .map(|p| (p.label.clone(), p.version.clone()))
+        .collect();
+    versions.extend(machine::tool_versions());
+    let findings = match &opts.findings {
+        Some(f) => std::fs::read_to_string(f)
+            .map_err(|e| format!("cannot read findings {}: {e}", f.display()))?,
+        None => String::new(),
+    };
+    let preamble = report::Preamble {
+        command: std::env::var("BENCH_COMMAND").unwrap_or_else(|_| "scripts/bench".into()),
+        machine: machine::facts(),
+        versions,
+        reps: cfg.reps,
+        reps_startup: cfg.reps_startup,
+        findings,
+    };
+    let text = report::render(&preamble, &outcome);
+    std::fs::write(&opts.out, text)
+        .map_err(|e| format!("cannot write {}: {e}", opts.out.display()))?;
+    eprintln!("bench: wrote {}", opts.out.display());
+    Ok(())
+}

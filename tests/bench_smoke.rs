@@ -1,0 +1,95 @@
+//! The benchmark harness on tiny inputs against our binary only: it must run every case to the
+//! end and produce a report. Nothing here looks at how long anything took — a benchmark is not
+//! a test — but every measurement the harness makes of a tool we serve must have succeeded.
+
+#[allow(dead_code)]
+#[path = "../benches/harness/mod.rs"]
+mod harness;
+
+use harness::peers::{Kind, Peer};
+use harness::{report, Config, Sizes, CASES};
+
+fn ours() -> Peer {
+    Peer {
+        label: "filesystem".into(),
+        kind: Kind::Ours,
+        program: env!("CARGO_BIN_EXE_filesystem").into(),
+        leading: vec![],
+        version: "test build".into(),
+    }
+}
+
+#[test]
+fn smoke_run_measures_every_case_against_our_binary_and_renders_a_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = Config {
+        sizes: Sizes::smoke(),
+        reps: 1,
+        reps_startup: 1,
+        data_dir: dir.path().to_path_buf(),
+        peers: vec![ours()],
+        only: vec![],
+    };
+    let outcome = harness::run(&cfg).expect("the harness runs to the end");
+
+    // Every case produced a result with a row for our binary (or its variants).
+    for title in [
+        "start-up",
+        "read_text_file",
+        "directory_tree",
+        "edit_file",
+        "write_file",
+        "legacy pipeline",
+        "undo/redo",
+    ] {
+        assert!(
+            outcome.results.iter().any(|r| r.title.starts_with(title)),
+            "no result for {title}"
+        );
+    }
+    assert_eq!(CASES.len(), 7);
+    for result in &outcome.results {
+        assert!(!result.rows.is_empty(), "{} has no rows", result.title);
+        for row in &result.rows {
+            match &row.error {
+                // A tool not (yet) served is reported, not measured; anything else is a failure
+                // of ours or of the harness.
+                Some(e) => assert!(
+                    e.starts_with("not served"),
+                    "{} / {}: {e}",
+                    result.title,
+                    row.label
+                ),
+                None => assert_eq!(
+                    row.time.len(),
+                    1,
+                    "{} / {}: one measurement expected",
+                    result.title,
+                    row.label
+                ),
+            }
+        }
+    }
+
+    // The handshake is always served, so start-up is always measured, with its peak memory.
+    let startup = &outcome.results[0];
+    let row = startup.row("filesystem").expect("start-up row");
+    assert!(row.error.is_none(), "start-up failed: {:?}", row.error);
+    assert!(row.rss_kib.median().is_some_and(|k| k > 0.0));
+
+    let text = report::render(
+        &report::Preamble {
+            command: "smoke".into(),
+            machine: harness::machine::facts(),
+            versions: vec![("filesystem".into(), "test build".into())],
+            reps: 1,
+            reps_startup: 1,
+            findings: String::new(),
+        },
+        &outcome,
+    );
+    assert!(text.contains("## Targets"));
+    assert!(text.contains("| subject | median | min | max | runs |"));
+    assert!(text.contains("| filesystem |"));
+    assert!(text.contains("### start-up"));
+}
