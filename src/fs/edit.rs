@@ -511,7 +511,7 @@ mod tests {
     fn loose_match_keeps_the_missing_final_newline() {
         let out = apply_edits("a\n  b  ", &[edit("b", "c")]).expect("exact");
         assert_eq!(out, "a\n  c  ");
-        let out = apply_edits("a\n  b c", &[edit("b  c\n", "d\n")]).expect("loose");
+        let out = apply_edits("a\n  b c", &[edit("b c  \n", "d\n")]).expect("loose");
         assert_eq!(out, "a\n  d");
     }
 

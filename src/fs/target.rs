@@ -50,9 +50,10 @@ pub fn writable(cx: &FsContext, path: &str) -> Result<WriteTarget, FsError> {
             "the workspace root is a directory, not a file; name a file inside it".into(),
         ));
     }
-    let existing_mode = match std::fs::symlink_metadata(&resolved.path) {
-        Ok(meta) if meta.file_type().is_file() => Some(meta.permissions().mode() & 0o7777),
-        Ok(meta) => {
+    let existing_mode = match inspect(&resolved)? {
+        None => None,
+        Some(meta) if meta.file_type().is_file() => Some(meta.permissions().mode() & 0o7777),
+        Some(meta) => {
             let hint = if meta.file_type().is_symlink() {
                 "writes never go through symbolic links; write to the file it points to by its real path, or delete the link first"
             } else if meta.file_type().is_dir() {
@@ -66,13 +67,26 @@ pub fn writable(cx: &FsContext, path: &str) -> Result<WriteTarget, FsError> {
                 kind_name(&meta)
             )));
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io_error("cannot inspect", &resolved.relative, e)),
     };
     Ok(WriteTarget {
         resolved,
         existing_mode,
     })
+}
+
+/// What is at a guarded path now, without following a final symlink: `None` when nothing is.
+/// A file where one of the parents should be a directory is `AlreadyExists`, because nothing
+/// can be created below it.
+pub fn inspect(resolved: &Resolved) -> Result<Option<Metadata>, FsError> {
+    match std::fs::symlink_metadata(&resolved.path) {
+        Ok(meta) => Ok(Some(meta)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => Err(FsError::AlreadyExists(format!(
+            "a parent of '{}' is a file, so nothing can be created below it; choose another path",
+            resolved.display()
+        ))),
+        Err(e) => Err(io_error("cannot inspect", &resolved.relative, e)),
+    }
 }
 
 /// An `IoError` naming the root-relative path, never the host's absolute path.

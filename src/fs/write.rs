@@ -1,7 +1,6 @@
 //! `create_file`, `write_file` and `create_directory`: whole-file writes through the history
 //! store (atomic, recorded, undoable) and race-free directory creation.
 
-use std::io;
 use std::path::Path;
 
 use serde_json::{Map, Value};
@@ -55,16 +54,12 @@ pub fn create_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutp
     let content = a.str("content")?;
     let lock = cx.store.lock()?;
     let resolved = cx.guard.resolve_no_follow(path)?;
-    match std::fs::symlink_metadata(&resolved.path) {
-        Ok(meta) => {
-            return Err(FsError::AlreadyExists(format!(
-                "'{}' already exists ({}); use write_file or edit_file to change a file, or choose a new path",
-                resolved.display(),
-                target::kind_name(&meta)
-            )))
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(target::io_error("cannot inspect", &resolved.relative, e)),
+    if let Some(meta) = target::inspect(&resolved)? {
+        return Err(FsError::AlreadyExists(format!(
+            "'{}' already exists ({}); use write_file or edit_file to change a file, or choose a new path",
+            resolved.display(),
+            target::kind_name(&meta)
+        )));
     }
     if resolved.is_root() {
         return Err(FsError::AlreadyExists(
@@ -123,28 +118,27 @@ pub fn create_directory(cx: &FsContext, args: &Map<String, Value>) -> Result<Too
             "Directory . already exists (the workspace root)",
         ));
     }
-    match std::fs::symlink_metadata(&resolved.path) {
-        Ok(meta) if meta.file_type().is_dir() => {
+    match target::inspect(&resolved)? {
+        None => {}
+        Some(meta) if meta.file_type().is_dir() => {
             return Ok(ToolOutput::text(format!(
                 "Directory {} already exists",
                 resolved.display()
             )))
         }
-        Ok(meta) if meta.file_type().is_symlink() => {
+        Some(meta) if meta.file_type().is_symlink() => {
             return Err(FsError::InvalidArgument(format!(
                 "'{}' is a symbolic link; directories are never created through links, use the real path",
                 resolved.display()
             )))
         }
-        Ok(meta) => {
+        Some(meta) => {
             return Err(FsError::AlreadyExists(format!(
                 "'{}' already exists and is {}, not a directory; choose another path",
                 resolved.display(),
                 target::kind_name(&meta)
             )))
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(target::io_error("cannot inspect", &resolved.relative, e)),
     }
     let created = target::make_dirs(&cx.guard, &resolved.relative)?;
     Ok(ToolOutput::text(if created {
