@@ -343,11 +343,13 @@ fn unit_of<'a>(lines: impl Iterator<Item = &'a str>) -> Option<Unit> {
     narrowest.map(Unit::Spaces)
 }
 
-/// Re-indents `new` to the file: line j is paired with old line k = min(j, last) and the file
-/// line k matched, and gets that file line's indentation shifted by how much line j is indented
-/// relative to old line k. When the edit and the file use different indentation styles (tabs vs
-/// spaces) the shift is counted in the edit's units and applied in the file's.
+/// Re-indents `new` to the file: each new line j is paired with an old line k (see
+/// [`pair_lines`]) and the file line k matched, and gets that file line's indentation shifted by
+/// how much line j is indented relative to old line k. When the edit and the file use different
+/// indentation styles (tabs vs spaces) the shift is counted in the edit's units and applied in
+/// the file's.
 fn reindent(matched: &[&str], old: &[&str], new: &[&str]) -> String {
+    let pairs = pair_lines(old, new);
     let file_unit = unit_of(matched.iter().copied());
     let edit_unit = unit_of(old.iter().chain(new.iter()).copied());
     let mut out = String::new();
@@ -360,7 +362,7 @@ fn reindent(matched: &[&str], old: &[&str], new: &[&str]) -> String {
             out.push_str(line);
             continue;
         }
-        let k = j.min(old.len() - 1);
+        let k = pairs[j];
         let file_indent = indent_of(matched[k]);
         let old_indent = indent_of(old[k]);
         let new_indent = indent_of(line);
@@ -404,6 +406,53 @@ fn reindent(matched: &[&str], old: &[&str], new: &[&str]) -> String {
     out
 }
 
+/// For each new line, the old line its indentation is measured against. Lines that survive the
+/// edit (same text once trimmed) pair with themselves; lines that replace a run of old lines
+/// pair with those by position; lines purely inserted pair with the old line just before them,
+/// so an added statement lines up with its neighbour rather than with whatever old line happens
+/// to share its index.
+fn pair_lines(old: &[&str], new: &[&str]) -> Vec<usize> {
+    let last = old.len().saturating_sub(1);
+    let old_trim: Vec<&str> = old.iter().map(|l| l.trim()).collect();
+    let new_trim: Vec<&str> = new.iter().map(|l| l.trim()).collect();
+    let mut pairs = vec![0; new.len()];
+    for op in similar::capture_diff_slices(similar::Algorithm::Myers, &old_trim, &new_trim) {
+        match op {
+            similar::DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } => {
+                for t in 0..len {
+                    pairs[new_index + t] = old_index + t;
+                }
+            }
+            similar::DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => {
+                for t in 0..new_len {
+                    pairs[new_index + t] = old_index + t.min(old_len.saturating_sub(1));
+                }
+            }
+            similar::DiffOp::Insert {
+                old_index,
+                new_index,
+                new_len,
+            } => {
+                let anchor = old_index.saturating_sub(1).min(last);
+                for t in 0..new_len {
+                    pairs[new_index + t] = anchor;
+                }
+            }
+            similar::DiffOp::Delete { .. } => {}
+        }
+    }
+    pairs
+}
+
 /// Adds `delta` copies of `piece` to an indentation, or removes `-delta` of them (counted in
 /// characters for a one-character piece), never below nothing.
 fn shift(indent: &mut String, delta: isize, piece: &str) {
@@ -416,15 +465,109 @@ fn shift(indent: &mut String, delta: isize, piece: &str) {
     }
 }
 
+/// Lines of context around each change.
+const CONTEXT: usize = 3;
+
 /// A unified diff (3 lines of context) between two LF texts.
+///
+/// Only the region between the texts' common prefix and suffix (plus context) is handed to the
+/// diff algorithm, and its hunk headers are shifted back to whole-file line numbers: an edit
+/// near the end of a 10 MiB file then costs two linear scans instead of a line diff of the
+/// whole file.
 pub fn unified_diff(old: &str, new: &str, name: &str) -> String {
-    TextDiff::configure()
+    let (start, skipped) = window_start(old, new);
+    let end_trim = window_end_trim(old, new, start);
+    let old_win = &old[start..old.len() - end_trim];
+    let new_win = &new[start..new.len() - end_trim];
+    let diff = TextDiff::configure()
         .timeout(std::time::Duration::from_secs(5))
-        .diff_lines(old, new)
+        .diff_lines(old_win, new_win)
         .unified_diff()
-        .context_radius(3)
+        .context_radius(CONTEXT)
         .header(name, name)
-        .to_string()
+        .to_string();
+    if skipped == 0 {
+        return diff;
+    }
+    let mut out = String::with_capacity(diff.len() + 16);
+    for line in diff.split_inclusive('\n') {
+        match shift_hunk_header(line, skipped) {
+            Some(shifted) => out.push_str(&shifted),
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
+/// Byte offset where the diff window starts (the beginning of a line `CONTEXT` lines before the
+/// first difference) and how many lines precede it.
+fn window_start(old: &str, new: &str) -> (usize, usize) {
+    let common = old
+        .bytes()
+        .zip(new.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    // Back to the start of the line holding the first difference, then CONTEXT more lines.
+    let mut start = old[..common].rfind('\n').map_or(0, |i| i + 1);
+    for _ in 0..CONTEXT {
+        if start == 0 {
+            break;
+        }
+        start = old[..start - 1].rfind('\n').map_or(0, |i| i + 1);
+    }
+    let skipped = old[..start].bytes().filter(|&b| b == b'\n').count();
+    (start, skipped)
+}
+
+/// How many bytes at the end of both texts lie outside the diff window: whole common lines after
+/// the last difference, minus `CONTEXT` lines of context.
+fn window_end_trim(old: &str, new: &str, start: usize) -> usize {
+    let max = old.len().min(new.len()) - start;
+    let common = old
+        .bytes()
+        .rev()
+        .zip(new.bytes().rev())
+        .take(max)
+        .take_while(|(a, b)| a == b)
+        .count();
+    // The trimmed part must begin at a line start, and keep CONTEXT whole lines for context.
+    let tail = &old[old.len() - common..];
+    // The byte before the cut is inside the common suffix, so the cut is a line start in both.
+    let Some(first_break) = tail.find('\n') else {
+        return 0;
+    };
+    let mut cut = first_break + 1;
+    for _ in 0..CONTEXT {
+        match tail[cut..].find('\n') {
+            Some(i) => cut += i + 1,
+            None => return 0,
+        }
+    }
+    common - cut
+}
+
+/// `@@ -a,b +c,d @@` with `skipped` added to both starts; `None` for any other line.
+fn shift_hunk_header(line: &str, skipped: usize) -> Option<String> {
+    let rest = line.strip_prefix("@@ -")?;
+    let (ranges, tail) = rest.split_once(" @@")?;
+    let (old_range, new_range) = ranges.split_once(" +")?;
+    let shift = |range: &str| -> Option<String> {
+        let (first, len) = match range.split_once(',') {
+            Some((f, l)) => (f, Some(l)),
+            None => (range, None),
+        };
+        let first: usize = first.parse().ok()?;
+        let first = first + skipped;
+        Some(match len {
+            Some(l) => format!("{first},{l}"),
+            None => first.to_string(),
+        })
+    };
+    Some(format!(
+        "@@ -{} +{} @@{tail}",
+        shift(old_range)?,
+        shift(new_range)?
+    ))
 }
 
 /// Wraps a diff in a ```diff fence, wider than any run of backticks inside it.
@@ -526,6 +669,26 @@ mod tests {
         assert!(is_crlf("a\r\nb\r\n"));
         assert!(!is_crlf("a\nb\nc\r\n"));
         assert!(!is_crlf("plain"));
+    }
+
+    #[test]
+    fn windowed_diffs_match_whole_file_diffs() {
+        let old: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        for (from, to) in [
+            ("line 50\n", "changed\n"),
+            ("line 0\n", "first\n"),
+            ("line 99\n", "last"),
+            ("line 5\nline 6\n", ""),
+            ("line 7\n", "line 7\nextra\n"),
+        ] {
+            let new = old.replacen(from, to, 1);
+            let whole = TextDiff::from_lines(&old, &new)
+                .unified_diff()
+                .context_radius(CONTEXT)
+                .header("f", "f")
+                .to_string();
+            assert_eq!(unified_diff(&old, &new, "f"), whole, "{from:?} -> {to:?}");
+        }
     }
 
     #[test]
