@@ -188,7 +188,7 @@ fn writes_onto_directories_and_fifos_are_refused() {
     std::fs::create_dir(ws.path("d")).expect("mkdir");
     rustix::fs::mkfifoat(
         rustix::fs::CWD,
-        &ws.path("pipe"),
+        ws.path("pipe"),
         rustix::fs::Mode::from_raw_mode(0o644),
     )
     .expect("mkfifo");
