@@ -1,6 +1,7 @@
 //! The filesystem toolset (the default mode).
 
 pub mod error;
+pub mod recovery;
 
 use crate::guard::PathGuard;
 use crate::toolset::{CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
@@ -39,20 +40,25 @@ impl ToolsetFactory for FsFactory {
         String::new()
     }
     fn definitions(&self) -> Vec<ToolDef> {
-        Vec::new()
+        let mut defs = stand_in::definitions();
+        defs.extend(recovery::definitions(&self.options));
+        defs
     }
     fn build(&self, guard: PathGuard) -> Box<dyn Toolset> {
+        let store = crate::history::Store::new(guard.root(), self.options.backup);
         Box::new(FsToolset {
-            _guard: guard,
-            _options: self.options.clone(),
+            cx: FsContext {
+                guard,
+                store,
+                options: self.options.clone(),
+            },
         })
     }
 }
 
 /// The filesystem tools for one root.
 pub struct FsToolset {
-    _guard: PathGuard,
-    _options: FsOptions,
+    cx: FsContext,
 }
 
 impl Toolset for FsToolset {
@@ -63,9 +69,65 @@ impl Toolset for FsToolset {
         String::new()
     }
     fn tools(&self) -> Vec<ToolDef> {
-        Vec::new()
+        let mut defs = stand_in::definitions();
+        defs.extend(recovery::definitions(&self.cx.options));
+        defs
     }
-    fn call(&self, name: &str, _args: &Map<String, Value>, _ctx: &CallContext) -> ToolOutput {
-        ToolOutput::error("InvalidArgument", format!("unknown tool {name}"))
+    fn call(&self, name: &str, args: &Map<String, Value>, _ctx: &CallContext) -> ToolOutput {
+        recovery::call(&self.cx, name, args)
+            .or_else(|| stand_in::call(&self.cx, name, args))
+            .unwrap_or_else(|| ToolOutput::error("InvalidArgument", format!("unknown tool {name}")))
+    }
+}
+
+/// A minimal `write_file` so the recovery tools can be exercised on this branch before the real
+/// tool layer lands; the merge replaces this module with the real `write_file`.
+mod stand_in {
+    use super::error::FsError;
+    use super::FsContext;
+    use crate::toolset::{Args, Effects, ToolDef, ToolOutput};
+    use serde_json::{json, Map, Value};
+
+    pub(super) fn definitions() -> Vec<ToolDef> {
+        vec![ToolDef {
+            name: "write_file".into(),
+            title: "Write file".into(),
+            description: "Create or overwrite a file.".into(),
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
+            output_schema: None,
+            effects: Effects {
+                read_only: false,
+                destructive: true,
+                idempotent: true,
+            },
+        }]
+    }
+
+    pub(super) fn call(
+        cx: &FsContext,
+        name: &str,
+        args: &Map<String, Value>,
+    ) -> Option<ToolOutput> {
+        if name != "write_file" {
+            return None;
+        }
+        let run = || -> Result<ToolOutput, FsError> {
+            let path = cx.guard.resolve_no_follow(Args(args).str("path")?)?;
+            let content = Args(args).str("content")?;
+            let lock = cx.store.lock()?;
+            let r = cx
+                .store
+                .write(&lock, &path.relative, content.as_bytes(), false)?;
+            let version = r
+                .version
+                .map(|v| format!(" (version {v})"))
+                .unwrap_or_default();
+            Ok(ToolOutput::text(format!(
+                "Wrote {} bytes to {}{version}.",
+                r.bytes,
+                path.display()
+            )))
+        };
+        Some(run().unwrap_or_else(FsError::into_output))
     }
 }
