@@ -415,3 +415,18 @@ fn two_processes_writing_one_file_never_corrupt_the_history() {
         std::fs::read_to_string(versions.join("00001")).expect("first")
     );
 }
+
+#[test]
+fn a_symlink_planted_inside_the_store_is_never_followed() {
+    let ws = Ws::new();
+    let outside = tempfile::tempdir().expect("outside");
+    std::fs::create_dir_all(ws.path(".filesystem/files/a.txt")).expect("mkdir");
+    std::os::unix::fs::symlink(outside.path(), ws.path(".filesystem/files/a.txt/#versions"))
+        .expect("plant");
+    std::os::unix::fs::symlink(outside.path(), ws.path(".filesystem/.trash")).expect("plant");
+    std::fs::write(ws.path("a.txt"), "mine").expect("seed");
+    ws.err("write_file", r#"{"path":"a.txt","content":"x"}"#, "IoError");
+    ws.err("delete_file", r#"{"path":"a.txt"}"#, "IoError");
+    assert_eq!(ws.read("a.txt"), "mine");
+    assert_eq!(std::fs::read_dir(outside.path()).expect("ls").count(), 0);
+}

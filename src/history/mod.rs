@@ -147,7 +147,12 @@ impl Store {
     fn state_dir(&self, create: bool) -> Result<PathBuf, HistoryError> {
         let dir = self.root.join(crate::guard::STATE_DIRS[0]);
         match std::fs::symlink_metadata(&dir) {
-            Ok(m) if m.is_dir() => Ok(dir),
+            Ok(m) if m.is_dir() => {
+                for name in layout::TOP_LEVEL {
+                    layout::refuse_links(&dir, &dir.join(name))?;
+                }
+                Ok(dir)
+            }
             Ok(_) => Err(HistoryError::Io {
                 context: format!(
                     "the history store {} is not a plain directory (a symlink or a file)",

@@ -45,8 +45,8 @@ impl Versions {
 
     /// The head, or `None` when the file has no history yet.
     pub(crate) fn head(&self) -> Result<Option<Head>, HistoryError> {
-        let text = match std::fs::read_to_string(self.dir.join("head")) {
-            Ok(t) => t,
+        let text = match read_no_follow(&self.dir.join("head")) {
+            Ok(t) => String::from_utf8_lossy(&t).into_owned(),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(self.io("read")(e)),
         };
@@ -87,7 +87,7 @@ impl Versions {
 
     /// The content of `version`; `None` if that snapshot is missing.
     pub(crate) fn snapshot(&self, version: u64) -> Result<Option<Vec<u8>>, HistoryError> {
-        match std::fs::read(self.snapshot_path(version)) {
+        match read_no_follow(&self.snapshot_path(version)) {
             Ok(c) => Ok(Some(c)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(self.io("read")(e)),
@@ -123,6 +123,19 @@ impl Versions {
         }
         Ok(new)
     }
+}
+
+/// Reads a store file, refusing a symlink in its place (see [`super::layout::refuse_links`]).
+fn read_no_follow(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    let mut out = Vec::new();
+    file.read_to_end(&mut out)?;
+    Ok(out)
 }
 
 /// The versions directory of `rel` inside `state`, wrapped.
