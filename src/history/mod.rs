@@ -206,12 +206,13 @@ impl Store {
     ) -> Result<WriteReport, HistoryError> {
         let path = self.abs(rel)?;
         let shown = display_relative(rel);
-        let meta = regular_file_or_nothing(&path, &shown)?;
-        if create_new && meta.is_some() {
+        // For create, anything at all in the way (directory, symlink…) is AlreadyExists.
+        if create_new && occupied(&path) {
             return Err(HistoryError::AlreadyExists(format!(
                 "{shown} already exists; use write_file to replace it or pick another name"
             )));
         }
+        let meta = regular_file_or_nothing(&path, &shown)?;
         let mut version = None;
         if self.backup {
             let v = versions::for_path(&self.state_dir(true)?, rel)?;
@@ -500,4 +501,65 @@ fn read_moves(state: &Path) -> Result<Vec<MoveEvent>, HistoryError> {
             _ => None,
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(backup: bool) -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        (dir, Store::new(&root, backup))
+    }
+
+    #[test]
+    fn trash_ids_survive_a_lost_counter_file() {
+        let (dir, s) = store(false);
+        let lock = s.lock().expect("lock");
+        for name in ["a", "b"] {
+            std::fs::write(dir.path().join(name), name).expect("seed");
+        }
+        let first = s.trash(&lock, Path::new("a")).expect("trash");
+        s.restore(&lock, first.id, None).expect("restore");
+        std::fs::remove_file(dir.path().join(".filesystem/.next-trash-id")).expect("lose it");
+        let second = s.trash(&lock, Path::new("b")).expect("trash");
+        assert!(second.id > first.id, "{} after {}", second.id, first.id);
+    }
+
+    #[test]
+    fn a_stray_snapshot_from_a_crash_is_overwritten_not_trusted() {
+        let (dir, s) = store(true);
+        let lock = s.lock().expect("lock");
+        s.write(&lock, Path::new("f"), b"one", false)
+            .expect("write");
+        // A crash after writing snapshot 2 but before moving the head leaves this behind.
+        let versions = dir.path().join(".filesystem/files/f/#versions");
+        std::fs::write(versions.join("00002"), "torn").expect("stray");
+        let r = s
+            .write(&lock, Path::new("f"), b"two", false)
+            .expect("write");
+        assert_eq!(r.version, Some(2));
+        assert_eq!(std::fs::read(versions.join("00002")).expect("read"), b"two");
+        s.undo(&lock, Path::new("f"), 1).expect("undo");
+        assert_eq!(std::fs::read(dir.path().join("f")).expect("read"), b"one");
+    }
+
+    #[test]
+    fn writing_onto_a_directory_or_symlink_is_refused() {
+        let (dir, s) = store(true);
+        let lock = s.lock().expect("lock");
+        std::fs::create_dir(dir.path().join("d")).expect("mkdir");
+        std::os::unix::fs::symlink("d", dir.path().join("l")).expect("link");
+        for p in ["d", "l"] {
+            assert!(matches!(
+                s.write(&lock, Path::new(p), b"x", false),
+                Err(HistoryError::InvalidArgument(_))
+            ));
+        }
+        assert!(matches!(
+            s.write(&lock, Path::new("d"), b"x", true),
+            Err(HistoryError::AlreadyExists(_))
+        ));
+    }
 }
