@@ -9,7 +9,7 @@ mod edit;
 pub mod error;
 mod list;
 mod read;
-mod recovery;
+pub mod recovery;
 mod schema;
 mod target;
 mod write;
