@@ -61,7 +61,11 @@ impl Session {
     fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         let reply = self.recv();
-        assert_eq!(reply["id"], json!(id), "reply to the wrong request: {reply}");
+        assert_eq!(
+            reply["id"],
+            json!(id),
+            "reply to the wrong request: {reply}"
+        );
         reply
     }
 
@@ -83,7 +87,10 @@ impl Session {
             if let Some(status) = self.child.try_wait().expect("wait") {
                 return status;
             }
-            assert!(Instant::now() < deadline, "server did not exit on stdin EOF");
+            assert!(
+                Instant::now() < deadline,
+                "server did not exit on stdin EOF"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -140,7 +147,9 @@ fn notifications_never_get_a_reply() {
     let mut s = Session::start(&[]);
     s.initialize("2025-11-25");
     s.send(json!({"jsonrpc": "2.0", "method": "notifications/whatever", "params": {}}));
-    s.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42}}));
+    s.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42}}),
+    );
     s.send(json!({"jsonrpc": "2.0", "method": "tools/list"}));
     // The next line on stdout must be the answer to this ping, not a reply to a notification.
     let reply = s.request(7, "ping", json!({}));
@@ -155,7 +164,11 @@ fn json_rpc_errors_use_the_right_codes() {
         s.request(2, "resources/list", json!({}))["error"]["code"],
         json!(-32601)
     );
-    let unknown = s.request(3, "tools/call", json!({"name": "no_such_tool", "arguments": {}}));
+    let unknown = s.request(
+        3,
+        "tools/call",
+        json!({"name": "no_such_tool", "arguments": {}}),
+    );
     assert_eq!(unknown["error"]["code"], json!(-32602));
     let bad_args = s.request(4, "tools/call", json!({"name": "x", "arguments": [1]}));
     assert_eq!(bad_args["error"]["code"], json!(-32602));
@@ -344,7 +357,10 @@ fn the_server_refuses_slash_as_root_and_explains_why() {
         .expect("run");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--allow-root-slash") && err.contains("desktop"), "{err}");
+    assert!(
+        err.contains("--allow-root-slash") && err.contains("desktop"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -418,7 +434,10 @@ fn server_mode_refuses_root_flag_and_requires_root_per_call() {
     for tool in tools["result"]["tools"].as_array().expect("tools") {
         assert_eq!(tool["inputSchema"]["required"][0], json!("root"), "{tool}");
     }
-    let Some(name) = tools["result"]["tools"][0]["name"].as_str().map(str::to_string) else {
+    let Some(name) = tools["result"]["tools"][0]["name"]
+        .as_str()
+        .map(str::to_string)
+    else {
         // The toolset may be empty while its issue is open; the schema check above still ran.
         return;
     };

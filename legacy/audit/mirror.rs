@@ -220,11 +220,11 @@ fn diagnose(line: &[u8]) -> String {
     match fields[1].strip_prefix("ts=") {
         None => return "the second field is not ts=<time>".into(),
         Some(ts) => {
-            if !ts.ends_with('Z') && !ts.ends_with("+00:00") {
-                return format!("timestamp '{ts}' is not in UTC (expected a trailing Z)");
-            }
             if DateTime::parse_from_rfc3339(ts).is_err() {
                 return format!("timestamp '{ts}' is not a valid RFC 3339 time");
+            }
+            if !ts.ends_with('Z') && !ts.ends_with("+00:00") {
+                return format!("timestamp '{ts}' is not in UTC (expected a trailing Z)");
             }
         }
     }
