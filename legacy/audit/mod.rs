@@ -137,7 +137,7 @@ pub enum AuditError {
     #[error("'{0}' is not a regular file (a symlink, directory or special file); restore to a plain file path with --to DEST")]
     DestinationNotFile(String),
     /// Restoring would destroy content that no record holds.
-    #[error("'{0}' holds content that is in no record of its mirror, so overwriting it would lose it; save it elsewhere or diff it first (`filesystem audit diff PATH RECORD`), then rerun with --force, or restore to another file with --to DEST")]
+    #[error("refused: '{0}' holds content that is in no record of its mirror; review it first (`filesystem audit diff PATH RECORD` shows what would change), then rerun with --force (its current content is kept in the mirror as a baseline record first), or restore to another file with --to DEST")]
     Unrecorded(String),
     /// Import needs the history store.
     #[error("audit import needs the .filesystem history store; not available in this build")]

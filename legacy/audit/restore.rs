@@ -3,8 +3,8 @@
 //! The destination goes through the path guard without following a final link, is replaced
 //! atomically (a temporary file in the same directory, then a rename), and the restore is appended
 //! to the destination's mirror as an overwrite record exactly as `tee` writes one, so the restore
-//! itself can be audited and undone. Content that exists in no record is never destroyed without
-//! `--force`, and when it is, it is first kept as a baseline record.
+//! itself can be audited and undone. Content that exists in no record is never replaced without
+//! `--force`, and even then it is first kept in the mirror as a baseline record.
 
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
@@ -102,6 +102,8 @@ pub fn restore(
             json!({"restored": false, "dest": shown, "reason": "already at this version"}),
         );
     }
+    // Forced or not, content no record holds is kept as a baseline record before it is replaced.
+    let mut unrecorded = false;
     if let Some(cur) = &current {
         let dest_mirror = match tree::read_mirror(&audit.root_fd, &dest.relative) {
             Ok(bytes) => Mirror::parse(&bytes),
@@ -117,6 +119,7 @@ pub fn restore(
         if !recorded && !req.force {
             return Err(AuditError::Unrecorded(shown));
         }
+        unrecorded = !recorded;
     }
 
     // Write the new content beside the destination first, so a failure leaves the workspace as it
@@ -148,7 +151,10 @@ pub fn restore(
         .map_err(io(format!(
             "cannot write a temporary file beside '{shown}'"
         )))
-        .and_then(|_| record_restore(audit, &dest.relative, &shown, current.as_deref(), &version));
+        .and_then(|_| {
+            let keep = if unrecorded { current.as_deref() } else { None };
+            record_restore(audit, &dest.relative, &shown, keep, &version)
+        });
     let ids = match written {
         Ok(ids) => ids,
         Err(e) => {
@@ -232,14 +238,15 @@ struct Ids {
     overwrite: u64,
 }
 
-/// Appends the restore to `.shelpa/<dest>` under an exclusive lock, as tee would: a baseline
-/// first if the destination existed without a mirror, a separator that always starts a new line,
-/// and ids strictly greater than any already in the file.
+/// Appends the restore to `.shelpa/<dest>` under an exclusive lock, as tee would: first a
+/// baseline record of `unrecorded` (the destination's content when no record holds it, e.g. it
+/// existed before any mirror or was edited outside tee), then the overwrite; a separator always
+/// starts a new line, and ids are strictly greater than any already in the file.
 fn record_restore(
     audit: &Audit,
     dest_rel: &Path,
     shown: &str,
-    previous: Option<&[u8]>,
+    unrecorded: Option<&[u8]>,
     version: &[u8],
 ) -> Result<Ids, AuditError> {
     let mirror_rel = Path::new(MIRROR_DIR).join(dest_rel);
@@ -283,14 +290,13 @@ fn record_restore(
     let mut next_id = now_nanos().max(parsed.max_id().map_or(0, |m| m.saturating_add(1)));
     let mut buf = Vec::new();
     let mut baseline = None;
-    if existing.is_empty() {
-        if let Some(prev) = previous {
-            push_record(&mut buf, RecordKind::Baseline, now, next_id, prev);
-            baseline = Some(next_id);
-            next_id = next_id.saturating_add(1);
-        }
-    } else if !existing.ends_with(b"\n") {
+    if !existing.is_empty() && !existing.ends_with(b"\n") {
         buf.push(b'\n');
+    }
+    if let Some(prev) = unrecorded {
+        push_record(&mut buf, RecordKind::Baseline, now, next_id, prev);
+        baseline = Some(next_id);
+        next_id = next_id.saturating_add(1);
     }
     push_record(&mut buf, RecordKind::Overwrite, now, next_id, version);
     file.write_all(&buf).map_err(io(what.clone()))?;
