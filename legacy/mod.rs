@@ -1,5 +1,6 @@
 //! The shelpa generation (`--legacy-pipe`): a virtual pipeline shell.
 
+pub mod audit;
 pub mod plan;
 
 use crate::guard::PathGuard;

@@ -131,6 +131,8 @@ pub enum Command {
     },
     /// List the tools of the selected mode with one-line descriptions.
     Tools,
+    /// Read, search, verify and restore from old .shelpa/ mirrors (flags go after the subcommand).
+    Audit(crate::legacy::audit::AuditArgs),
 }
 
 impl Cli {
@@ -205,6 +207,9 @@ pub fn main() -> i32 {
         None => run_server(&cli),
         Some(Command::Tools) => list_tools(&cli),
         Some(Command::Call { tool, args }) => call_once(&cli, tool, args),
+        Some(Command::Audit(args)) => {
+            crate::legacy::audit::run(cli.root.as_deref(), cli.allow_root_slash, args)
+        }
     }
 }
 

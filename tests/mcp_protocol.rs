@@ -2,11 +2,10 @@
 
 mod support;
 
-use std::io::BufRead;
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
-use support::{Session, BIN};
+use support::{read_framed, Session, BIN};
 
 #[test]
 fn every_handshake_version_is_echoed_and_unknown_ones_get_the_latest() {
@@ -147,24 +146,6 @@ fn content_length_framing_is_detected_and_answered_in_kind() {
     s.send_raw(format!("Content-Length: {}\r\n\r\n{}", ping.len(), ping).as_bytes());
     assert_eq!(read_framed(&mut s.stdout)["id"], json!("p"));
     assert!(s.close_and_wait().success());
-}
-
-fn read_framed(r: &mut impl BufRead) -> Value {
-    let mut length = None;
-    loop {
-        let mut line = String::new();
-        assert!(r.read_line(&mut line).expect("read") > 0, "eof in headers");
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(v) = line.strip_prefix("Content-Length: ") {
-            length = Some(v.parse::<usize>().expect("length"));
-        }
-    }
-    let mut body = vec![0; length.expect("Content-Length header")];
-    r.read_exact(&mut body).expect("body");
-    serde_json::from_slice(&body).expect("json body")
 }
 
 #[test]

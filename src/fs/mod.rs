@@ -1,9 +1,22 @@
-//! The filesystem toolset (the default mode).
+//! The filesystem toolset (the default mode): the reference server's file API, confined by the
+//! shared guard, with every mutation going through the history store so that it can be undone.
+//!
+//! This module only dispatches; each tool family lives in its own module (`read`, `write`,
+//! `edit`, `list`), their definitions in `schema`, and the recovery tools (move, trash, restore,
+//! search, undo, redo) in `recovery`.
 
+mod edit;
 pub mod error;
+mod list;
+mod read;
+pub mod recovery;
+mod schema;
+mod target;
+mod write;
 
 use crate::guard::PathGuard;
-use crate::toolset::{CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
+use crate::toolset::{Args, CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
+use error::FsError;
 use serde_json::{Map, Value};
 
 /// Settings of the filesystem mode.
@@ -25,6 +38,48 @@ pub struct FsContext {
     pub options: FsOptions,
 }
 
+/// What the model is told about this toolset, so it knows when to prefer it over a shell.
+const INSTRUCTIONS: &str = "\
+File access confined to one workspace, with nothing lost: prefer these tools over shell commands \
+for reading, creating and changing files here. Paths are relative to the workspace root.
+- Read with read_text_file (head/tail for large files); explore with list_directory and \
+directory_tree (build/cache directories and .gitignore'd entries are left out).
+- Change part of a file with edit_file (oldText must match one place; dryRun previews the diff); \
+create new files with create_file; replace whole files with write_file. Writes are atomic.
+- delete_file moves to a trash (list_trash, restore_file bring it back); move_file and \
+delete_file are logged, so search_file can tell where a path went.
+- With version history enabled, every write is a version: undo_file and redo_file step through them.
+- .filesystem/ and .shelpa/ hold the server's own history and cannot be touched; symlinks are \
+never written through and never lead outside the workspace.";
+
+/// Every tool this mode serves with `options`: the file tools, then the recovery tools.
+fn all_definitions(options: &FsOptions) -> Vec<ToolDef> {
+    let mut defs = schema::definitions();
+    defs.extend(recovery::definitions(options));
+    defs
+}
+
+/// Refuses arguments the tool does not know, so a typo (`old_text`) is reported, not ignored.
+pub(crate) fn reject_unknown(args: &Map<String, Value>, known: &[&str]) -> Result<(), FsError> {
+    let unknown = Args(args).unknown(known);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(FsError::InvalidArgument(format!(
+        "unknown argument(s) {}; this tool takes {}",
+        unknown
+            .iter()
+            .map(|u| format!("'{u}'"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        known
+            .iter()
+            .map(|k| format!("'{k}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
+}
+
 /// Builds filesystem toolsets.
 pub struct FsFactory {
     /// The mode's settings.
@@ -36,23 +91,36 @@ impl ToolsetFactory for FsFactory {
         "filesystem".into()
     }
     fn instructions(&self) -> String {
-        String::new()
+        INSTRUCTIONS.into()
     }
     fn definitions(&self) -> Vec<ToolDef> {
-        Vec::new()
+        all_definitions(&self.options)
     }
     fn build(&self, guard: PathGuard) -> Box<dyn Toolset> {
-        Box::new(FsToolset {
-            _guard: guard,
-            _options: self.options.clone(),
-        })
+        Box::new(FsToolset::new(guard, self.options.clone()))
     }
 }
 
 /// The filesystem tools for one root.
 pub struct FsToolset {
-    _guard: PathGuard,
-    _options: FsOptions,
+    cx: FsContext,
+    tools: Vec<ToolDef>,
+}
+
+impl FsToolset {
+    /// The toolset for `guard`'s root, with that root's history store.
+    pub fn new(guard: PathGuard, options: FsOptions) -> Self {
+        let store = crate::history::Store::new(guard.root(), options.backup);
+        let tools = all_definitions(&options);
+        FsToolset {
+            cx: FsContext {
+                guard,
+                store,
+                options,
+            },
+            tools,
+        }
+    }
 }
 
 impl Toolset for FsToolset {
@@ -60,12 +128,28 @@ impl Toolset for FsToolset {
         "filesystem".into()
     }
     fn instructions(&self) -> String {
-        String::new()
+        INSTRUCTIONS.into()
     }
     fn tools(&self) -> Vec<ToolDef> {
-        Vec::new()
+        self.tools.clone()
     }
-    fn call(&self, name: &str, _args: &Map<String, Value>, _ctx: &CallContext) -> ToolOutput {
-        ToolOutput::error("InvalidArgument", format!("unknown tool {name}"))
+    fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput {
+        let cx = &self.cx;
+        let result = match name {
+            schema::READ_TEXT_FILE => read::read_text_file(cx, args),
+            schema::CREATE_FILE => write::create_file(cx, args),
+            schema::WRITE_FILE => write::write_file(cx, args),
+            schema::EDIT_FILE => edit::edit_file(cx, args),
+            schema::CREATE_DIRECTORY => write::create_directory(cx, args),
+            schema::LIST_DIRECTORY => list::list_directory(cx, args),
+            schema::DIRECTORY_TREE => list::directory_tree(cx, args, ctx),
+            _ => match recovery::call(cx, name, args) {
+                Some(output) => return output,
+                None => Err(FsError::InvalidArgument(format!(
+                    "unknown tool '{name}'; call tools/list for the tools of this mode"
+                ))),
+            },
+        };
+        result.unwrap_or_else(FsError::into_output)
     }
 }

@@ -3,9 +3,57 @@
 //! Every mutation the filesystem toolset makes goes through [`Store`], so that nothing is ever
 //! lost: overwrites are atomic (and snapshotted under `--backup`), deletes go to the trash, moves
 //! are logged. The store knows paths relative to the root; the guard has already checked them.
+//! It knows nothing about MCP or tool names.
+//!
+//! # On-disk layout
+//!
+//! ```text
+//! .filesystem/
+//!   .lock                          flock'd around every mutation
+//!   .moves                         append-only: time \t from \t to
+//!   .deletes                       append-only: time \t delete|restore \t id \t path
+//!   .next-trash-id                 the next trash id (ids are never reused)
+//!   .trash/00001                   a deleted file, directory or symlink, as it was
+//!   .trash/00001.history/          its history tree (see below)
+//!   .orphans/<time>-<pid>/         a stale history that had to make room at a move/restore target
+//!   files/src/main.rs/#versions/00001   full snapshot, version 1 (--backup)
+//!   files/src/main.rs/#versions/head    "current newest"
+//! ```
+//!
+//! Per-path histories live under their own subtree, `files/`, so a workspace file called
+//! `.moves`, `.trash` or `.lock` is just `files/.moves/…` and cannot collide with the logs. Inside
+//! `files/`, the store's own names start with a single `#` and workspace names starting with `#`
+//! are stored with an extra `#` (see [`layout`]), so a directory `a/` holding files `00001`,
+//! `head` or `#versions` keeps histories separate from those of the file `a` it once was. A
+//! file's history is one directory (`#versions`), so moving or trashing it is one rename; a
+//! directory's history tree is its `files/` subtree, moved or trashed whole.
+//!
+//! # Crash safety
+//!
+//! Snapshots are synced before `head` moves; `head` and the trash counter are replaced atomically;
+//! log lines are single appends followed by fsync, and a torn last line is ignored. A delete logs
+//! first and then renames (an unfinished delete leaves the file where it was, and a finished one
+//! is always listed); a restore and a move rename first and then log. Two processes never
+//! interleave mutations: each one holds the exclusive `flock` on `.lock`.
 
-use std::io::{self, Write};
+mod durable;
+mod layout;
+mod log;
+mod story;
+mod trash;
+mod versions;
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+
+pub use story::{Story, StoryEvent, Whereabouts};
+pub use trash::{EntryKind, RestoreReport, TrashEntry};
+
+use crate::guard::display_relative;
+use durable::{create_dirs, occupied, rename_no_replace, replace_file};
+use log::{field_path, path_field, LogFile};
 
 /// Why a history operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +77,12 @@ pub enum HistoryError {
     },
 }
 
+/// Builds an `Io` error with a context naming what was being done.
+fn io_err(context: impl Into<String>) -> impl FnOnce(io::Error) -> HistoryError {
+    let context = context.into();
+    move |source| HistoryError::Io { context, source }
+}
+
 /// What a write did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteReport {
@@ -40,9 +94,32 @@ pub struct WriteReport {
     pub version: Option<u64>,
 }
 
-/// Proof that the store's lock is held; every mutation takes one.
+/// What an undo or redo did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepReport {
+    /// The version the file is at now.
+    pub version: u64,
+    /// The newest version kept (redo can return to it).
+    pub newest: u64,
+    /// Bytes of the file now.
+    pub bytes: u64,
+    /// When the file had been changed outside the server, the version its content was saved as
+    /// before stepping.
+    pub saved_outside_change: Option<u64>,
+}
+
+/// What a move did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveReport {
+    /// What was moved.
+    pub kind: EntryKind,
+    /// True when a version history moved along.
+    pub history_moved: bool,
+}
+
+/// Proof that the store's lock is held; every mutation takes one. Dropping it releases the lock.
 pub struct StoreLock {
-    _file: Option<std::fs::File>,
+    _file: Option<File>,
 }
 
 /// The history store of one workspace root.
@@ -65,13 +142,61 @@ impl Store {
         self.backup
     }
 
-    /// Takes the store's exclusive lock (blocking).
-    pub fn lock(&self) -> Result<StoreLock, HistoryError> {
-        Ok(StoreLock { _file: None })
+    /// `.filesystem/` — refused if something other than a real directory sits there (a symlink
+    /// planted in a checked-out repository must not redirect the store outside the workspace).
+    fn state_dir(&self, create: bool) -> Result<PathBuf, HistoryError> {
+        let dir = self.root.join(crate::guard::STATE_DIRS[0]);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() => {
+                for name in layout::TOP_LEVEL {
+                    layout::refuse_links(&dir, &dir.join(name))?;
+                }
+                Ok(dir)
+            }
+            Ok(_) => Err(HistoryError::Io {
+                context: format!(
+                    "the history store {} is not a plain directory (a symlink or a file)",
+                    dir.display()
+                ),
+                source: io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "move it out of the workspace so the server can create its own",
+                ),
+            }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
+                create_dirs(&dir).map_err(io_err("cannot create the history store"))?;
+                Ok(dir)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(dir),
+            Err(e) => Err(io_err("cannot open the history store")(e)),
+        }
     }
 
-    /// Replaces (or creates) the file at root-relative `rel` with `content`, atomically.
-    /// With `create_new`, fails with `AlreadyExists` if anything is at `rel`.
+    /// Takes the store's exclusive lock (blocking), so two server processes on one root never
+    /// interleave mutations.
+    pub fn lock(&self) -> Result<StoreLock, HistoryError> {
+        let state = self.state_dir(true)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(state.join(layout::LOCK_FILE))
+            .map_err(io_err("cannot open the history store's lock file"))?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|e| io_err("cannot lock the history store")(e.into()))?;
+        Ok(StoreLock { _file: Some(file) })
+    }
+
+    fn abs(&self, rel: &Path) -> Result<PathBuf, HistoryError> {
+        layout::components(rel)?;
+        Ok(self.root.join(rel))
+    }
+
+    /// Replaces (or creates) the file at root-relative `rel` with `content`, atomically, keeping
+    /// its mode and creating missing parent directories. With `create_new`, fails with
+    /// `AlreadyExists` if anything is at `rel`. Under `--backup` the content becomes a new
+    /// version; a file that existed without history (or was changed outside the server) has its
+    /// current content saved as a version first, so it can always be undone back to.
     pub fn write(
         &self,
         _lock: &StoreLock,
@@ -79,32 +204,362 @@ impl Store {
         content: &[u8],
         create_new: bool,
     ) -> Result<WriteReport, HistoryError> {
-        let path = self.root.join(rel);
-        let io_err = |context: &str, source| HistoryError::Io {
-            context: format!("{context} {}", rel.display()),
-            source,
-        };
-        let existed = std::fs::symlink_metadata(&path).is_ok();
-        if create_new && existed {
+        let path = self.abs(rel)?;
+        let shown = display_relative(rel);
+        // For create, anything at all in the way (directory, symlink…) is AlreadyExists.
+        if create_new && occupied(&path) {
             return Err(HistoryError::AlreadyExists(format!(
-                "{} already exists",
-                rel.display()
+                "{shown} already exists; use write_file to replace it or pick another name"
             )));
         }
-        let dir = path.parent().unwrap_or(&self.root);
-        let mut tmp =
-            tempfile::NamedTempFile::new_in(dir).map_err(|e| io_err("cannot write", e))?;
-        tmp.write_all(content)
-            .map_err(|e| io_err("cannot write", e))?;
-        tmp.as_file()
-            .sync_all()
-            .map_err(|e| io_err("cannot write", e))?;
-        tmp.persist(&path)
-            .map_err(|e| io_err("cannot write", e.error))?;
+        let meta = regular_file_or_nothing(&path, &shown)?;
+        let mut version = None;
+        if self.backup {
+            let v = versions::for_path(&self.state_dir(true)?, rel)?;
+            let mut head = v.head()?;
+            if meta.is_some() {
+                let current =
+                    std::fs::read(&path).map_err(io_err(format!("cannot read {shown}")))?;
+                let known = match head {
+                    Some(h) => v.matches_head(h, &current)?,
+                    None => false,
+                };
+                if !known {
+                    head = Some(v.append(head, &current)?);
+                }
+            }
+            version = Some(v.append(head, content)?.current);
+        }
+        if let Some(parent) = path.parent() {
+            create_dirs(parent).map_err(io_err(format!("cannot create the parent of {shown}")))?;
+        }
+        let mode = meta.as_ref().map(|m| m.permissions().mode());
+        replace_file(&path, content, mode, create_new).map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                HistoryError::AlreadyExists(format!(
+                    "{shown} appeared while writing; nothing was changed"
+                ))
+            } else {
+                io_err(format!("cannot write {shown}"))(e)
+            }
+        })?;
         Ok(WriteReport {
             bytes: content.len() as u64,
-            created: !existed,
-            version: None,
+            created: meta.is_none(),
+            version,
         })
+    }
+
+    /// Steps the file at `rel` back `steps` versions.
+    pub fn undo(
+        &self,
+        lock: &StoreLock,
+        rel: &Path,
+        steps: u64,
+    ) -> Result<StepReport, HistoryError> {
+        self.step(lock, rel, steps, false)
+    }
+
+    /// Steps the file at `rel` forward `steps` versions after an undo.
+    pub fn redo(
+        &self,
+        lock: &StoreLock,
+        rel: &Path,
+        steps: u64,
+    ) -> Result<StepReport, HistoryError> {
+        self.step(lock, rel, steps, true)
+    }
+
+    fn step(
+        &self,
+        _lock: &StoreLock,
+        rel: &Path,
+        steps: u64,
+        forward: bool,
+    ) -> Result<StepReport, HistoryError> {
+        let (verb, direction) = if forward {
+            ("redo", "forward")
+        } else {
+            ("undo", "back")
+        };
+        let path = self.abs(rel)?;
+        let shown = display_relative(rel);
+        if steps == 0 {
+            return Err(HistoryError::InvalidArgument(format!(
+                "steps must be at least 1 to {verb} {shown}"
+            )));
+        }
+        let meta = regular_file_or_nothing(&path, &shown)?;
+        let v = versions::for_path(&self.state_dir(false)?, rel)?;
+        let Some(head) = v.head()? else {
+            return Err(HistoryError::NotFound(format!(
+                "{shown} has no version history; only files written through this server with --backup can be undone"
+            )));
+        };
+        // An outside change is saved as a new version before stepping, so undo never destroys
+        // work. A missing file is simply recreated from the version stepped to.
+        let current = match meta {
+            Some(_) => Some(std::fs::read(&path).map_err(io_err(format!("cannot read {shown}")))?),
+            None => None,
+        };
+        let changed = match &current {
+            Some(c) => !v.matches_head(head, c)?,
+            None => false,
+        };
+        let (at, newest) = if changed {
+            (head.current + 1, head.current + 1)
+        } else {
+            (head.current, head.newest)
+        };
+        let possible = if forward { newest - at } else { at - 1 };
+        if steps > possible {
+            let note = if changed {
+                " (counting its unsaved outside change as the newest version)"
+            } else {
+                ""
+            };
+            return Err(HistoryError::InvalidArgument(format!(
+                "cannot {verb} {steps} step(s) of {shown}: it is at version {at} of {newest}{note}, so at most {possible} step(s) {direction} are possible"
+            )));
+        }
+        let mut head = head;
+        let mut saved = None;
+        if let (true, Some(c)) = (changed, &current) {
+            head = v.append(Some(head), c)?;
+            saved = Some(head.current);
+        }
+        let target = if forward { at + steps } else { at - steps };
+        let content = v.snapshot(target)?.ok_or_else(|| {
+            HistoryError::NotFound(format!(
+            "version {target} of {shown} is missing from the store; try a different number of steps"
+        ))
+        })?;
+        let head = v.move_head(head, target)?;
+        if let Some(parent) = path.parent() {
+            create_dirs(parent).map_err(io_err(format!("cannot create the parent of {shown}")))?;
+        }
+        let mode = meta.as_ref().map(|m| m.permissions().mode());
+        replace_file(&path, &content, mode, false)
+            .map_err(io_err(format!("cannot write {shown}")))?;
+        Ok(StepReport {
+            version: head.current,
+            newest: head.newest,
+            bytes: content.len() as u64,
+            saved_outside_change: saved,
+        })
+    }
+
+    /// Moves the file, directory or symlink at `from` to `to` (never following a final symlink),
+    /// carrying its version history along, and logs the move in `.moves`.
+    pub fn rename(
+        &self,
+        _lock: &StoreLock,
+        from: &Path,
+        to: &Path,
+    ) -> Result<MoveReport, HistoryError> {
+        let (src, dst) = (self.abs(from)?, self.abs(to)?);
+        let (from_s, to_s) = (display_relative(from), display_relative(to));
+        if to.starts_with(from) {
+            return Err(HistoryError::InvalidArgument(format!(
+                "cannot move {from_s} to {to_s}: the destination is {from_s} itself or inside it; pick a destination outside it"
+            )));
+        }
+        let meta =
+            std::fs::symlink_metadata(&src).map_err(|e| not_found_or_io(e, &from_s, "move"))?;
+        if occupied(&dst) {
+            return Err(HistoryError::AlreadyExists(format!(
+                "{to_s} already exists; move or delete it first, or pick another destination"
+            )));
+        }
+        let kind = EntryKind::of(&meta);
+        if let Some(parent) = dst.parent() {
+            create_dirs(parent).map_err(io_err(format!("cannot create the parent of {to_s}")))?;
+        }
+        rename_no_replace(&src, &dst).map_err(|e| {
+            already_exists_or_io(e, &to_s, &format!("cannot move {from_s} to {to_s}"))
+        })?;
+        let state = self.state_dir(true)?;
+        let history_moved = self.move_history(&state, from, to, kind)?;
+        LogFile::new(state.join(layout::MOVES_LOG))
+            .append(&[log::now().as_bytes(), path_field(from), path_field(to)])
+            .map_err(io_err("cannot append to the move log"))?;
+        Ok(MoveReport {
+            kind,
+            history_moved,
+        })
+    }
+
+    /// Moves the history of `from` (a file's versions, or a directory's whole tree) to `to`.
+    fn move_history(
+        &self,
+        state: &Path,
+        from: &Path,
+        to: &Path,
+        kind: EntryKind,
+    ) -> Result<bool, HistoryError> {
+        let src = history_of(state, from, kind)?;
+        let dst = history_of(state, to, kind)?;
+        self.place_history(state, &src, &dst)
+    }
+
+    /// Renames a history `src` to `dst`, first moving any stale history at `dst` aside into
+    /// `.orphans/` (it belongs to something no longer at that path; it is kept, not deleted).
+    fn place_history(&self, state: &Path, src: &Path, dst: &Path) -> Result<bool, HistoryError> {
+        if !occupied(src) {
+            return Ok(false);
+        }
+        let ctx = "cannot move a version history";
+        if occupied(dst) {
+            let orphans = state.join(layout::ORPHANS_DIR);
+            create_dirs(&orphans).map_err(io_err(ctx))?;
+            let base = format!("{}-{}", log::now(), std::process::id());
+            let mut aside = orphans.join(&base);
+            let mut n = 1;
+            while occupied(&aside) {
+                n += 1;
+                aside = orphans.join(format!("{base}-{n}"));
+            }
+            rename_no_replace(dst, &aside).map_err(io_err(ctx))?;
+        }
+        if let Some(parent) = dst.parent() {
+            create_dirs(parent).map_err(io_err(ctx))?;
+        }
+        rename_no_replace(src, dst).map_err(io_err(ctx))?;
+        Ok(true)
+    }
+}
+
+/// Where the history of `rel` lives for a thing of `kind`: a directory's whole tree, or a
+/// file's versions directory (leaving histories of children alone, should the path once have
+/// been a directory).
+fn history_of(state: &Path, rel: &Path, kind: EntryKind) -> Result<PathBuf, HistoryError> {
+    if kind == EntryKind::Directory {
+        layout::history_tree(state, rel)
+    } else {
+        layout::versions_dir(state, rel)
+    }
+}
+
+/// The metadata of a regular file at `path`, `None` if nothing is there, and `InvalidArgument` for
+/// anything that is not a regular file: writing through a symlink or onto a directory, FIFO or
+/// device is never what the caller meant.
+fn regular_file_or_nothing(
+    path: &Path,
+    shown: &str,
+) -> Result<Option<std::fs::Metadata>, HistoryError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() => Ok(Some(m)),
+        Ok(m) => Err(HistoryError::InvalidArgument(format!(
+            "{shown} is a {}, not a regular file; name the file itself",
+            EntryKind::of(&m).name()
+        ))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err(format!("cannot inspect {shown}"))(e)),
+    }
+}
+
+fn not_found_or_io(e: io::Error, shown: &str, verb: &str) -> HistoryError {
+    if e.kind() == io::ErrorKind::NotFound {
+        HistoryError::NotFound(format!(
+            "nothing at {shown} to {verb}; check the path with list_directory, or ask search_file where it went"
+        ))
+    } else {
+        io_err(format!("cannot {verb} {shown}"))(e)
+    }
+}
+
+fn already_exists_or_io(e: io::Error, shown: &str, context: &str) -> HistoryError {
+    if e.kind() == io::ErrorKind::AlreadyExists {
+        HistoryError::AlreadyExists(format!(
+            "{shown} already exists; move or delete it first, or pick another destination"
+        ))
+    } else {
+        io_err(context)(e)
+    }
+}
+
+/// A move-log entry.
+#[derive(Debug, Clone)]
+pub(crate) struct MoveEvent {
+    pub time: String,
+    pub from: PathBuf,
+    pub to: PathBuf,
+}
+
+fn read_moves(state: &Path) -> Result<Vec<MoveEvent>, HistoryError> {
+    let lines = LogFile::new(state.join(layout::MOVES_LOG))
+        .read()
+        .map_err(io_err("cannot read the move log"))?;
+    Ok(lines
+        .into_iter()
+        .filter_map(|f| match f.as_slice() {
+            [time, from, to] => Some(MoveEvent {
+                time: String::from_utf8_lossy(time).into_owned(),
+                from: field_path(from),
+                to: field_path(to),
+            }),
+            _ => None,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(backup: bool) -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        (dir, Store::new(&root, backup))
+    }
+
+    #[test]
+    fn trash_ids_survive_a_lost_counter_file() {
+        let (dir, s) = store(false);
+        let lock = s.lock().expect("lock");
+        for name in ["a", "b"] {
+            std::fs::write(dir.path().join(name), name).expect("seed");
+        }
+        let first = s.trash(&lock, Path::new("a")).expect("trash");
+        s.restore(&lock, first.id, None).expect("restore");
+        std::fs::remove_file(dir.path().join(".filesystem/.next-trash-id")).expect("lose it");
+        let second = s.trash(&lock, Path::new("b")).expect("trash");
+        assert!(second.id > first.id, "{} after {}", second.id, first.id);
+    }
+
+    #[test]
+    fn a_stray_snapshot_from_a_crash_is_overwritten_not_trusted() {
+        let (dir, s) = store(true);
+        let lock = s.lock().expect("lock");
+        s.write(&lock, Path::new("f"), b"one", false)
+            .expect("write");
+        // A crash after writing snapshot 2 but before moving the head leaves this behind.
+        let versions = dir.path().join(".filesystem/files/f/#versions");
+        std::fs::write(versions.join("00002"), "torn").expect("stray");
+        let r = s
+            .write(&lock, Path::new("f"), b"two", false)
+            .expect("write");
+        assert_eq!(r.version, Some(2));
+        assert_eq!(std::fs::read(versions.join("00002")).expect("read"), b"two");
+        s.undo(&lock, Path::new("f"), 1).expect("undo");
+        assert_eq!(std::fs::read(dir.path().join("f")).expect("read"), b"one");
+    }
+
+    #[test]
+    fn writing_onto_a_directory_or_symlink_is_refused() {
+        let (dir, s) = store(true);
+        let lock = s.lock().expect("lock");
+        std::fs::create_dir(dir.path().join("d")).expect("mkdir");
+        std::os::unix::fs::symlink("d", dir.path().join("l")).expect("link");
+        for p in ["d", "l"] {
+            assert!(matches!(
+                s.write(&lock, Path::new(p), b"x", false),
+                Err(HistoryError::InvalidArgument(_))
+            ));
+        }
+        assert!(matches!(
+            s.write(&lock, Path::new("d"), b"x", true),
+            Err(HistoryError::AlreadyExists(_))
+        ));
     }
 }

@@ -1,0 +1,82 @@
+//! The properties each fuzz target checks, shared with `tests/fuzz_regressions.rs`, which replays
+//! every saved crash input through the same code in the normal test suite.
+#![allow(dead_code)]
+
+use std::os::unix::fs::symlink;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use filesystem_mcp::guard::PathGuard;
+use filesystem_mcp::mcp::server::{serve, ServerConfig};
+use filesystem_mcp::mcp::wire::{Frame, FrameReader};
+use filesystem_mcp::toolset::{Combined, Toolset};
+
+/// The frame reader never panics, never returns more than its limit, and always reaches the end.
+pub fn framing(data: &[u8]) {
+    let limit = 4096;
+    let mut reader = FrameReader::new(data, limit);
+    // Each frame consumes at least one byte, so this many reads always reach the end.
+    for _ in 0..=data.len() {
+        match reader.read_frame() {
+            Ok(Some(Frame::Message(bytes))) => assert!(bytes.len() <= limit),
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => return,
+        }
+    }
+    panic!("reader did not reach the end of its input");
+}
+
+/// The whole JSON-RPC loop answers or skips whatever arrives and returns at the end of input.
+pub fn dispatch(data: &[u8]) {
+    let toolset: Arc<dyn Toolset> = Arc::new(Combined::new(Vec::new()));
+    let config = ServerConfig {
+        max_message_bytes: 64 * 1024,
+        page_size: 2,
+    };
+    let _ = serve(toolset, config, None, data, std::io::sink());
+}
+
+struct Tree {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    guard: PathGuard,
+}
+
+fn tree() -> &'static Tree {
+    static TREE: OnceLock<Tree> = OnceLock::new();
+    TREE.get_or_init(|| {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let base = tmp.path().canonicalize().expect("canonical");
+        let root = base.join("ws");
+        std::fs::create_dir_all(root.join("a/b")).expect("mkdir");
+        std::fs::create_dir_all(base.join("outside")).expect("mkdir");
+        symlink(base.join("outside"), root.join("out")).expect("link");
+        symlink("../../..", root.join("a/b/up")).expect("link");
+        symlink("b", root.join("a/in")).expect("link");
+        symlink("/", root.join("slash")).expect("link");
+        let guard = PathGuard::new(&root).expect("guard");
+        Tree {
+            _tmp: tmp,
+            root,
+            guard,
+        }
+    })
+}
+
+/// A path the guard accepts is always inside the root, in a tree with escaping symlinks.
+pub fn guard(data: &[u8]) {
+    let Ok(input) = std::str::from_utf8(data) else {
+        return;
+    };
+    let t = tree();
+    for resolved in [t.guard.resolve(input), t.guard.resolve_no_follow(input)]
+        .into_iter()
+        .flatten()
+    {
+        assert!(
+            resolved.path.starts_with(&t.root),
+            "{input:?} -> {:?}",
+            resolved.path
+        );
+    }
+}

@@ -1,0 +1,429 @@
+//! `list_directory` and `directory_tree`.
+//!
+//! Both read directories through handles the kernel opened beneath the root without following
+//! symlinks: the start directory passes the guard once, and every directory below it is opened
+//! relative to its parent's handle with `O_NOFOLLOW`, so the walk can never leave the root and
+//! needs no per-entry guard check (which is what keeps a 100k-file tree fast). Both leave out
+//! build/cache directories and what the root's `.gitignore` ignores, because those entries drown
+//! the model in noise it did not ask for.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+use serde_json::{Map, Value};
+
+use super::error::FsError;
+use super::target;
+use super::{reject_unknown, FsContext};
+use crate::guard::{PathGuard, Resolved};
+use crate::toolset::{Args, CallContext, ToolOutput};
+
+/// Directories never listed: the server's own state, version-control internals, and
+/// dependency/build/cache trees that are regenerated rather than edited. Naming one as the
+/// `path` of a listing still lists it; only entries are left out.
+const HIDDEN_DIRS: &[&str] = &[
+    ".filesystem",
+    ".shelpa",
+    ".git",
+    ".hg",
+    ".svn",
+    "node_modules",
+    "target",
+    "__pycache__",
+    ".venv",
+    ".tox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".gradle",
+    ".next",
+    ".nuxt",
+    ".terraform",
+];
+
+/// The largest root `.gitignore` that is read; anything bigger is not a real ignore file.
+const MAX_GITIGNORE_BYTES: u64 = 1024 * 1024;
+
+/// One directory entry as the listings need it.
+#[derive(Clone, Copy)]
+struct Entry {
+    /// Byte range of the name in the directory's name arena.
+    start: usize,
+    end: usize,
+    /// A real directory (a symlink to one is not).
+    is_dir: bool,
+}
+
+/// A directory's entries, with their names in one buffer instead of one allocation each.
+struct Listing {
+    dir: Dir,
+    names: Vec<u8>,
+    entries: Vec<Entry>,
+}
+
+impl Listing {
+    fn name(&self, e: &Entry) -> &[u8] {
+        &self.names[e.start..e.end]
+    }
+}
+
+/// Reads and sorts (by name bytes) the entries of the directory open at `fd`.
+fn read_dir(fd: OwnedFd) -> std::io::Result<Listing> {
+    let mut dir = Dir::new(fd)?;
+    let mut names = Vec::new();
+    let mut entries = Vec::new();
+    let mut pending = Vec::new();
+    while let Some(entry) = dir.read() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let start = names.len();
+        names.extend_from_slice(name);
+        let kind = entry.file_type();
+        if kind == FileType::Unknown {
+            pending.push(entries.len());
+        }
+        entries.push(Entry {
+            start,
+            end: names.len(),
+            is_dir: kind == FileType::Directory,
+        });
+    }
+    // File systems that do not report types in readdir need one lstat per entry.
+    for i in pending {
+        let e = entries[i];
+        let name = OsStr::from_bytes(&names[e.start..e.end]);
+        if let Ok(stat) = rustix::fs::statat(dir.fd()?, name, AtFlags::SYMLINK_NOFOLLOW) {
+            entries[i].is_dir = FileType::from_raw_mode(stat.st_mode) == FileType::Directory;
+        }
+    }
+    entries.sort_unstable_by(|a, b| names[a.start..a.end].cmp(&names[b.start..b.end]));
+    Ok(Listing {
+        dir,
+        names,
+        entries,
+    })
+}
+
+/// Decides which entries a listing leaves out.
+struct Filter {
+    gitignore: Gitignore,
+    /// `excludePatterns` without a `/`: matched against the entry's name at any depth.
+    exclude_names: GlobSet,
+    /// `excludePatterns` with a `/`: matched against the path relative to the listing's start.
+    exclude_paths: GlobSet,
+}
+
+impl Filter {
+    /// `rel` is the entry's root-relative path, `start` the listing's root-relative start.
+    fn hides(&self, name: &[u8], is_dir: bool, rel: &Path, start: &Path) -> bool {
+        if is_dir && HIDDEN_DIRS.iter().any(|h| h.as_bytes() == name) {
+            return true;
+        }
+        // The state directories only exist at the top of the root (files of those names
+        // elsewhere are ordinary).
+        if crate::guard::STATE_DIRS
+            .iter()
+            .any(|h| h.as_bytes() == name)
+            && rel.parent().is_some_and(|p| p.as_os_str().is_empty())
+        {
+            return true;
+        }
+        if !self.gitignore.is_empty() && self.gitignore.matched(rel, is_dir).is_ignore() {
+            return true;
+        }
+        if !self.exclude_names.is_empty() && self.exclude_names.is_match(OsStr::from_bytes(name)) {
+            return true;
+        }
+        if !self.exclude_paths.is_empty() {
+            let below = rel.strip_prefix(start).unwrap_or(rel);
+            if self.exclude_paths.is_match(below) {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// The root's `.gitignore`, read through the guard (a link to outside is simply not used).
+/// Lines that are not valid patterns are skipped rather than failing every listing.
+fn root_gitignore(guard: &PathGuard) -> Gitignore {
+    let Ok(resolved) = guard.resolve(".gitignore") else {
+        return Gitignore::empty();
+    };
+    let Ok(file) = target::open_for_reading(guard, &resolved) else {
+        return Gitignore::empty();
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Gitignore::empty();
+    }
+    let mut text = String::new();
+    if file
+        .take(MAX_GITIGNORE_BYTES)
+        .read_to_string(&mut text)
+        .is_err()
+    {
+        return Gitignore::empty();
+    }
+    let mut builder = GitignoreBuilder::new(guard.root());
+    for line in text.lines() {
+        let _ = builder.add_line(None, line);
+    }
+    builder.build().unwrap_or_else(|_| Gitignore::empty())
+}
+
+fn exclude_sets(patterns: &[&str]) -> Result<(GlobSet, GlobSet), FsError> {
+    let mut names = GlobSetBuilder::new();
+    let mut paths = GlobSetBuilder::new();
+    for raw in patterns {
+        let p = raw.trim();
+        let p = p.strip_prefix("./").unwrap_or(p);
+        let p = p.trim_end_matches('/');
+        if p.is_empty() {
+            continue;
+        }
+        let glob = GlobBuilder::new(p)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| {
+                FsError::InvalidArgument(format!(
+                    "excludePatterns entry '{raw}' is not a valid glob ({e}); use patterns like \"*.log\", \"build\" or \"src/**/*.tmp\""
+                ))
+            })?;
+        if p.contains('/') {
+            paths.add(glob);
+        } else {
+            names.add(glob);
+        }
+    }
+    let build = |b: GlobSetBuilder| {
+        b.build()
+            .map_err(|e| FsError::InvalidArgument(format!("excludePatterns: {e}")))
+    };
+    Ok((build(names)?, build(paths)?))
+}
+
+/// Opens a guarded path as a directory for listing; a file is `InvalidArgument`.
+fn open_dir(cx: &FsContext, resolved: &Resolved, tool_hint: &str) -> Result<OwnedFd, FsError> {
+    match cx.guard.open_beneath(
+        resolved,
+        OFlags::RDONLY | OFlags::DIRECTORY,
+        Mode::empty(),
+        true,
+    ) {
+        Ok(fd) => Ok(fd),
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            Err(FsError::InvalidArgument(format!(
+                "'{}' is a file, not a directory; {tool_hint}",
+                resolved.display()
+            )))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(target::not_found(&resolved.relative))
+        }
+        Err(e)
+            if e.raw_os_error() == Some(libc::ELOOP) || e.raw_os_error() == Some(libc::EXDEV) =>
+        {
+            Err(FsError::PathEscape(format!(
+                "'{}' changed into a symbolic link while the call ran; try again",
+                resolved.display()
+            )))
+        }
+        Err(e) => Err(target::io_error(
+            "cannot open directory",
+            &resolved.relative,
+            e,
+        )),
+    }
+}
+
+/// `list_directory`.
+pub fn list_directory(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
+    reject_unknown(args, &["path"])?;
+    let path = Args(args).str("path")?;
+    let resolved = cx.guard.resolve(path)?;
+    let fd = open_dir(cx, &resolved, "read it with read_text_file")?;
+    let listing = read_dir(fd)
+        .map_err(|e| target::io_error("cannot read directory", &resolved.relative, e))?;
+    let filter = Filter {
+        gitignore: root_gitignore(&cx.guard),
+        exclude_names: GlobSet::empty(),
+        exclude_paths: GlobSet::empty(),
+    };
+    let mut rel = resolved.relative.clone();
+    let mut out = String::new();
+    for e in &listing.entries {
+        let name = listing.name(e);
+        rel.push(OsStr::from_bytes(name));
+        let hidden = filter.hides(name, e.is_dir, &rel, &resolved.relative);
+        rel.pop();
+        if hidden {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(if e.is_dir { "[DIR] " } else { "[FILE] " });
+        out.push_str(&String::from_utf8_lossy(name));
+    }
+    Ok(ToolOutput::text(out))
+}
+
+/// `directory_tree`.
+pub fn directory_tree(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolOutput, FsError> {
+    reject_unknown(args, &["path", "excludePatterns", "maxDepth"])?;
+    let a = Args(args);
+    let path = a.str("path")?;
+    let patterns = a.opt_str_list("excludePatterns")?.unwrap_or_default();
+    let max_depth = match a.opt_u64("maxDepth")? {
+        Some(0) => {
+            return Err(FsError::InvalidArgument(
+                "'maxDepth' must be at least 1 (1 lists only the direct entries); omit it for the whole tree".into(),
+            ))
+        }
+        Some(n) => n,
+        None => u64::MAX,
+    };
+    let (exclude_names, exclude_paths) = exclude_sets(&patterns)?;
+    let resolved = cx.guard.resolve(path)?;
+    let fd = open_dir(cx, &resolved, "use read_text_file for a file")?;
+    let mut walk = Walk {
+        filter: Filter {
+            gitignore: root_gitignore(&cx.guard),
+            exclude_names,
+            exclude_paths,
+        },
+        start: resolved.relative.clone(),
+        rel: resolved.relative.clone(),
+        max_depth,
+        out: Vec::with_capacity(64 * 1024),
+        ctx,
+    };
+    walk.dir(fd, 1)?;
+    let text = String::from_utf8(walk.out)
+        .map_err(|_| FsError::IoError("the tree could not be rendered as UTF-8 text".into()))?;
+    Ok(ToolOutput::text(text))
+}
+
+/// A depth-first walk that writes compact JSON as it goes.
+struct Walk<'a> {
+    filter: Filter,
+    start: PathBuf,
+    /// The root-relative path of the entry being visited (pushed and popped, never rebuilt).
+    rel: PathBuf,
+    max_depth: u64,
+    out: Vec<u8>,
+    ctx: &'a CallContext,
+}
+
+impl Walk<'_> {
+    /// Writes the JSON array of the directory open at `fd`, whose entries are at `depth`.
+    fn dir(&mut self, fd: OwnedFd, depth: u64) -> Result<(), FsError> {
+        if self.ctx.cancel.is_cancelled() {
+            return Err(FsError::InvalidArgument(
+                "directory_tree was cancelled by the client".into(),
+            ));
+        }
+        let listing =
+            read_dir(fd).map_err(|e| target::io_error("cannot read directory", &self.rel, e))?;
+        self.out.push(b'[');
+        let mut first = true;
+        for e in &listing.entries {
+            let name = listing.name(e);
+            self.rel.push(OsStr::from_bytes(name));
+            if self.filter.hides(name, e.is_dir, &self.rel, &self.start) {
+                self.rel.pop();
+                continue;
+            }
+            if !first {
+                self.out.push(b',');
+            }
+            first = false;
+            self.out.extend_from_slice(b"{\"name\":");
+            push_json_string(&mut self.out, name);
+            if e.is_dir {
+                self.out
+                    .extend_from_slice(b",\"type\":\"directory\",\"children\":");
+                let child = if depth < self.max_depth {
+                    listing.dir.fd().ok().and_then(|parent| {
+                        rustix::fs::openat(
+                            parent.as_fd(),
+                            OsStr::from_bytes(name),
+                            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                            Mode::empty(),
+                        )
+                        .ok()
+                    })
+                } else {
+                    None
+                };
+                // An unreadable (or swapped-out) directory is shown empty rather than failing
+                // the whole tree.
+                match child {
+                    Some(child) => self.dir(child, depth + 1)?,
+                    None => self.out.extend_from_slice(b"[]"),
+                }
+                self.out.push(b'}');
+            } else {
+                self.out.extend_from_slice(b",\"type\":\"file\"}");
+            }
+            self.rel.pop();
+        }
+        self.out.push(b']');
+        Ok(())
+    }
+}
+
+/// Appends `name` as a JSON string. Most names need no escaping and are copied as they are; a
+/// name that is not UTF-8 is shown with replacement characters.
+fn push_json_string(out: &mut Vec<u8>, name: &[u8]) {
+    match std::str::from_utf8(name) {
+        Ok(s) if !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) => {
+            out.push(b'"');
+            out.extend_from_slice(s.as_bytes());
+            out.push(b'"');
+        }
+        _ => {
+            let lossy = String::from_utf8_lossy(name);
+            // Writing into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut *out, lossy.as_ref());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_names_are_escaped_only_when_needed() {
+        let mut out = Vec::new();
+        push_json_string(&mut out, b"plain.txt");
+        push_json_string(&mut out, b"q\"uote\n");
+        push_json_string(&mut out, b"bad\xff");
+        assert_eq!(
+            String::from_utf8(out).expect("utf8"),
+            "\"plain.txt\"\"q\\\"uote\\n\"\"bad\u{fffd}\""
+        );
+    }
+
+    #[test]
+    fn exclude_patterns_split_into_names_and_paths() {
+        let (names, paths) = exclude_sets(&["*.log", "./build/", "src/*.tmp"]).expect("valid");
+        assert!(names.is_match("deep.log") && names.is_match("build"));
+        assert!(paths.is_match("src/a.tmp") && !paths.is_match("src/x/a.tmp"));
+        assert!(exclude_sets(&["a[b"]).is_err());
+    }
+}

@@ -1,0 +1,175 @@
+//! Where each piece of history lives inside `.filesystem/`, and the name encoding that keeps
+//! workspace names from colliding with the store's own.
+//!
+//! Every name the store itself chooses inside a history tree starts with a single `#`
+//! (`#versions`). A workspace component that starts with `#` is stored with one more `#` in
+//! front (`#x` → `##x`), so no workspace name can ever be mistaken for a store name, and the
+//! mapping stays readable for a person browsing `.filesystem/files/`.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Component, Path, PathBuf};
+
+use super::HistoryError;
+
+/// Directory (inside a path's history tree) holding that path's own versions and head. Its name
+/// starts with a single `#`, which no encoded workspace name does.
+pub(crate) const VERSIONS_DIR: &str = "#versions";
+/// Subtree of `.filesystem/` mirroring the workspace, one history tree per tracked path.
+pub(crate) const FILES_DIR: &str = "files";
+/// Where deleted entries (and their histories) wait.
+pub(crate) const TRASH_DIR: &str = ".trash";
+/// Where histories go that had to make room (a stale history found at a move or restore target).
+pub(crate) const ORPHANS_DIR: &str = ".orphans";
+/// Append-only log of moves.
+pub(crate) const MOVES_LOG: &str = ".moves";
+/// Append-only log of deletes and restores.
+pub(crate) const DELETES_LOG: &str = ".deletes";
+/// The next trash id, so ids are never reused even after the trash empties.
+pub(crate) const TRASH_COUNTER: &str = ".next-trash-id";
+/// The file every mutation `flock`s.
+pub(crate) const LOCK_FILE: &str = ".lock";
+
+/// Checks that `rel` is a plain root-relative path (what the guard produces) and returns its
+/// components. Anything else is refused rather than trusted: the store joins these onto real
+/// directories.
+pub(crate) fn components(rel: &Path) -> Result<Vec<&std::ffi::OsStr>, HistoryError> {
+    let mut out = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(name) => out.push(name),
+            _ => {
+                return Err(HistoryError::InvalidArgument(format!(
+                    "'{}' is not a plain path relative to the workspace root; pass a path like 'src/main.rs'",
+                    rel.display()
+                )))
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(HistoryError::InvalidArgument(
+            "this needs a file or directory inside the workspace, not the workspace root itself"
+                .into(),
+        ));
+    }
+    Ok(out)
+}
+
+/// One workspace name as stored in a history tree.
+fn encode(name: &std::ffi::OsStr) -> OsString {
+    let bytes = name.as_bytes();
+    if bytes.first() == Some(&b'#') {
+        let mut v = Vec::with_capacity(bytes.len() + 1);
+        v.push(b'#');
+        v.extend_from_slice(bytes);
+        OsString::from_vec(v)
+    } else {
+        name.to_os_string()
+    }
+}
+
+/// The history tree of root-relative `rel`: `files/<encoded rel>` under `state`. For a
+/// directory it holds the trees of its children; for a file, its [`VERSIONS_DIR`].
+/// Every existing component on the way is checked not to be a symlink (see [`refuse_links`]).
+pub(crate) fn history_tree(state: &Path, rel: &Path) -> Result<PathBuf, HistoryError> {
+    let mut out = state.join(FILES_DIR);
+    for name in components(rel)? {
+        out.push(encode(name));
+    }
+    refuse_links(state, &out)?;
+    Ok(out)
+}
+
+/// The versions directory of the file at `rel`.
+pub(crate) fn versions_dir(state: &Path, rel: &Path) -> Result<PathBuf, HistoryError> {
+    let dir = history_tree(state, rel)?.join(VERSIONS_DIR);
+    refuse_links(state, &dir)?;
+    Ok(dir)
+}
+
+/// Refuses a store path if any existing component between `state` and `path` is a symlink.
+///
+/// No tool can create anything inside `.filesystem/`, but a checked-out repository can ship
+/// one; a planted link (`files/a/#versions -> /etc`, `.trash -> /tmp`) would otherwise make
+/// snapshots, trashed files or log lines land outside the workspace.
+pub(crate) fn refuse_links(state: &Path, path: &Path) -> Result<(), HistoryError> {
+    let Ok(below) = path.strip_prefix(state) else {
+        return Ok(());
+    };
+    let mut cur = state.to_path_buf();
+    for c in below.components() {
+        cur.push(c);
+        match std::fs::symlink_metadata(&cur) {
+            Ok(m) if m.file_type().is_symlink() => return Err(HistoryError::Io {
+                context: format!("the history store holds a symlink at {}", cur.display()),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "the store never creates links; remove it (it did not come from this server)",
+                ),
+            }),
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    Ok(())
+}
+
+/// Every fixed name at the top of `.filesystem/`, for the symlink check when the store opens.
+pub(crate) const TOP_LEVEL: [&str; 7] = [
+    FILES_DIR,
+    TRASH_DIR,
+    ORPHANS_DIR,
+    MOVES_LOG,
+    DELETES_LOG,
+    TRASH_COUNTER,
+    LOCK_FILE,
+];
+
+/// The name of trash entry `id` (five digits, more once ids pass 99999).
+pub(crate) fn trash_name(id: u64) -> String {
+    format!("{id:05}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_names_and_workspace_names_never_collide() {
+        let s = Path::new("/ws/.filesystem");
+        let file = versions_dir(s, Path::new("a")).expect("ok");
+        let child_named_like_store = history_tree(s, Path::new("a/#versions")).expect("ok");
+        assert_ne!(file, child_named_like_store);
+        assert_eq!(
+            child_named_like_store,
+            PathBuf::from("/ws/.filesystem/files/a/##versions")
+        );
+        // Names the store uses at its top level are just names inside `files/`.
+        assert_eq!(
+            history_tree(s, Path::new(".moves")).expect("ok"),
+            PathBuf::from("/ws/.filesystem/files/.moves")
+        );
+    }
+
+    #[test]
+    fn a_planted_symlink_inside_the_store_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = dir.path().join(".filesystem");
+        std::fs::create_dir_all(state.join("files/a")).expect("mkdir");
+        std::os::unix::fs::symlink("/etc", state.join("files/a/#versions")).expect("link");
+        assert!(versions_dir(&state, Path::new("a")).is_err());
+        assert!(versions_dir(&state, Path::new("b")).is_ok());
+        assert_eq!(
+            history_tree(&state, Path::new(".moves")).expect("ok"),
+            state.join("files/.moves")
+        );
+    }
+
+    #[test]
+    fn non_plain_paths_are_refused() {
+        let s = Path::new("/ws/.filesystem");
+        for bad in ["", "../x", "/etc/passwd", "a/../../b"] {
+            assert!(history_tree(s, Path::new(bad)).is_err(), "{bad}");
+        }
+    }
+}

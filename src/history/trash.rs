@@ -1,0 +1,293 @@
+//! The trash: deleting moves things into `.trash/NNNNN` (and their history into
+//! `NNNNN.history/`), restoring moves them back. `.deletes` is the record of both.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::durable::{create_dirs, occupied, rename_no_replace, replace_file};
+use super::log::{field_path, path_field, LogFile};
+use super::{
+    already_exists_or_io, history_of, io_err, layout, log, not_found_or_io, HistoryError, Store,
+    StoreLock,
+};
+use crate::guard::display_relative;
+
+/// What kind of thing an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A directory (with everything in it).
+    Directory,
+    /// A symbolic link (the link itself, never its target).
+    Symlink,
+    /// A FIFO, socket or device node.
+    Other,
+}
+
+impl EntryKind {
+    /// The kind of what `meta` (from `symlink_metadata`) describes.
+    pub fn of(meta: &std::fs::Metadata) -> EntryKind {
+        let t = meta.file_type();
+        if t.is_symlink() {
+            EntryKind::Symlink
+        } else if t.is_dir() {
+            EntryKind::Directory
+        } else if t.is_file() {
+            EntryKind::File
+        } else {
+            EntryKind::Other
+        }
+    }
+
+    /// The word shown to clients.
+    pub fn name(self) -> &'static str {
+        match self {
+            EntryKind::File => "file",
+            EntryKind::Directory => "directory",
+            EntryKind::Symlink => "symlink",
+            EntryKind::Other => "special file",
+        }
+    }
+}
+
+/// One thing waiting in the trash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrashEntry {
+    /// The id `restore` takes; never reused.
+    pub id: u64,
+    /// Where it was when deleted (root-relative).
+    pub path: PathBuf,
+    /// When it was deleted (RFC 3339, UTC).
+    pub deleted_at: String,
+    /// File, directory, symlink…
+    pub kind: EntryKind,
+    /// Bytes: a file's length, or the total of the files inside a directory.
+    pub size: u64,
+}
+
+/// What a restore did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoreReport {
+    /// The trash id restored.
+    pub id: u64,
+    /// Where it was put back (root-relative).
+    pub path: PathBuf,
+    /// What it is.
+    pub kind: EntryKind,
+    /// True when a version history came back with it.
+    pub history_restored: bool,
+}
+
+/// A `.deletes` entry.
+#[derive(Debug, Clone)]
+pub(crate) struct DeleteEvent {
+    pub time: String,
+    pub restore: bool,
+    pub id: u64,
+    pub path: PathBuf,
+}
+
+pub(crate) fn read_deletes(state: &Path) -> Result<Vec<DeleteEvent>, HistoryError> {
+    let lines = LogFile::new(state.join(layout::DELETES_LOG))
+        .read()
+        .map_err(io_err("cannot read the delete log"))?;
+    Ok(lines
+        .into_iter()
+        .filter_map(|f| match f.as_slice() {
+            [time, action, id, path] => Some(DeleteEvent {
+                time: String::from_utf8_lossy(time).into_owned(),
+                restore: match action.as_slice() {
+                    b"delete" => false,
+                    b"restore" => true,
+                    _ => return None,
+                },
+                id: std::str::from_utf8(id).ok()?.parse().ok()?,
+                path: field_path(path),
+            }),
+            _ => None,
+        })
+        .collect())
+}
+
+/// Bytes in a file, or in all files below a directory (symlinks count as their own length and
+/// are never followed).
+fn size_of(path: &Path, meta: &std::fs::Metadata) -> u64 {
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let p = e.path();
+            std::fs::symlink_metadata(&p).ok().map(|m| size_of(&p, &m))
+        })
+        .sum()
+}
+
+impl Store {
+    fn trash_dir(&self, state: &Path) -> PathBuf {
+        state.join(layout::TRASH_DIR)
+    }
+
+    /// Reserves the next trash id. The counter is saved before the id is used, and the id also
+    /// skips anything already in `.trash/` or named in `.deletes`, so ids never repeat even if the
+    /// counter file were lost.
+    fn next_trash_id(&self, state: &Path, trash: &Path) -> Result<u64, HistoryError> {
+        let counter = state.join(layout::TRASH_COUNTER);
+        let saved = match std::fs::read_to_string(&counter) {
+            Ok(t) => t.trim().parse::<u64>().ok(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io_err("cannot read the trash counter")(e)),
+        };
+        let mut id = match saved {
+            Some(n) => n.max(1),
+            // No (readable) counter: never reuse an id the log already knows.
+            None => read_deletes(state)?
+                .iter()
+                .map(|d| d.id + 1)
+                .max()
+                .unwrap_or(1),
+        };
+        while occupied(&trash.join(layout::trash_name(id))) {
+            id += 1;
+        }
+        replace_file(&counter, format!("{}\n", id + 1).as_bytes(), None, false)
+            .map_err(io_err("cannot update the trash counter"))?;
+        Ok(id)
+    }
+
+    /// Moves the file, directory or symlink at `rel` (never what a symlink points to) into the
+    /// trash with its history, logs it in `.deletes`, and returns its entry.
+    pub fn trash(&self, _lock: &StoreLock, rel: &Path) -> Result<TrashEntry, HistoryError> {
+        let path = self.abs(rel)?;
+        let shown = display_relative(rel);
+        let meta =
+            std::fs::symlink_metadata(&path).map_err(|e| not_found_or_io(e, &shown, "delete"))?;
+        let kind = EntryKind::of(&meta);
+        let size = size_of(&path, &meta);
+        let state = self.state_dir(true)?;
+        let trash = self.trash_dir(&state);
+        create_dirs(&trash).map_err(io_err("cannot create the trash"))?;
+        let id = self.next_trash_id(&state, &trash)?;
+        let deleted_at = log::now();
+        // Logged before the rename: a delete cut short leaves the file in place (and the log
+        // line is ignored because the trash slot is empty), a finished one is always listed.
+        LogFile::new(state.join(layout::DELETES_LOG))
+            .append(&[
+                deleted_at.as_bytes(),
+                b"delete",
+                id.to_string().as_bytes(),
+                path_field(rel),
+            ])
+            .map_err(io_err("cannot append to the delete log"))?;
+        let slot = trash.join(layout::trash_name(id));
+        rename_no_replace(&path, &slot).map_err(io_err(format!(
+            "cannot move {shown} into the trash (is it on another file system?)"
+        )))?;
+        let history = history_of(&state, rel, kind)?;
+        if occupied(&history) {
+            let dest = trash.join(format!("{}.history", layout::trash_name(id)));
+            rename_no_replace(&history, &dest).map_err(io_err(format!(
+                "cannot move the history of {shown} into the trash"
+            )))?;
+        }
+        Ok(TrashEntry {
+            id,
+            path: rel.to_path_buf(),
+            deleted_at,
+            kind,
+            size,
+        })
+    }
+
+    /// Every entry still in the trash, oldest first.
+    pub fn list_trash(&self) -> Result<Vec<TrashEntry>, HistoryError> {
+        let state = self.state_dir(false)?;
+        let trash = self.trash_dir(&state);
+        let events = read_deletes(&state)?;
+        let restored: std::collections::HashSet<u64> =
+            events.iter().filter(|e| e.restore).map(|e| e.id).collect();
+        Ok(events
+            .iter()
+            .filter(|e| !e.restore && !restored.contains(&e.id))
+            .filter_map(|e| {
+                let slot = trash.join(layout::trash_name(e.id));
+                let meta = std::fs::symlink_metadata(&slot).ok()?;
+                Some(TrashEntry {
+                    id: e.id,
+                    path: e.path.clone(),
+                    deleted_at: e.time.clone(),
+                    kind: EntryKind::of(&meta),
+                    size: size_of(&slot, &meta),
+                })
+            })
+            .collect())
+    }
+
+    /// Puts trash entry `id` back at its original path, or at `dest_rel`, with its history, and
+    /// logs the restore. Occupied → `AlreadyExists`; unknown or already restored → `NotFound`.
+    pub fn restore(
+        &self,
+        _lock: &StoreLock,
+        id: u64,
+        dest_rel: Option<&Path>,
+    ) -> Result<RestoreReport, HistoryError> {
+        let state = self.state_dir(false)?;
+        let trash = self.trash_dir(&state);
+        let events = read_deletes(&state)?;
+        let Some(deleted) = events.iter().find(|e| !e.restore && e.id == id) else {
+            return Err(HistoryError::NotFound(format!(
+                "there is no trash entry {id}; list_trash shows the ids that can be restored"
+            )));
+        };
+        if let Some(r) = events.iter().find(|e| e.restore && e.id == id) {
+            return Err(HistoryError::NotFound(format!(
+                "trash entry {id} was already restored to {} at {}; search_file tells where it is now",
+                display_relative(&r.path),
+                r.time
+            )));
+        }
+        let slot = trash.join(layout::trash_name(id));
+        let meta = std::fs::symlink_metadata(&slot).map_err(|_| {
+            HistoryError::NotFound(format!(
+                "trash entry {id} is not in the trash (its delete did not complete, so {} was never moved); list_trash shows what can be restored",
+                display_relative(&deleted.path)
+            ))
+        })?;
+        let kind = EntryKind::of(&meta);
+        let rel = dest_rel.unwrap_or(&deleted.path).to_path_buf();
+        let path = self.abs(&rel)?;
+        let shown = display_relative(&rel);
+        if occupied(&path) {
+            return Err(HistoryError::AlreadyExists(format!(
+                "{shown} is occupied; restore to another place with 'destination', or move what is there first"
+            )));
+        }
+        if let Some(parent) = path.parent() {
+            create_dirs(parent).map_err(io_err(format!("cannot create the parent of {shown}")))?;
+        }
+        rename_no_replace(&slot, &path)
+            .map_err(|e| already_exists_or_io(e, &shown, &format!("cannot restore {shown}")))?;
+        let history = trash.join(format!("{}.history", layout::trash_name(id)));
+        let history_restored =
+            self.place_history(&state, &history, &history_of(&state, &rel, kind)?)?;
+        LogFile::new(state.join(layout::DELETES_LOG))
+            .append(&[
+                log::now().as_bytes(),
+                b"restore",
+                id.to_string().as_bytes(),
+                path_field(&rel),
+            ])
+            .map_err(io_err("cannot append to the delete log"))?;
+        Ok(RestoreReport {
+            id,
+            path: rel,
+            kind,
+            history_restored,
+        })
+    }
+}

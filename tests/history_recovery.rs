@@ -1,0 +1,432 @@
+//! The history store and the recovery tools, through the real binary: one `filesystem call` per
+//! process, which is exactly how history must survive (everything is on disk).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+struct Ws {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Ws {
+    fn new() -> Ws {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().canonicalize().expect("canonical");
+        Ws { _tmp: tmp, root }
+    }
+
+    fn run(&self, backup: bool, tool: &str, args: &str) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_filesystem"));
+        cmd.arg("call")
+            .arg(tool)
+            .arg(args)
+            .arg("--root")
+            .arg(&self.root);
+        if backup {
+            cmd.arg("--backup");
+        }
+        cmd.output().expect("run filesystem")
+    }
+
+    /// A call that must succeed; returns its text.
+    fn ok(&self, tool: &str, args: &str) -> String {
+        let out = self.run(true, tool, args);
+        assert!(
+            out.status.success(),
+            "{tool} {args} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A call that must fail with `kind`; returns its message.
+    fn err(&self, tool: &str, args: &str, kind: &str) -> String {
+        let out = self.run(true, tool, args);
+        let msg = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            !out.status.success(),
+            "{tool} {args} should fail, said {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(
+            msg.starts_with(kind),
+            "{tool} {args}: expected {kind}, got {msg}"
+        );
+        msg
+    }
+
+    fn write(&self, path: &str, content: &str) -> String {
+        self.ok(
+            "write_file",
+            &serde_json::json!({"path": path, "content": content}).to_string(),
+        )
+    }
+
+    fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.root.join(path)).expect("read workspace file")
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+}
+
+fn args(v: serde_json::Value) -> String {
+    v.to_string()
+}
+
+#[test]
+fn undo_redo_chain_with_a_write_in_between_drops_the_undone_future() {
+    let ws = Ws::new();
+    std::fs::write(ws.path("f.txt"), "original").expect("seed");
+    assert!(
+        ws.write("f.txt", "one").contains("version 2"),
+        "original becomes version 1"
+    );
+    ws.write("f.txt", "two");
+    ws.write("f.txt", "three");
+    let undo2 = ws.ok("undo_file", r#"{"path":"f.txt","steps":2}"#);
+    assert!(undo2.contains("version 2 of 4"), "{undo2}");
+    assert_eq!(ws.read("f.txt"), "one");
+    ws.ok("redo_file", r#"{"path":"f.txt"}"#);
+    assert_eq!(ws.read("f.txt"), "two");
+    // A write after undo forgets "three".
+    assert!(ws.write("f.txt", "new").contains("version 4"));
+    let msg = ws.err("redo_file", r#"{"path":"f.txt"}"#, "InvalidArgument");
+    assert!(msg.contains("at most 0"), "{msg}");
+    ws.ok("undo_file", r#"{"path":"f.txt","steps":3}"#);
+    assert_eq!(ws.read("f.txt"), "original");
+    let msg = ws.err("undo_file", r#"{"path":"f.txt"}"#, "InvalidArgument");
+    assert!(
+        msg.contains("version 1 of 4") && msg.contains("at most 0"),
+        "{msg}"
+    );
+    let msg = ws.err(
+        "redo_file",
+        r#"{"path":"f.txt","steps":9}"#,
+        "InvalidArgument",
+    );
+    assert!(msg.contains("at most 3"), "{msg}");
+    ws.ok("redo_file", r#"{"path":"f.txt","steps":3}"#);
+    assert_eq!(ws.read("f.txt"), "new");
+}
+
+#[test]
+fn undo_after_an_outside_change_saves_it_and_redo_brings_it_back() {
+    let ws = Ws::new();
+    ws.write("f.txt", "mine");
+    std::fs::write(ws.path("f.txt"), "theirs").expect("outside edit");
+    let undo = ws.ok("undo_file", r#"{"path":"f.txt"}"#);
+    assert!(undo.contains("saved first as version 2"), "{undo}");
+    assert_eq!(ws.read("f.txt"), "mine");
+    ws.ok("redo_file", r#"{"path":"f.txt"}"#);
+    assert_eq!(ws.read("f.txt"), "theirs");
+}
+
+#[test]
+fn undo_keeps_the_file_mode_and_needs_a_history() {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = Ws::new();
+    std::fs::write(ws.path("run.sh"), "#!/bin/sh\n").expect("seed");
+    std::fs::set_permissions(ws.path("run.sh"), std::fs::Permissions::from_mode(0o750))
+        .expect("chmod");
+    ws.write("run.sh", "#!/bin/sh\necho hi\n");
+    ws.ok("undo_file", r#"{"path":"run.sh"}"#);
+    let mode = std::fs::metadata(ws.path("run.sh"))
+        .expect("meta")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o7777, 0o750);
+    std::fs::write(ws.path("plain.txt"), "x").expect("seed");
+    ws.err("undo_file", r#"{"path":"plain.txt"}"#, "NotFound");
+    ws.err(
+        "undo_file",
+        r#"{"path":"run.sh","steps":0}"#,
+        "InvalidArgument",
+    );
+}
+
+#[test]
+fn delete_list_restore_then_undo() {
+    let ws = Ws::new();
+    ws.write("notes/todo.md", "first");
+    ws.write("notes/todo.md", "second");
+    let del = ws.ok("delete_file", r#"{"path":"notes/todo.md"}"#);
+    assert!(del.contains("id 1"), "{del}");
+    assert!(!ws.path("notes/todo.md").exists());
+    let list = ws.ok("list_trash", "{}");
+    assert!(
+        list.contains("id 1")
+            && list.contains("notes/todo.md")
+            && list.contains("file")
+            && list.contains("6 bytes"),
+        "{list}"
+    );
+    let restored = ws.ok("restore_file", r#"{"id":1}"#);
+    assert!(restored.contains("with its version history"), "{restored}");
+    assert_eq!(ws.read("notes/todo.md"), "second");
+    ws.ok("undo_file", r#"{"path":"notes/todo.md"}"#);
+    assert_eq!(ws.read("notes/todo.md"), "first");
+    assert!(ws.ok("list_trash", "{}").contains("empty"));
+    ws.err("restore_file", r#"{"id":1}"#, "NotFound");
+    ws.err("restore_file", r#"{"id":42}"#, "NotFound");
+    ws.err("restore_file", r#"{"id":"one"}"#, "InvalidArgument");
+}
+
+#[test]
+fn restore_onto_an_occupied_path_is_refused_and_a_destination_works() {
+    let ws = Ws::new();
+    ws.write("a.txt", "old");
+    ws.ok("delete_file", r#"{"path":"a.txt"}"#);
+    ws.write("a.txt", "replacement");
+    ws.err("restore_file", r#"{"id":"00001"}"#, "AlreadyExists");
+    assert_eq!(ws.read("a.txt"), "replacement");
+    ws.ok(
+        "restore_file",
+        r#"{"id":"00001","destination":"old/a.txt"}"#,
+    );
+    assert_eq!(ws.read("old/a.txt"), "old");
+    ws.err("delete_file", r#"{"path":"missing.txt"}"#, "NotFound");
+}
+
+#[test]
+fn moving_a_directory_carries_histories_and_search_follows_the_old_path() {
+    let ws = Ws::new();
+    ws.write("src/lib/a.rs", "a1");
+    ws.write("src/lib/a.rs", "a2");
+    ws.ok("move_file", r#"{"source":"src","destination":"code"}"#);
+    ws.ok(
+        "move_file",
+        r#"{"source":"code/lib/a.rs","destination":"code/lib/b.rs"}"#,
+    );
+    let story = ws.ok("search_file", r#"{"path":"src/lib/a.rs"}"#);
+    assert!(story.contains("now at code/lib/b.rs"), "{story}");
+    assert!(story.contains("its directory src was moved"), "{story}");
+    // The history came along twice.
+    ws.ok("undo_file", r#"{"path":"code/lib/b.rs"}"#);
+    assert_eq!(ws.read("code/lib/b.rs"), "a1");
+    ws.err("undo_file", r#"{"path":"src/lib/a.rs"}"#, "NotFound");
+
+    ws.ok("delete_file", r#"{"path":"code"}"#);
+    let story = ws.ok("search_file", r#"{"path":"src/lib/a.rs"}"#);
+    assert!(story.contains("in the trash as id 1"), "{story}");
+    let never = ws.ok("search_file", r#"{"path":"never/there.txt"}"#);
+    assert!(never.contains("never mention"), "{never}");
+    std::fs::write(ws.path("here.txt"), "x").expect("seed");
+    assert!(ws
+        .ok("search_file", r#"{"path":"here.txt"}"#)
+        .contains("here.txt exists"));
+}
+
+#[test]
+fn move_errors_name_the_problem() {
+    let ws = Ws::new();
+    ws.write("a.txt", "a");
+    ws.write("b.txt", "b");
+    ws.err(
+        "move_file",
+        r#"{"source":"a.txt","destination":"b.txt"}"#,
+        "AlreadyExists",
+    );
+    assert_eq!(ws.read("b.txt"), "b");
+    ws.err(
+        "move_file",
+        r#"{"source":"nope","destination":"c"}"#,
+        "NotFound",
+    );
+    ws.err(
+        "move_file",
+        r#"{"source":"a.txt","destination":".filesystem/x"}"#,
+        "PathEscape",
+    );
+    ws.err(
+        "move_file",
+        r#"{"source":"a.txt","destination":"../out.txt"}"#,
+        "PathEscape",
+    );
+    ws.err("delete_file", r#"{"path":".filesystem"}"#, "PathEscape");
+    ws.err("delete_file", r#"{"path":"."}"#, "InvalidArgument");
+    std::fs::create_dir(ws.path("d")).expect("mkdir");
+    ws.err(
+        "move_file",
+        r#"{"source":"d","destination":"d/inner"}"#,
+        "InvalidArgument",
+    );
+    ws.err(
+        "move_file",
+        r#"{"source":"a.txt","destination":"c","extra":1}"#,
+        "InvalidArgument",
+    );
+}
+
+#[test]
+fn workspace_names_that_collide_with_store_names_get_their_own_history() {
+    let ws = Ws::new();
+    let names = [
+        ".moves",
+        ".deletes",
+        ".trash",
+        ".lock",
+        ".next-trash-id",
+        ".head",
+        "files",
+        "#versions",
+        "head",
+        "00001",
+    ];
+    for name in names {
+        ws.write(name, &format!("{name} v1"));
+        ws.write(name, &format!("{name} v2"));
+    }
+    // The file `a` had a history; then `a` became a directory holding store-like names.
+    ws.write("a", "file a v1");
+    ws.write("a", "file a v2");
+    ws.ok("move_file", r#"{"source":"a","destination":"a-file"}"#);
+    for inner in ["00001", "00002", "head", "#versions", "##x"] {
+        let p = format!("a/{inner}");
+        ws.write(&p, &format!("{p} v1"));
+        ws.write(&p, &format!("{p} v2"));
+    }
+    // Logs still work with a workspace `.moves` and `.deletes` around.
+    ws.ok("delete_file", r#"{"path":".trash"}"#);
+    ws.ok("restore_file", r#"{"id":1}"#);
+    for name in names {
+        ws.ok("undo_file", &args(serde_json::json!({"path": name})));
+        assert_eq!(ws.read(name), format!("{name} v1"));
+    }
+    for inner in ["00001", "00002", "head", "#versions", "##x"] {
+        let p = format!("a/{inner}");
+        ws.ok("undo_file", &args(serde_json::json!({"path": p})));
+        assert_eq!(ws.read(&p), format!("{p} v1"));
+        ws.err(
+            "undo_file",
+            &args(serde_json::json!({"path": p})),
+            "InvalidArgument",
+        );
+    }
+    ws.ok("undo_file", r#"{"path":"a-file"}"#);
+    assert_eq!(ws.read("a-file"), "file a v1");
+}
+
+#[test]
+fn trash_ids_increase_and_are_never_reused_after_restore() {
+    let ws = Ws::new();
+    ws.write("x", "x");
+    assert!(ws.ok("delete_file", r#"{"path":"x"}"#).contains("id 1;"));
+    ws.ok("restore_file", r#"{"id":1}"#);
+    assert!(ws.ok("delete_file", r#"{"path":"x"}"#).contains("id 2;"));
+    ws.write("y", "y");
+    assert!(ws.ok("delete_file", r#"{"path":"y"}"#).contains("id 3;"));
+    ws.ok("restore_file", r#"{"id":3}"#);
+    ws.ok("restore_file", r#"{"id":2}"#);
+    ws.write("z", "z");
+    assert!(ws.ok("delete_file", r#"{"path":"z"}"#).contains("id 4;"));
+    ws.err("restore_file", r#"{"id":1}"#, "NotFound");
+}
+
+#[test]
+fn deleting_a_symlink_trashes_the_link_and_leaves_the_target() {
+    let ws = Ws::new();
+    std::fs::write(ws.path("target.txt"), "keep me").expect("seed");
+    std::os::unix::fs::symlink("target.txt", ws.path("link")).expect("symlink");
+    std::fs::create_dir(ws.path("dir")).expect("mkdir");
+    std::fs::write(ws.path("dir/inside"), "inside").expect("seed");
+    std::os::unix::fs::symlink("dir", ws.path("dirlink")).expect("symlink");
+    assert!(ws
+        .ok("delete_file", r#"{"path":"link"}"#)
+        .contains("symlink"));
+    assert!(ws
+        .ok("delete_file", r#"{"path":"dirlink"}"#)
+        .contains("symlink"));
+    assert_eq!(ws.read("target.txt"), "keep me");
+    assert_eq!(ws.read("dir/inside"), "inside");
+    assert!(std::fs::symlink_metadata(ws.path("link")).is_err());
+    assert!(ws.ok("list_trash", "{}").contains("symlink"));
+    ws.ok("restore_file", r#"{"id":1}"#);
+    let meta = std::fs::symlink_metadata(ws.path("link")).expect("link back");
+    assert!(meta.file_type().is_symlink());
+    ws.ok("move_file", r#"{"source":"link","destination":"link2"}"#);
+    assert!(std::fs::symlink_metadata(ws.path("link2"))
+        .expect("moved")
+        .file_type()
+        .is_symlink());
+    assert_eq!(ws.read("target.txt"), "keep me");
+}
+
+#[test]
+fn undo_and_redo_are_only_offered_with_backup() {
+    let ws = Ws::new();
+    let list = |backup: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_filesystem"));
+        cmd.arg("tools").arg("--root").arg(&ws.root);
+        if backup {
+            cmd.arg("--backup");
+        }
+        String::from_utf8_lossy(&cmd.output().expect("tools").stdout).into_owned()
+    };
+    assert!(!list(false).contains("undo_file"));
+    assert!(list(true).contains("undo_file") && list(true).contains("redo_file"));
+    let out = ws.run(false, "undo_file", r#"{"path":"x"}"#);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn two_processes_writing_one_file_never_corrupt_the_history() {
+    let ws = std::sync::Arc::new(Ws::new());
+    const EACH: usize = 12;
+    let writers: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|who| {
+            let ws = ws.clone();
+            std::thread::spawn(move || {
+                for i in 0..EACH {
+                    ws.write("shared.txt", &format!("{who}{i}"));
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().expect("writer thread");
+    }
+    let versions = ws.path(".filesystem/files/shared.txt/#versions");
+    let head = std::fs::read_to_string(versions.join("head")).expect("head");
+    let total = 2 * EACH;
+    assert_eq!(
+        head.trim(),
+        format!("{total} {total}"),
+        "every write is one version"
+    );
+    let mut seen = std::collections::HashSet::new();
+    for v in 1..=total {
+        let snap = std::fs::read_to_string(versions.join(format!("{v:05}"))).expect("snapshot");
+        assert!(seen.insert(snap), "versions are distinct writes");
+    }
+    assert_eq!(
+        ws.read("shared.txt"),
+        std::fs::read_to_string(versions.join(format!("{total:05}"))).expect("newest")
+    );
+    ws.ok(
+        "undo_file",
+        &args(serde_json::json!({"path": "shared.txt", "steps": total - 1})),
+    );
+    assert_eq!(
+        ws.read("shared.txt"),
+        std::fs::read_to_string(versions.join("00001")).expect("first")
+    );
+}
+
+#[test]
+fn a_symlink_planted_inside_the_store_is_never_followed() {
+    let ws = Ws::new();
+    let outside = tempfile::tempdir().expect("outside");
+    std::fs::create_dir_all(ws.path(".filesystem/files/a.txt")).expect("mkdir");
+    std::os::unix::fs::symlink(outside.path(), ws.path(".filesystem/files/a.txt/#versions"))
+        .expect("plant");
+    std::os::unix::fs::symlink(outside.path(), ws.path(".filesystem/.trash")).expect("plant");
+    std::fs::write(ws.path("a.txt"), "mine").expect("seed");
+    ws.err("write_file", r#"{"path":"a.txt","content":"x"}"#, "IoError");
+    ws.err("delete_file", r#"{"path":"a.txt"}"#, "IoError");
+    assert_eq!(ws.read("a.txt"), "mine");
+    assert_eq!(std::fs::read_dir(outside.path()).expect("ls").count(), 0);
+}

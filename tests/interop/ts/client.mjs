@@ -1,0 +1,105 @@
+// Interop: the official TypeScript MCP SDK client drives the real `filesystem` binary in every mode,
+// lists the tools (the SDK validates every tool definition) and calls each tool once (the SDK checks
+// structuredContent against each declared outputSchema).
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { mkdtempSync, writeFileSync, mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const binary = process.env.FILESYSTEM_BIN;
+if (!binary) {
+  console.error("set FILESYSTEM_BIN to the filesystem binary");
+  process.exit(2);
+}
+
+let passed = 0;
+let failed = 0;
+function check(ok, what) {
+  if (ok) {
+    passed += 1;
+  } else {
+    failed += 1;
+    console.error(`FAIL ${what}`);
+  }
+}
+
+function workspace() {
+  const root = mkdtempSync(join(tmpdir(), "fs-ts-interop-"));
+  writeFileSync(join(root, "hello.txt"), "hello world\n");
+  writeFileSync(join(root, "app.log"), "a INFO x\nb ERROR db\nc ERROR api\n");
+  mkdirSync(join(root, "src"));
+  writeFileSync(join(root, "src", "main.rs"), "fn main() {}\n");
+  return root;
+}
+
+const text = (result) => (result.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("");
+
+// One call per tool, in an order where each builds on the last (delete, then restore what was deleted).
+const filesystemCalls = [
+  ["read_text_file", { path: "hello.txt" }],
+  ["create_file", { path: "new/created.txt", content: "created\n" }],
+  ["write_file", { path: "hello.txt", content: "hello again\n" }],
+  ["edit_file", { path: "hello.txt", edits: [{ oldText: "again", newText: "once more" }] }],
+  ["create_directory", { path: "dir1/dir2" }],
+  ["list_directory", { path: "." }],
+  ["directory_tree", { path: "." }],
+  ["move_file", { source: "new/created.txt", destination: "new/moved.txt" }],
+  ["delete_file", { path: "new/moved.txt" }],
+  ["list_trash", {}],
+  ["restore_file", (state) => ({ id: state.trashId })],
+  ["search_file", { path: "new/created.txt" }],
+  ["undo_file", { path: "hello.txt" }],
+  ["redo_file", { path: "hello.txt" }],
+];
+
+const pipeCalls = [
+  ["shelpa_pipe", { command: "tail -n 2 app.log | rg ERROR | awk '{print $3}' | sort -u" }],
+  ["shelpa_write", { path: "notes.txt", content: "written by shelpa\n" }],
+];
+
+async function runMode(label, flags, calls) {
+  const root = workspace();
+  const transport = new StdioClientTransport({ command: binary, args: ["--root", root, ...flags], stderr: "pipe" });
+  const client = new Client({ name: "ts-interop", version: "1.0.0" });
+  try {
+    await client.connect(transport);
+    const version = client.getServerVersion();
+    check(version?.name === "filesystem", `${label}: serverInfo.name is filesystem`);
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name);
+    const state = {};
+    for (const [name, argsOrFn] of calls) {
+      if (!names.includes(name)) {
+        check(false, `${label}: tool ${name} listed (got ${names.join(", ")})`);
+        continue;
+      }
+      const args = typeof argsOrFn === "function" ? argsOrFn(state) : argsOrFn;
+      try {
+        const result = await client.callTool({ name, arguments: args });
+        check(!result.isError, `${label}: ${name} succeeded: ${text(result)}`);
+        if (name === "list_trash") {
+          const entries = result.structuredContent?.entries ?? [];
+          state.trashId = entries.length ? entries[entries.length - 1].id : undefined;
+          check(state.trashId !== undefined, `${label}: list_trash returned the deleted entry`);
+        }
+      } catch (err) {
+        check(false, `${label}: ${name} raised ${err}`);
+      }
+    }
+    check(names.length === calls.length || flags.includes("--with-filesystem"), `${label}: tool count ${names.length}`);
+  } catch (err) {
+    check(false, `${label}: session failed: ${err}`);
+  } finally {
+    await client.close().catch(() => {});
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+await runMode("filesystem --backup", ["--backup"], filesystemCalls);
+await runMode("filesystem", [], filesystemCalls.filter(([n]) => n !== "undo_file" && n !== "redo_file"));
+await runMode("legacy-pipe", ["--legacy-pipe"], pipeCalls);
+await runMode("combined", ["--legacy-pipe", "--with-filesystem"], [...pipeCalls, ["read_text_file", { path: "hello.txt" }]]);
+
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
