@@ -16,7 +16,11 @@ use harness::{machine, report, Config, Sizes};
 
 /// Options of the benchmark driver.
 #[derive(Parser, Debug)]
-#[command(name = "mcp-bench", about = "Benchmarks MCP filesystem servers side by side")]
+#[command(
+    name = "mcp-bench",
+    about = "Benchmarks MCP filesystem servers side by side",
+    args_override_self = true
+)]
 struct Opts {
     /// Serve MCP as the floor server (used by the harness itself).
     #[arg(long)]
@@ -95,7 +99,8 @@ fn run(opts: &Opts) -> Result<(), String> {
         leading: vec![],
     }];
     if !opts.no_floor {
-        let me = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+        let me =
+            std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
         peers.push(Peer {
             label: "floor".into(),
             kind: Kind::Floor,
@@ -136,17 +141,28 @@ fn run(opts: &Opts) -> Result<(), String> {
     let scratch;
     let data_dir = match &opts.data {
         Some(d) => {
-            std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
-            d.clone()
+            // Smoke and full runs keep apart so neither reuses the other's data.
+            let d = d.join(if opts.smoke { "smoke" } else { "full" });
+            std::fs::create_dir_all(&d)
+                .map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+            d
         }
         None => {
             scratch = tempfile::tempdir().map_err(|e| format!("cannot make a temp dir: {e}"))?;
             scratch.path().to_path_buf()
         }
     };
-    let (reps, reps_startup) = if opts.smoke { (1, 1) } else { (opts.reps, opts.reps_startup) };
+    let (reps, reps_startup) = if opts.smoke {
+        (1, 1)
+    } else {
+        (opts.reps, opts.reps_startup)
+    };
     let cfg = Config {
-        sizes: if opts.smoke { Sizes::smoke() } else { Sizes::full() },
+        sizes: if opts.smoke {
+            Sizes::smoke()
+        } else {
+            Sizes::full()
+        },
         reps: reps.max(1),
         reps_startup: reps_startup.max(1),
         data_dir,

@@ -187,7 +187,9 @@ impl<'a> Bench<'a> {
             .ok_or_else(|| BenchError::Protocol("no server for this subject".into()))?;
         let log = self.cfg.data_dir.join(format!(
             "stderr-{}.log",
-            subject.label.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+            subject
+                .label
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
         ));
         Server::spawn(
             &peer.launch(&self.data.root, &subject.extra, Some(log)),
@@ -221,7 +223,12 @@ impl<'a> Bench<'a> {
     /// A "peer takes N× ours' time" check: met when the ratio is at least `at_least`.
     fn check_faster(&mut self, case: usize, peer: Kind, at_least: f64, target: &str) {
         let Some(label) = self.peer(peer).map(|p| p.label.clone()) else {
-            return self.check(&self.results[case].title.clone(), target, "peer not in this run".into(), None);
+            return self.check(
+                &self.results[case].title.clone(),
+                target,
+                "peer not in this run".into(),
+                None,
+            );
         };
         let title = self.results[case].title.clone();
         match self.results[case].ratio(&label) {
@@ -255,7 +262,12 @@ impl<'a> Bench<'a> {
             notes: vec![],
         });
         let i = self.results.len() - 1;
-        self.check_faster(i, Kind::Reference, 100.0, "≥ 100× faster than the reference");
+        self.check_faster(
+            i,
+            Kind::Reference,
+            100.0,
+            "≥ 100× faster than the reference",
+        );
         self.check_faster(i, Kind::RustMcp, 1.0, "no slower than rust-mcp-filesystem");
         self.check_within_floor(i, 1.5, "within 1.5× of the floor");
     }
@@ -333,7 +345,12 @@ impl<'a> Bench<'a> {
         });
         let i = self.results.len() - 1;
         self.check_faster(i, Kind::Reference, 10.0, "≥ 10× the reference's throughput");
-        self.check_faster(i, Kind::RustMcp, 4.0, "≥ 4× rust-mcp-filesystem's throughput");
+        self.check_faster(
+            i,
+            Kind::RustMcp,
+            4.0,
+            "≥ 4× rust-mcp-filesystem's throughput",
+        );
         self.check_within_floor(i, 1.3, "within 1.3× of the floor");
     }
 
@@ -352,7 +369,10 @@ impl<'a> Bench<'a> {
                     reply
                 });
             notes.push(match outcome {
-                Ok(_) => format!("{}: a path relative to the root (`read.txt`) works", subject.label),
+                Ok(_) => format!(
+                    "{}: a path relative to the root (`read.txt`) works",
+                    subject.label
+                ),
                 Err(e) => format!("{}: a relative path does not work ({e})", subject.label),
             });
         }
@@ -380,11 +400,7 @@ impl<'a> Bench<'a> {
                         s.label
                     ));
                 }
-                notes.push(format!(
-                    "{}: answer of {} bytes",
-                    s.label,
-                    reply.text.len()
-                ));
+                notes.push(format!("{}: answer of {} bytes", s.label, reply.text.len()));
             }
             Ok(Measure { secs, rss_kib })
         });
@@ -402,7 +418,12 @@ impl<'a> Bench<'a> {
         });
         let i = self.results.len() - 1;
         self.check_faster(i, Kind::Reference, 10.0, "≥ 10× faster than the reference");
-        self.check_faster(i, Kind::RustMcp, 3.0, "≥ 3× faster than rust-mcp-filesystem");
+        self.check_faster(
+            i,
+            Kind::RustMcp,
+            3.0,
+            "≥ 3× faster than rust-mcp-filesystem",
+        );
         let title = self.results[i].title.clone();
         let ours = self.results[i].rss(&self.ours_label());
         let others: Vec<(String, Option<f64>)> = [Kind::Reference, Kind::RustMcp]
@@ -414,9 +435,11 @@ impl<'a> Bench<'a> {
             "ours {}",
             ours.map(fmt_kib).unwrap_or_else(|| "?".into())
         ))
-        .chain(others.iter().map(|(l, r)| {
-            format!("{l} {}", r.map(fmt_kib).unwrap_or_else(|| "?".into()))
-        }))
+        .chain(
+            others
+                .iter()
+                .map(|(l, r)| format!("{l} {}", r.map(fmt_kib).unwrap_or_else(|| "?".into()))),
+        )
         .collect::<Vec<_>>()
         .join(", ");
         let met = match ours {
@@ -470,7 +493,12 @@ impl<'a> Bench<'a> {
         });
         let i = self.results.len() - 1;
         self.check_faster(i, Kind::Reference, 5.0, "≥ 5× faster than the reference");
-        self.check_faster(i, Kind::RustMcp, 3.0, "≥ 3× faster than rust-mcp-filesystem");
+        self.check_faster(
+            i,
+            Kind::RustMcp,
+            3.0,
+            "≥ 3× faster than rust-mcp-filesystem",
+        );
     }
 
     /// `write_file` with and without `--backup` (ours only).
@@ -491,7 +519,11 @@ impl<'a> Bench<'a> {
         let rows = alternate(&subjects, self.cfg.reps, |s, rep| {
             let (mut server, tool) =
                 self.session_with_tool(s, "write_file", &["path", "content"])?;
-            let tag = if s.extra.is_empty() { "plain" } else { "backup" };
+            let tag = if s.extra.is_empty() {
+                "plain"
+            } else {
+                "backup"
+            };
             let path = dir.join(format!("{tag}-{rep}.txt")).display().to_string();
             let mut total = Duration::ZERO;
             for w in 0..writes {
@@ -529,7 +561,12 @@ impl<'a> Bench<'a> {
                 format!("--backup takes {} the time", fmt_ratio(r)),
                 Some(r <= 1.5),
             ),
-            None => self.check(&title, "overhead of --backup ≤ 1.5×", "not measured".into(), None),
+            None => self.check(
+                &title,
+                "overhead of --backup ≤ 1.5×",
+                "not measured".into(),
+                None,
+            ),
         }
     }
 
@@ -537,7 +574,10 @@ impl<'a> Bench<'a> {
     pub fn pipeline(&mut self) {
         let mut rss_by_size = Vec::new();
         for (log, label) in [
-            (self.data.log.clone(), human_bytes(self.cfg.sizes.log_bytes as u64)),
+            (
+                self.data.log.clone(),
+                human_bytes(self.cfg.sizes.log_bytes as u64),
+            ),
             (
                 self.data.small_log.clone(),
                 human_bytes(self.cfg.sizes.log_bytes as u64 / 10),
@@ -588,7 +628,10 @@ impl<'a> Bench<'a> {
                 }
                 Ok(Measure { secs, rss_kib })
             });
-            let mut notes = vec![format!("pipeline: `{command}`"), format!("shell: `{shell}`")];
+            let mut notes = vec![
+                format!("pipeline: `{command}`"),
+                format!("shell: `{shell}`"),
+            ];
             if let [(a, out_a), (b, out_b)] = outputs.as_slice() {
                 if out_a != out_b {
                     notes.push(format!(
@@ -597,7 +640,10 @@ impl<'a> Bench<'a> {
                         out_b.len()
                     ));
                 } else {
-                    notes.push(format!("both produced the same {} bytes of output", out_a.len()));
+                    notes.push(format!(
+                        "both produced the same {} bytes of output",
+                        out_a.len()
+                    ));
                 }
             }
             let result = CaseResult {
@@ -625,7 +671,12 @@ impl<'a> Bench<'a> {
                 format!("ours takes {} the shell's time", fmt_ratio(1.0 / r)),
                 Some(1.0 / r <= 1.15),
             ),
-            _ => self.check(&title, "wall time ≤ 1.15× `bash -c`", "not measured".into(), None),
+            _ => self.check(
+                &title,
+                "wall time ≤ 1.15× `bash -c`",
+                "not measured".into(),
+                None,
+            ),
         }
         let measured = rss_by_size
             .iter()
@@ -633,11 +684,20 @@ impl<'a> Bench<'a> {
             .collect::<Vec<_>>()
             .join(", ");
         let met = if rss_by_size.iter().all(|(_, r)| r.is_some()) {
-            Some(rss_by_size.iter().all(|(_, r)| r.is_some_and(|k| k <= 32.0 * 1024.0)))
+            Some(
+                rss_by_size
+                    .iter()
+                    .all(|(_, r)| r.is_some_and(|k| k <= 32.0 * 1024.0)),
+            )
         } else {
             None
         };
-        self.check(&title, "server peak RSS ≤ 32 MiB whatever the input size", measured, met);
+        self.check(
+            &title,
+            "server peak RSS ≤ 32 MiB whatever the input size",
+            measured,
+            met,
+        );
     }
 
     /// Undo/redo step time on a file with many versions vs one with few.
@@ -645,8 +705,16 @@ impl<'a> Bench<'a> {
         let (many, few) = (self.cfg.sizes.versions_many, self.cfg.sizes.versions_few);
         let dir = self.data.root.join("undo");
         let files = [
-            (format!("{many} versions"), dir.join(format!("v{many}.txt")), many),
-            (format!("{few} versions"), dir.join(format!("v{few}.txt")), few),
+            (
+                format!("{many} versions"),
+                dir.join(format!("v{many}.txt")),
+                many,
+            ),
+            (
+                format!("{few} versions"),
+                dir.join(format!("v{few}.txt")),
+                few,
+            ),
         ];
         let Some(backup) = self.ours_with("setup", vec!["--backup"]) else {
             return;
@@ -678,7 +746,8 @@ impl<'a> Bench<'a> {
                     .unwrap_or_default();
                 let (mut server, undo) = self.session_with_tool(s, "undo_file", &["path"])?;
                 let tools = server.list_tools()?;
-                let redo = find_tool(&tools, "redo_file", &["path"]).map_err(BenchError::NotServed)?;
+                let redo =
+                    find_tool(&tools, "redo_file", &["path"]).map_err(BenchError::NotServed)?;
                 let args = obj(json!({"path": path, "steps": 1}));
                 let start = Instant::now();
                 let mut done = 0u64;
@@ -723,7 +792,10 @@ impl<'a> Bench<'a> {
             Some(r) => self.check(
                 &title,
                 target,
-                format!("a step with {many} versions takes {} the time of one with {few}", fmt_ratio(r)),
+                format!(
+                    "a step with {many} versions takes {} the time of one with {few}",
+                    fmt_ratio(r)
+                ),
                 Some(r <= 1.5),
             ),
             None => self.check(&title, target, "not measured".into(), None),
@@ -739,7 +811,8 @@ impl<'a> Bench<'a> {
             std::fs::create_dir_all(dir)
                 .map_err(|e| BenchError::io(format!("create {}", dir.display()), e))?;
         }
-        let (mut server, tool) = self.session_with_tool(backup, "write_file", &["path", "content"])?;
+        let (mut server, tool) =
+            self.session_with_tool(backup, "write_file", &["path", "content"])?;
         for (_, path, versions) in files {
             let calls: Vec<Map<String, Value>> = (0..*versions)
                 .map(|v| {

@@ -131,11 +131,20 @@ impl Server {
         let mut cmd = launch.command()?;
         let started = Instant::now();
         let mut child = cmd.spawn().map_err(|e| {
-            BenchError::io(format!("start {} ({})", launch.label, launch.program.display()), e)
+            BenchError::io(
+                format!("start {} ({})", launch.label, launch.program.display()),
+                e,
+            )
         })?;
-        let stdin = child.stdin.take().map(|s| BufWriter::with_capacity(256 * 1024, s));
+        let stdin = child
+            .stdin
+            .take()
+            .map(|s| BufWriter::with_capacity(256 * 1024, s));
         let Some(stdout) = child.stdout.take() else {
-            return Err(BenchError::Protocol(format!("{}: no stdout pipe", launch.label)));
+            return Err(BenchError::Protocol(format!(
+                "{}: no stdout pipe",
+                launch.label
+            )));
         };
         let _watchdog = Watchdog::arm(child.id(), limit);
         Ok(Server {
@@ -302,7 +311,10 @@ impl Server {
         }
         self.next_id += count;
         let Some(mut stdin) = self.stdin.take() else {
-            return Err(BenchError::Protocol(format!("{}: stdin closed", self.label)));
+            return Err(BenchError::Protocol(format!(
+                "{}: stdin closed",
+                self.label
+            )));
         };
         let start = Instant::now();
         let writer = thread::spawn(move || {

@@ -66,6 +66,14 @@ pub fn generate(dir: &Path, sizes: &Sizes) -> Result<Data, BenchError> {
     let root = dir.join("ws");
     fs::create_dir_all(&root).map_err(io_err("create", &root))?;
     let root = fs::canonicalize(&root).map_err(io_err("resolve", &root))?;
+    // State left by an earlier run on the same directory would change what is measured (a
+    // history twice as long, a call log to append to): start those parts afresh.
+    for stale in [".filesystem", ".shelpa", "undo", "write"] {
+        let path = root.join(stale);
+        if path.exists() {
+            fs::remove_dir_all(&path).map_err(io_err("remove", &path))?;
+        }
+    }
     let pristine_dir = dir.join("pristine");
     fs::create_dir_all(&pristine_dir).map_err(io_err("create", &pristine_dir))?;
 
@@ -163,7 +171,9 @@ fn make_tree(
         let mut s = 0u64;
         while made < dirs && s + 1 < top {
             let sub = top_dir.join(format!("mod{s:03}"));
-            fs::create_dir(&sub).or_else(ignore_exists).map_err(io_err("create", &sub))?;
+            fs::create_dir(&sub)
+                .or_else(ignore_exists)
+                .map_err(io_err("create", &sub))?;
             in_dir.push(sub);
             made += 1;
             s += 1;
@@ -205,7 +215,9 @@ fn make_edit_file(path: &Path, bytes: usize) -> Result<(), BenchError> {
 }
 
 fn make_log(path: &Path, bytes: usize) -> Result<(), BenchError> {
-    if fs::metadata(path).is_ok_and(|m| m.len() as usize >= bytes && bytes > 0) {
+    // Reuse a log from an earlier run of the same size (generation writes whole lines, so it
+    // ends within one line of `bytes`).
+    if fs::metadata(path).is_ok_and(|m| (bytes..bytes + 256).contains(&(m.len() as usize))) {
         return Ok(());
     }
     let file = fs::File::create(path).map_err(io_err("create", path))?;
@@ -237,7 +249,8 @@ fn make_log(path: &Path, bytes: usize) -> Result<(), BenchError> {
             rng.next() % 2_000,
             rng.next() % 100_000,
         );
-        out.write_all(line.as_bytes()).map_err(io_err("write", path))?;
+        out.write_all(line.as_bytes())
+            .map_err(io_err("write", path))?;
         written += line.len();
     }
     out.flush().map_err(io_err("write", path))

@@ -39,15 +39,22 @@ pub fn serve() -> io::Result<()> {
                 "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}
             }]}),
             "tools/call" => {
-                let path = request["params"]["arguments"]["path"].as_str().unwrap_or("");
+                let path = request["params"]["arguments"]["path"]
+                    .as_str()
+                    .unwrap_or("");
                 match std::fs::read_to_string(path) {
                     Ok(text) => json!({"content": [{"type": "text", "text": text}]}),
-                    Err(e) => json!({"content": [{"type": "text", "text": e.to_string()}], "isError": true}),
+                    Err(e) => {
+                        json!({"content": [{"type": "text", "text": e.to_string()}], "isError": true})
+                    }
                 }
             }
             _ => json!({}),
         };
-        serde_json::to_writer(&mut output, &json!({"jsonrpc": "2.0", "id": id, "result": result}))?;
+        serde_json::to_writer(
+            &mut output,
+            &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        )?;
         output.write_all(b"\n")?;
         // Flush only when no further request is already buffered, like any server that batches
         // its writes under pipelined load.

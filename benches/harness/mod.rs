@@ -122,7 +122,9 @@ pub struct Config {
 }
 
 /// Every case name, in run order.
-pub const CASES: [&str; 7] = ["startup", "read", "tree", "edit", "write", "pipeline", "undo"];
+pub const CASES: [&str; 7] = [
+    "startup", "read", "tree", "edit", "write", "pipeline", "undo",
+];
 
 /// The outcome of a run.
 pub struct Outcome {
@@ -143,7 +145,10 @@ pub fn run(cfg: &Config) -> Result<Outcome, BenchError> {
     let t0 = std::time::Instant::now();
     let data = data::generate(&cfg.data_dir, &cfg.sizes)?;
     let setup_secs = t0.elapsed().as_secs_f64();
-    eprintln!("bench: data ready in {setup_secs:.1} s under {}", cfg.data_dir.display());
+    eprintln!(
+        "bench: data ready in {setup_secs:.1} s under {}",
+        cfg.data_dir.display()
+    );
     let mut bench = cases::Bench {
         cfg,
         data: &data,

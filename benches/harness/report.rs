@@ -34,11 +34,7 @@ fn case_table(out: &mut String, case: &CaseResult) {
     if throughput {
         let _ = write!(out, " calls/s (median) |");
     }
-    let _ = writeln!(
-        out,
-        " time ÷ `{}` | peak RSS (median) |",
-        case.baseline
-    );
+    let _ = writeln!(out, " time ÷ `{}` | peak RSS (median) |", case.baseline);
     let _ = write!(out, "|---|---:|---:|---:|---:|");
     if throughput {
         let _ = write!(out, "---:|");
@@ -70,7 +66,11 @@ fn case_table(out: &mut String, case: &CaseResult) {
             let _ = write!(
                 out,
                 " {} |",
-                cell(median.filter(|m| *m > 0.0).map(|m| format!("{:.0}", calls as f64 / m)))
+                cell(
+                    median
+                        .filter(|m| *m > 0.0)
+                        .map(|m| format!("{:.0}", calls as f64 / m))
+                )
             );
         }
         let _ = writeln!(
@@ -80,8 +80,11 @@ fn case_table(out: &mut String, case: &CaseResult) {
             cell(row.rss_kib.median().map(fmt_kib))
         );
     }
+    if !case.notes.is_empty() {
+        out.push('\n');
+    }
     for note in &case.notes {
-        let _ = writeln!(out, "\n- {note}");
+        let _ = writeln!(out, "- {note}");
     }
     out.push('\n');
 }
