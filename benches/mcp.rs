@@ -44,10 +44,10 @@ struct Opts {
     #[arg(long)]
     no_floor: bool,
     /// Repetitions per case and subject.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 7)]
     reps: usize,
     /// Repetitions of the start-up case.
-    #[arg(long, default_value_t = 15)]
+    #[arg(long, default_value_t = 21)]
     reps_startup: usize,
     /// Where to generate data (default: a temporary directory, removed afterwards).
     #[arg(long, value_name = "DIR")]
