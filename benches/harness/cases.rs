@@ -842,7 +842,7 @@ fn filler(bytes: usize, seed: u64) -> String {
 pub fn human_bytes(b: u64) -> String {
     if b >= 1 << 20 {
         let mib = b as f64 / (1u64 << 20) as f64;
-        if b % (1 << 20) == 0 {
+        if b.is_multiple_of(1 << 20) {
             format!("{mib:.0} MiB")
         } else {
             format!("{:.0} MB", b as f64 / 1e6)
