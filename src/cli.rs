@@ -107,6 +107,8 @@ pub enum Command {
     },
     /// List the tools of the selected mode with one-line descriptions.
     Tools,
+    /// Report tool adoption, errors and retries from call logs and client transcripts.
+    Report(crate::report::ReportArgs),
 }
 
 impl Cli {
@@ -158,6 +160,7 @@ pub fn main() -> i32 {
         None => run_server(&cli),
         Some(Command::Tools) => list_tools(&cli),
         Some(Command::Call { tool, args }) => call_once(&cli, tool, args),
+        Some(Command::Report(args)) => crate::report::run(args),
     }
 }
 

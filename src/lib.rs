@@ -13,5 +13,6 @@ pub mod history;
 #[path = "../legacy/mod.rs"]
 pub mod legacy;
 pub mod mcp;
+pub mod report;
 pub mod root;
 pub mod toolset;
