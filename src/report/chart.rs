@@ -58,6 +58,9 @@ pub fn draw_adoption(report: &Report, path: &Path) -> Result<(), ReportError> {
         .x_desc("decile of the session's tool calls (0 = first tenth)")
         .y_desc("% of file writes")
         .x_labels(BUCKETS)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.0}%"))
+        .light_line_style(WHITE)
         .draw()
         .map_err(|e| fail(e.to_string()))?;
 
@@ -74,9 +77,15 @@ pub fn draw_adoption(report: &Report, path: &Path) -> Result<(), ReportError> {
             .map_err(|e| fail(e.to_string()))?;
             // One legend entry per curve, however many runs it was drawn in.
             if first {
-                let color = curve.color;
+                let (color, dashed) = (curve.color, curve.dashed);
                 anno.label(curve.label.clone()).legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                    // The key shows the dash pattern too, so the two sources stay apart: two
+                    // segments that touch for a solid curve and leave a gap for a dashed one.
+                    let (first_end, second_start) = if dashed { (7, 13) } else { (10, 10) };
+                    let style = color.stroke_width(2);
+                    EmptyElement::at((x, y))
+                        + PathElement::new(vec![(0, 0), (first_end, 0)], style)
+                        + PathElement::new(vec![(second_start, 0), (20, 0)], style)
                 });
                 first = false;
             }
