@@ -215,15 +215,29 @@ mod tests {
     #[test]
     fn builtin_non_file_tools_are_other() {
         let f = ServerFilter::default();
-        assert_eq!(classify_transcript_name("Edit", &f).interface, Interface::Builtin);
-        assert_eq!(classify_transcript_name("TodoWrite", &f).interface, Interface::Other);
+        assert_eq!(
+            classify_transcript_name("Edit", &f).interface,
+            Interface::Builtin
+        );
+        assert_eq!(
+            classify_transcript_name("TodoWrite", &f).interface,
+            Interface::Other
+        );
     }
 
     #[test]
     fn only_tee_pipelines_and_known_writers_are_writes() {
         let stages = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert!(is_write(Interface::Pipe, "shelpa_pipe", &stages(&["cat", "tee"])));
-        assert!(!is_write(Interface::Pipe, "shelpa_pipe", &stages(&["cat", "rg"])));
+        assert!(is_write(
+            Interface::Pipe,
+            "shelpa_pipe",
+            &stages(&["cat", "tee"])
+        ));
+        assert!(!is_write(
+            Interface::Pipe,
+            "shelpa_pipe",
+            &stages(&["cat", "rg"])
+        ));
         assert!(!is_write(Interface::Builtin, "Bash", &stages(&["tee"])));
         assert!(is_write(Interface::Builtin, "MultiEdit", &[]));
     }

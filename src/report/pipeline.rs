@@ -86,6 +86,9 @@ mod tests {
 
     #[test]
     fn assignments_and_empty_stages_are_skipped() {
-        assert_eq!(stage_commands("LC_ALL=C sort x || | head"), vec!["sort", "head"]);
+        assert_eq!(
+            stage_commands("LC_ALL=C sort x || | head"),
+            vec!["sort", "head"]
+        );
     }
 }

@@ -45,7 +45,8 @@ pub fn reason_from_text(text: &str) -> String {
 fn is_reason_code(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 64
-        && s.chars().all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())
+        && s.chars()
+            .all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())
 }
 
 #[cfg(test)]
@@ -58,8 +59,17 @@ mod tests {
             reason_from_text(r#"{"error":{"code":"GUARD_VIOLATION","reason":"PARSE_ERROR"}}"#),
             "PARSE_ERROR"
         );
-        assert_eq!(reason_from_text("NotFound: no such text in a.rs"), "NotFound");
-        assert_eq!(reason_from_text("Error: File has not been read yet"), UNCLASSIFIED);
-        assert_eq!(reason_from_text(r#"{"error":{"reason":"rm -rf /"}}"#), UNCLASSIFIED);
+        assert_eq!(
+            reason_from_text("NotFound: no such text in a.rs"),
+            "NotFound"
+        );
+        assert_eq!(
+            reason_from_text("Error: File has not been read yet"),
+            UNCLASSIFIED
+        );
+        assert_eq!(
+            reason_from_text(r#"{"error":{"reason":"rm -rf /"}}"#),
+            UNCLASSIFIED
+        );
     }
 }

@@ -158,7 +158,11 @@ fn text_section(out: &mut String, name: &str, s: &Section) {
             b.adoption.writes.to_string(),
             b.adoption.ours.to_string(),
             percent(b.adoption.share),
-            b.interfaces.values().map(|i| i.errors).sum::<usize>().to_string(),
+            b.interfaces
+                .values()
+                .map(|i| i.errors)
+                .sum::<usize>()
+                .to_string(),
             b.interfaces
                 .values()
                 .map(|i| i.retried_after_error)
@@ -186,7 +190,8 @@ impl Table {
     /// Adds a row. Names come from transcripts a model wrote: control characters (terminal
     /// escape sequences among them) are shown escaped, never sent to the terminal.
     fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells.into_iter().map(|c| printable(&c)).collect());
+        self.rows
+            .push(cells.into_iter().map(|c| printable(&c)).collect());
     }
 
     fn print(&self, out: &mut String, title: &str) {
@@ -265,8 +270,20 @@ pub fn csv(report: &Report) -> String {
         row("", "", "input_files", "", i.files.to_string());
         row("", "", "input_lines", "", i.lines.to_string());
         row("", "", "malformed_lines", "", i.malformed_lines.to_string());
-        row("", "", "duplicate_tool_uses", "", i.duplicate_tool_uses.to_string());
-        row("", "", "results_without_call", "", i.results_without_call.to_string());
+        row(
+            "",
+            "",
+            "duplicate_tool_uses",
+            "",
+            i.duplicate_tool_uses.to_string(),
+        );
+        row(
+            "",
+            "",
+            "results_without_call",
+            "",
+            i.results_without_call.to_string(),
+        );
         for (k, v) in &i.skipped_line_types {
             row("", "", "skipped_line_type", k, v.to_string());
         }
@@ -291,7 +308,11 @@ pub fn csv(report: &Report) -> String {
     out
 }
 
-fn csv_breakdown(row: &mut impl FnMut(&str, &str, &str, &str, String), session: &str, b: &Breakdown) {
+fn csv_breakdown(
+    row: &mut impl FnMut(&str, &str, &str, &str, String),
+    session: &str,
+    b: &Breakdown,
+) {
     row(session, "", "calls", "", b.calls.to_string());
     row(session, "", "writes", "", b.adoption.writes.to_string());
     row(session, "", "writes_ours", "", b.adoption.ours.to_string());
@@ -302,7 +323,13 @@ fn csv_breakdown(row: &mut impl FnMut(&str, &str, &str, &str, String), session: 
         row(session, iface, "errors", "", st.errors.to_string());
         row(session, iface, "no_result", "", st.no_result.to_string());
         row(session, iface, "error_rate", "", opt(st.error_rate));
-        row(session, iface, "retried_after_error", "", st.retried_after_error.to_string());
+        row(
+            session,
+            iface,
+            "retried_after_error",
+            "",
+            st.retried_after_error.to_string(),
+        );
         for (tool, n) in &st.by_tool {
             row(session, iface, "calls_by_tool", tool, n.to_string());
         }
@@ -310,7 +337,13 @@ fn csv_breakdown(row: &mut impl FnMut(&str, &str, &str, &str, String), session: 
             row(session, iface, "errors_by_reason", reason, n.to_string());
         }
         for (len, n) in &st.pipelines.by_length {
-            row(session, iface, "pipeline_length", &len.to_string(), n.to_string());
+            row(
+                session,
+                iface,
+                "pipeline_length",
+                &len.to_string(),
+                n.to_string(),
+            );
         }
         for (cmd, n) in &st.pipelines.commands {
             row(session, iface, "pipeline_command", cmd, n.to_string());

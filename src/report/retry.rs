@@ -27,9 +27,7 @@ pub fn retried_flags(calls: &[Call]) -> Vec<bool> {
         .enumerate()
         .map(|(i, call)| {
             matches!(call.outcome, Outcome::Error(_))
-                && calls
-                    .get(i + 1)
-                    .is_some_and(|next| is_retry_of(call, next))
+                && calls.get(i + 1).is_some_and(|next| is_retry_of(call, next))
         })
         .collect()
 }

@@ -26,7 +26,7 @@ use super::ReportError;
 const SUBAGENTS_DIR: &str = "subagents";
 
 /// Reads every `*.jsonl` file under each directory (recursively, not following symlinks) into
-/// sessions, in path order.
+/// sessions, in path order. A path that is itself a file is read as one transcript.
 pub fn read_transcripts(
     dirs: &[PathBuf],
     servers: &ServerFilter,
@@ -39,6 +39,11 @@ pub fn read_transcripts(
         by_id: HashMap::new(),
     };
     for dir in dirs {
+        if dir.is_file() {
+            let name = dir.file_name().map(PathBuf::from).unwrap_or_default();
+            reader.read_file(dir, &name)?;
+            continue;
+        }
         let mut files = Vec::new();
         collect_jsonl(dir, &mut files)?;
         files.sort();
