@@ -133,6 +133,9 @@ fn transcript_errors_are_read_back_by_reason_and_retries_found() {
     assert_eq!(n(&pipe["errors_by_reason"]["DISALLOWED_OPTION"]), 1);
     assert_eq!(n(&pipe["errors_by_reason"]["PARSE_ERROR"]), 1);
     assert_eq!(pipe["error_rate"].as_f64(), Some(0.4));
+    // The pipe's JSON error names the refused token; the report keeps it by reason.
+    assert_eq!(n(&pipe["refused_tokens"]["DISALLOWED_OPTION"]["-i"]), 1);
+    assert_eq!(n(&pipe["refused_tokens"]["PARSE_ERROR"]["'notes.txt"]), 1);
     assert_eq!(n(&pipe["retried_after_error"]), 1);
     let fs = &i["filesystem"];
     for reason in ["NotFound", "PathEscape", "InvalidArgument"] {
@@ -233,6 +236,7 @@ fn call_logs_are_counted_per_session_with_retries_and_stages() {
     assert_eq!(n(&pipe["writes"]), 4);
     assert_eq!(n(&pipe["errors"]), 3);
     assert_eq!(n(&pipe["errors_by_reason"]["APPROVAL_REQUIRED"]), 1);
+    assert_eq!(n(&pipe["refused_tokens"]["DISALLOWED_OPTION"]["-i"]), 1);
     assert_eq!(n(&pipe["retried_after_error"]), 1);
     assert_eq!(n(&pipe["pipelines"]["by_length"]["1"]), 2);
     assert_eq!(n(&pipe["pipelines"]["by_length"]["2"]), 4);

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::classify::{classify_log_name, is_write};
 use super::model::{Call, InputStats, Outcome, Session};
-use super::reason::UNCLASSIFIED;
+use super::reason::{clip_token, UNCLASSIFIED};
 use super::ReportError;
 
 /// The session name used for lines that carry none.
@@ -99,6 +99,7 @@ fn parse_entry(entry: &Value) -> Option<(String, Call)> {
             outcome,
             stages,
             input: entry.get("args").cloned(),
+            refused_token: entry.get("token").and_then(Value::as_str).map(clip_token),
         },
     ))
 }

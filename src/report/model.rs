@@ -34,6 +34,8 @@ pub struct Call {
     /// Its arguments, when the input has them (transcripts always; call logs only with
     /// `--call-log-args`). Used only to tell a retry from a new call.
     pub input: Option<Value>,
+    /// For a pipe refusal, the token the guard refused (`-i`, `rm`…), when the input names it.
+    pub refused_token: Option<String>,
 }
 
 /// The calls of one conversation (or one server process, for call logs), in order.
@@ -54,7 +56,8 @@ pub struct InputStats {
     pub files: usize,
     /// Lines read (including blank and skipped ones).
     pub lines: usize,
-    /// Lines that were not a JSON object of the expected shape.
+    /// Lines that were not a JSON object of the expected shape (and `tool_use` blocks without
+    /// an id or a name).
     pub malformed_lines: usize,
     /// Lines of a type that carries no tool calls, by type (transcripts only).
     pub skipped_line_types: BTreeMap<String, usize>,

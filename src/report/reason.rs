@@ -40,6 +40,26 @@ pub fn reason_from_text(text: &str) -> String {
     UNCLASSIFIED.to_string()
 }
 
+/// The offending token of a pipe refusal (`{"error":{"token":"-i",…}}`), if the text is one.
+/// Cut to [`TOKEN_LIMIT`] characters: it is model-written text and only needs to be recognised.
+pub fn token_from_text(text: &str) -> Option<String> {
+    let value = serde_json::from_str::<Value>(text.trim_start()).ok()?;
+    let token = value.get("error")?.get("token")?.as_str()?;
+    Some(clip_token(token))
+}
+
+/// The longest refused token the report shows.
+pub const TOKEN_LIMIT: usize = 40;
+
+/// Cuts a token to [`TOKEN_LIMIT`] characters, marking the cut.
+pub fn clip_token(token: &str) -> String {
+    if token.chars().count() > TOKEN_LIMIT {
+        format!("{}…", token.chars().take(TOKEN_LIMIT).collect::<String>())
+    } else {
+        token.to_string()
+    }
+}
+
 /// Pipe reasons are upper-case codes (`DISALLOWED_CMD`); anything else is not a code we know
 /// the shape of, and is not echoed into the report.
 fn is_reason_code(s: &str) -> bool {

@@ -98,6 +98,21 @@ fn text_section(out: &mut String, name: &str, s: &Section) {
     }
     t.print(out, "Errors by reason");
 
+    let mut t = Table::new(&["interface", "reason", "token", "refusals"]);
+    for (iface, st) in &s.total.interfaces {
+        for (reason, tokens) in &st.refused_tokens {
+            for (token, n) in tokens {
+                t.row(vec![
+                    iface.to_string(),
+                    reason.clone(),
+                    token.clone(),
+                    n.to_string(),
+                ]);
+            }
+        }
+    }
+    t.print(out, "Refused tokens (pipe)");
+
     let mut t = Table::new(&["interface", "stages", "calls"]);
     let mut c = Table::new(&["interface", "command", "stages"]);
     for (iface, st) in &s.total.interfaces {
@@ -335,6 +350,12 @@ fn csv_breakdown(
         }
         for (reason, n) in &st.errors_by_reason {
             row(session, iface, "errors_by_reason", reason, n.to_string());
+        }
+        for (reason, tokens) in &st.refused_tokens {
+            for (token, n) in tokens {
+                let key = format!("{reason} {token}");
+                row(session, iface, "refused_token", &key, n.to_string());
+            }
         }
         for (len, n) in &st.pipelines.by_length {
             row(

@@ -80,6 +80,7 @@ mod tests {
             },
             stages: Vec::new(),
             input: Some(input),
+            refused_token: None,
         }
     }
 

@@ -74,6 +74,9 @@ pub struct InterfaceStats {
     pub error_rate: Option<f64>,
     /// Failed calls by reason.
     pub errors_by_reason: BTreeMap<String, usize>,
+    /// Pipe refusals by reason and the token refused (`DISALLOWED_OPTION` → `-i` → 3).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub refused_tokens: BTreeMap<String, BTreeMap<String, usize>>,
     /// Failed calls that the next call retried (see `retry`).
     pub retried_after_error: usize,
     /// Calls that ran a command line, by their stage counts and commands.
@@ -186,6 +189,13 @@ impl Accumulator {
             Outcome::Error(reason) => {
                 s.errors += 1;
                 *s.errors_by_reason.entry(reason.clone()).or_default() += 1;
+                if let Some(token) = &call.refused_token {
+                    *s.refused_tokens
+                        .entry(reason.clone())
+                        .or_default()
+                        .entry(token.clone())
+                        .or_default() += 1;
+                }
             }
             Outcome::NoResult => s.no_result += 1,
         }

@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::classify::{classify_transcript_name, is_write, Interface, ServerFilter};
 use super::model::{Call, InputStats, Outcome, Session};
 use super::pipeline::stage_commands;
-use super::reason::reason_from_text;
+use super::reason::{reason_from_text, token_from_text};
 use super::ReportError;
 
 /// The directory component under which Claude Code stores a session's subagent transcripts.
@@ -200,6 +200,7 @@ impl TranscriptReader<'_> {
             outcome: Outcome::NoResult,
             stages,
             input,
+            refused_token: None,
         });
         self.by_id
             .insert(id.to_string(), (session, calls.len() - 1));
@@ -215,12 +216,15 @@ impl TranscriptReader<'_> {
             return;
         };
         let is_error = block.get("is_error").and_then(Value::as_bool) == Some(true);
-        let outcome = if is_error {
-            Outcome::Error(reason_from_text(&result_text(block.get("content"))))
+        let call = &mut self.sessions[session].calls[index];
+        if is_error {
+            let text = result_text(block.get("content"));
+            call.outcome = Outcome::Error(reason_from_text(&text));
+            call.refused_token = token_from_text(&text);
         } else {
-            Outcome::Ok
-        };
-        self.sessions[session].calls[index].outcome = outcome;
+            call.outcome = Outcome::Ok;
+            call.refused_token = None;
+        }
     }
 }
 
