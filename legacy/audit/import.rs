@@ -62,9 +62,9 @@ pub fn import(audit: &Audit, json_out: bool, out: &mut dyn Write) -> Result<i32,
         let doc = json!({"files": items, "added": added, "hostile_entries": hostile, "skipped_files": refused});
         writeln!(out, "{}", serde_json::to_string_pretty(&doc).unwrap_or_default())
     } else {
-        write!(
+        writeln!(
             out,
-            "{}{} version(s) imported from {} mirror(s) into .filesystem/ history{}\n",
+            "{}{} version(s) imported from {} mirror(s) into .filesystem/ history{}",
             table(&["path", "added", "already imported", "head"], &rows),
             added,
             loaded.len(),
