@@ -133,6 +133,8 @@ pub enum Command {
     Tools,
     /// Read, search, verify and restore from old .shelpa/ mirrors (flags go after the subcommand).
     Audit(crate::legacy::audit::AuditArgs),
+    /// Report tool adoption, errors and retries from call logs and client transcripts.
+    Report(crate::report::ReportArgs),
 }
 
 impl Cli {
@@ -210,6 +212,7 @@ pub fn main() -> i32 {
         Some(Command::Audit(args)) => {
             crate::legacy::audit::run(cli.root.as_deref(), cli.allow_root_slash, args)
         }
+        Some(Command::Report(args)) => crate::report::run(args),
     }
 }
 

@@ -14,5 +14,6 @@ pub mod history;
 #[path = "../legacy/mod.rs"]
 pub mod legacy;
 pub mod mcp;
+pub mod report;
 pub mod root;
 pub mod toolset;

@@ -1,4 +1,4 @@
-//! `filesystem audit list/log/show/grep/diff/import` on the hand-written fixture mirror, through
+//! `filesystem audit list/log/show/grep/diff` on the hand-written fixture mirror, through
 //! the real binary.
 
 mod audit_support;
@@ -273,21 +273,6 @@ fn usage_errors_exit_2_and_say_what_to_do() {
     assert_eq!(json.json()["exit_code"], 2);
     // A missing subcommand is a clap usage error.
     assert_eq!(ws.audit(&[]).code, 2);
-}
-
-#[test]
-fn import_is_registered_but_says_it_needs_the_history_store() {
-    let ws = Workspace::fixture();
-    let run = ws.audit(&["import"]);
-    assert_eq!(run.code, 1);
-    assert!(
-        run.stderr.contains(
-            "audit import needs the .filesystem history store; not available in this build"
-        ),
-        "{}",
-        run.stderr
-    );
-    assert!(!ws.path(".filesystem").exists());
 }
 
 #[test]

@@ -248,7 +248,7 @@ pub fn dispatch(audit: &Audit, args: &AuditArgs, out: &mut dyn Write) -> Result<
             out,
         ),
         AuditCommand::Verify => super::verify::verify(audit, json, out),
-        AuditCommand::Import => Err(AuditError::ImportUnavailable),
+        AuditCommand::Import => super::import::import(audit, args.json, out),
     }
 }
 
@@ -260,7 +260,7 @@ fn scan(audit: &Audit) -> Result<tree::Scan, AuditError> {
 }
 
 /// Every readable mirror with its parse; hostile entries are left to `verify`.
-fn load_all(audit: &Audit) -> Result<(Vec<Loaded>, usize), AuditError> {
+pub fn load_all(audit: &Audit) -> Result<(Vec<Loaded>, usize), AuditError> {
     let scan = scan(audit)?;
     let mut loaded = Vec::new();
     for m in &scan.mirrors {

@@ -7,6 +7,7 @@
 //! [`verify`] looks for damage and tampering, and [`render`] prints tables or JSON.
 
 pub mod commands;
+pub mod import;
 pub mod mirror;
 pub mod render;
 pub mod restore;
@@ -140,8 +141,9 @@ pub enum AuditError {
     #[error("refused: '{0}' holds content that is in no record of its mirror; review it first (`filesystem audit diff PATH RECORD` shows what would change), then rerun with --force (its current content is kept in the mirror as a baseline record first), or restore to another file with --to DEST")]
     Unrecorded(String),
     /// Import needs the history store.
-    #[error("audit import needs the .filesystem history store; not available in this build")]
-    ImportUnavailable,
+    /// The `.filesystem/` history store refused.
+    #[error("the .filesystem history store refused: {0}; run `filesystem check` to inspect it")]
+    History(String),
     /// Reading or writing failed.
     #[error("{what}: {source}; check permissions and free space, then retry")]
     Io {
@@ -168,7 +170,7 @@ impl AuditError {
     }
 }
 
-/// Runs `filesystem audit`. `root` is `--root` (or `$FILESYSTEM_ROOT`); the current directory
+/// Runs `filesystem audit`. `root` is `--root`; the current directory
 /// otherwise. Returns the process exit status.
 pub fn run(root: Option<&Path>, allow_root_slash: bool, args: &AuditArgs) -> i32 {
     let stdout = std::io::stdout();

@@ -162,13 +162,26 @@ pub fn restore(
             return Err(e);
         }
     };
-    if let Err(e) = rustix::fs::renameat(&dir, tmp_name.as_str(), &dir, name.as_os_str()) {
+    // A workspace that has a `.filesystem/` history gets the restore as a version there too (the
+    // store swaps the file in itself), so `undo_file` can take the restore back.
+    let history_version = if audit.root.join(crate::guard::STATE_DIRS[0]).is_dir() {
         let _ = rustix::fs::unlinkat(&dir, tmp_name.as_str(), rustix::fs::AtFlags::empty());
-        return Err(errno(format!(
-            "cannot move the restored content into '{shown}'"
-        ))(e));
-    }
-    let _ = rustix::fs::fsync(&dir);
+        let store = crate::history::Store::new(&audit.root, true);
+        let report = store
+            .lock()
+            .and_then(|lock| store.write(&lock, &dest.relative, &version, false))
+            .map_err(|e| AuditError::History(e.to_string()))?;
+        report.version
+    } else {
+        if let Err(e) = rustix::fs::renameat(&dir, tmp_name.as_str(), &dir, name.as_os_str()) {
+            let _ = rustix::fs::unlinkat(&dir, tmp_name.as_str(), rustix::fs::AtFlags::empty());
+            return Err(errno(format!(
+                "cannot move the restored content into '{shown}'"
+            ))(e));
+        }
+        let _ = rustix::fs::fsync(&dir);
+        None
+    };
 
     let mut msg = format!(
         "restored '{}' record {} ({} bytes) to '{shown}'; recorded in .shelpa/{shown} as record {}",
@@ -180,6 +193,11 @@ pub fn restore(
     if let Some(b) = ids.baseline {
         msg.push_str(&format!(
             " (its previous content was kept as baseline record {b})"
+        ));
+    }
+    if let Some(v) = history_version {
+        msg.push_str(&format!(
+            "; also version {v} of its .filesystem history (undo_file takes it back)"
         ));
     }
     msg.push('\n');
@@ -196,6 +214,7 @@ pub fn restore(
             "bytes": version.len(),
             "new_record_id": ids.overwrite,
             "baseline_record_id": ids.baseline,
+            "history_version": history_version,
         }),
     )
 }

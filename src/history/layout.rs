@@ -114,9 +114,14 @@ pub(crate) fn refuse_links(state: &Path, path: &Path) -> Result<(), HistoryError
     Ok(())
 }
 
+/// Which outside versions (shelpa mirror records) were already imported, one `path \t key` per
+/// line, so importing twice adds nothing.
+pub(crate) const IMPORTS_LOG: &str = ".imports";
+
 /// Every fixed name at the top of `.filesystem/`, for the symlink check when the store opens.
-pub(crate) const TOP_LEVEL: [&str; 7] = [
+pub(crate) const TOP_LEVEL: [&str; 8] = [
     FILES_DIR,
+    IMPORTS_LOG,
     TRASH_DIR,
     ORPHANS_DIR,
     MOVES_LOG,

@@ -10,6 +10,7 @@
 //! ```text
 //! .filesystem/
 //!   .lock                          flock'd around every mutation
+//!   .imports                       append-only: path \t key of each imported outside version
 //!   .moves                         append-only: time \t from \t to
 //!   .deletes                       append-only: time \t delete|restore \t id \t path
 //!   .next-trash-id                 the next trash id (ids are never reused)
@@ -37,6 +38,7 @@
 //! interleave mutations: each one holds the exclusive `flock` on `.lock`.
 
 mod durable;
+mod import;
 mod layout;
 mod log;
 mod story;
@@ -48,6 +50,7 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+pub use import::ImportReport;
 pub use story::{Story, StoryEvent, Whereabouts};
 pub use trash::{EntryKind, RestoreReport, TrashEntry};
 

@@ -1,0 +1,70 @@
+//! Bringing versions recorded elsewhere (the shelpa era's `.shelpa/` mirrors) into a file's
+//! history, so `undo_file` can walk back through edits made before this store existed.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use super::layout::IMPORTS_LOG;
+use super::log::{path_field, LogFile};
+use super::versions::{self, Head};
+use super::{io_err, HistoryError, Store, StoreLock};
+
+/// What importing one file's outside versions did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    /// Versions added to the history.
+    pub added: usize,
+    /// Versions skipped because an earlier import already added them.
+    pub skipped: usize,
+    /// The history's newest version number afterwards (None if it has none).
+    pub newest: Option<u64>,
+}
+
+impl Store {
+    /// Appends `versions` (oldest first, each with a key unique within this path, such as a
+    /// record id) after the newest version of `rel`, and moves the head to the last one. The
+    /// workspace file is not touched: if it differs from the head, the next undo or redo records
+    /// it first, as for any outside change. Keys already imported for `rel` are skipped, so
+    /// importing twice adds nothing. Nothing is dropped, not even an undone future.
+    pub fn import_versions(
+        &self,
+        _lock: &StoreLock,
+        rel: &Path,
+        versions: &[(String, Vec<u8>)],
+    ) -> Result<ImportReport, HistoryError> {
+        let state = self.state_dir(true)?;
+        let ledger = LogFile::new(state.join(IMPORTS_LOG));
+        let rel_field = path_field(rel);
+        let done: HashSet<Vec<u8>> = ledger
+            .read()
+            .map_err(io_err(format!("cannot read {IMPORTS_LOG}")))?
+            .into_iter()
+            .filter(|line| line.len() == 2 && line[0] == rel_field)
+            .map(|mut line| line.swap_remove(1))
+            .collect();
+        let history = versions::for_path(&state, rel)?;
+        let mut head = history.head()?.map(|h| Head {
+            current: h.newest,
+            newest: h.newest,
+        });
+        let mut report = ImportReport::default();
+        for (key, content) in versions {
+            if done.contains(key.as_bytes()) {
+                report.skipped += 1;
+                continue;
+            }
+            head = Some(history.append(head, content)?);
+            // The snapshot is durable before the ledger says so: a crash in between imports
+            // that version again next time, which duplicates a version but loses nothing.
+            ledger
+                .append(&[rel_field, key.as_bytes()])
+                .map_err(io_err(format!("cannot append to {IMPORTS_LOG}")))?;
+            report.added += 1;
+        }
+        report.newest = match head {
+            Some(h) => Some(h.newest),
+            None => history.head()?.map(|h| h.newest),
+        };
+        Ok(report)
+    }
+}

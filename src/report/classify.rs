@@ -1,0 +1,244 @@
+//! Which interface a tool call went through, and whether it wrote a file.
+//!
+//! Everything here is an allow-list: a tool is this project's only if its name is one of the
+//! names this project serves, a built-in counts as a file tool only if it is named below, and a
+//! call counts as a write only if its tool is a known writer. Anything else falls into the
+//! `other` buckets rather than being guessed into a category that would flatter the numbers.
+
+use serde::Serialize;
+
+/// The tools of the legacy pipe mode (shelpa).
+pub const PIPE_TOOLS: &[&str] = &["shelpa_pipe", "shelpa_write"];
+
+/// The tools of the filesystem mode.
+pub const FILESYSTEM_TOOLS: &[&str] = &[
+    "read_text_file",
+    "create_file",
+    "write_file",
+    "edit_file",
+    "create_directory",
+    "list_directory",
+    "directory_tree",
+    "move_file",
+    "delete_file",
+    "list_trash",
+    "restore_file",
+    "search_file",
+    "undo_file",
+    "redo_file",
+];
+
+/// The client's own (built-in) tools that touch files. `Bash` is here because agents use it to
+/// read and write files, but it is never counted as a write: what a shell command does cannot
+/// be told from its text without guessing.
+pub const BUILTIN_FILE_TOOLS: &[&str] = &[
+    "Read",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+    "NotebookRead",
+    "Glob",
+    "Grep",
+    "LS",
+    "Bash",
+];
+
+/// Tools whose every call is a file write or edit.
+const WRITING_TOOLS: &[&str] = &[
+    "write_file",
+    "create_file",
+    "edit_file",
+    "shelpa_write",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+];
+
+/// The prefix Claude Code gives to tools served by an MCP server: `mcp__<server>__<tool>`.
+const MCP_PREFIX: &str = "mcp__";
+
+/// The family of tools a call went through; the unit the whole report is broken down by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Interface {
+    /// The client's built-in file tools (`Write`, `Edit`, `Read`, `Bash`…).
+    Builtin,
+    /// This project's legacy pipe tools.
+    Pipe,
+    /// This project's filesystem tools.
+    Filesystem,
+    /// Tools of any other MCP server.
+    OtherMcp,
+    /// Built-in tools that are not file tools (`Task`, `TodoWrite`, `WebFetch`…).
+    Other,
+}
+
+impl Interface {
+    /// Every interface, in report order.
+    pub const ALL: [Interface; 5] = [
+        Interface::Builtin,
+        Interface::Pipe,
+        Interface::Filesystem,
+        Interface::OtherMcp,
+        Interface::Other,
+    ];
+
+    /// The name used in every output format.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Interface::Builtin => "builtin",
+            Interface::Pipe => "pipe",
+            Interface::Filesystem => "filesystem",
+            Interface::OtherMcp => "other_mcp",
+            Interface::Other => "other",
+        }
+    }
+
+    /// Whether this is one of this project's interfaces (what adoption counts).
+    pub fn is_ours(self) -> bool {
+        matches!(self, Interface::Pipe | Interface::Filesystem)
+    }
+}
+
+/// A tool name as the client spelled it, taken apart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolName {
+    /// The tool's own name (`edit_file`, `Write`).
+    pub tool: String,
+    /// The MCP server it came from, for `mcp__<server>__<tool>` names.
+    pub server: Option<String>,
+    /// The interface it belongs to.
+    pub interface: Interface,
+}
+
+/// Which MCP server names count as this project. Empty means any server: the name is whatever
+/// the user configured, so by default a tool counts as ours by its tool name alone.
+#[derive(Clone, Debug, Default)]
+pub struct ServerFilter {
+    /// The allowed server names; empty allows all.
+    pub names: Vec<String>,
+}
+
+impl ServerFilter {
+    fn admits(&self, server: &str) -> bool {
+        self.names.is_empty() || self.names.iter().any(|n| n == server)
+    }
+}
+
+/// Classifies a tool name as it appears in a client transcript.
+pub fn classify_transcript_name(name: &str, servers: &ServerFilter) -> ToolName {
+    if let Some(rest) = name.strip_prefix(MCP_PREFIX) {
+        // Server names may themselves contain "__"; the tool is what follows the last one.
+        if let Some((server, tool)) = rest.rsplit_once("__") {
+            let interface = if !servers.admits(server) {
+                Interface::OtherMcp
+            } else if PIPE_TOOLS.contains(&tool) {
+                Interface::Pipe
+            } else if FILESYSTEM_TOOLS.contains(&tool) {
+                Interface::Filesystem
+            } else {
+                Interface::OtherMcp
+            };
+            return ToolName {
+                tool: tool.to_string(),
+                server: Some(server.to_string()),
+                interface,
+            };
+        }
+        return ToolName {
+            tool: name.to_string(),
+            server: None,
+            interface: Interface::OtherMcp,
+        };
+    }
+    let interface = if BUILTIN_FILE_TOOLS.contains(&name) {
+        Interface::Builtin
+    } else {
+        Interface::Other
+    };
+    ToolName {
+        tool: name.to_string(),
+        server: None,
+        interface,
+    }
+}
+
+/// Classifies a tool name as it appears in this server's call log (no prefix: the log only
+/// ever records this server's own tools, so an unknown name is `other`, not a guess).
+pub fn classify_log_name(tool: &str) -> Interface {
+    if PIPE_TOOLS.contains(&tool) {
+        Interface::Pipe
+    } else if FILESYSTEM_TOOLS.contains(&tool) {
+        Interface::Filesystem
+    } else {
+        Interface::Other
+    }
+}
+
+/// Whether a call wrote or edited a file. A pipe call writes only through `tee`, so it counts
+/// when one of its stages is `tee`; `Bash` never counts (see [`BUILTIN_FILE_TOOLS`]).
+pub fn is_write(interface: Interface, tool: &str, stages: &[String]) -> bool {
+    match interface {
+        Interface::Builtin | Interface::Filesystem => WRITING_TOOLS.contains(&tool),
+        Interface::Pipe => {
+            tool == "shelpa_write" || (tool == "shelpa_pipe" && stages.iter().any(|s| s == "tee"))
+        }
+        Interface::OtherMcp | Interface::Other => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_names_split_on_the_last_double_underscore() {
+        let t = classify_transcript_name("mcp__my__fs__edit_file", &ServerFilter::default());
+        assert_eq!(t.tool, "edit_file");
+        assert_eq!(t.server.as_deref(), Some("my__fs"));
+        assert_eq!(t.interface, Interface::Filesystem);
+    }
+
+    #[test]
+    fn server_filter_sends_lookalike_tools_to_other_mcp() {
+        let only = ServerFilter {
+            names: vec!["filesystem".into()],
+        };
+        let t = classify_transcript_name("mcp__reference__write_file", &only);
+        assert_eq!(t.interface, Interface::OtherMcp);
+        let t = classify_transcript_name("mcp__filesystem__write_file", &only);
+        assert_eq!(t.interface, Interface::Filesystem);
+    }
+
+    #[test]
+    fn builtin_non_file_tools_are_other() {
+        let f = ServerFilter::default();
+        assert_eq!(
+            classify_transcript_name("Edit", &f).interface,
+            Interface::Builtin
+        );
+        assert_eq!(
+            classify_transcript_name("TodoWrite", &f).interface,
+            Interface::Other
+        );
+    }
+
+    #[test]
+    fn only_tee_pipelines_and_known_writers_are_writes() {
+        let stages = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(is_write(
+            Interface::Pipe,
+            "shelpa_pipe",
+            &stages(&["cat", "tee"])
+        ));
+        assert!(!is_write(
+            Interface::Pipe,
+            "shelpa_pipe",
+            &stages(&["cat", "rg"])
+        ));
+        assert!(!is_write(Interface::Builtin, "Bash", &stages(&["tee"])));
+        assert!(is_write(Interface::Builtin, "MultiEdit", &[]));
+    }
+}
