@@ -489,7 +489,7 @@ where
         in_flight,
     });
 
-    let (out_tx, out_rx) = mpsc::channel::<(Framing, Vec<u8>)>();
+    let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>();
     let writer = thread::Builder::new()
         .name("mcp-writer".into())
         .spawn(move || write_loop(output, out_rx))?;
@@ -499,13 +499,7 @@ where
     let worker_exec = executor.clone();
     let worker = thread::Builder::new()
         .name("mcp-worker".into())
-        .spawn(move || {
-            for job in job_rx {
-                if let Some(reply) = worker_exec.run(&job) {
-                    send(&worker_out, job.framing, &reply);
-                }
-            }
-        })?;
+        .spawn(move || run_calls(&worker_exec, &job_rx, &worker_out))?;
 
     let mut reader = FrameReader::new(input, config.max_message_bytes);
     let result = loop {
@@ -625,23 +619,64 @@ fn run_batch(
     (!replies.is_empty()).then_some(Value::Array(replies))
 }
 
-fn send(tx: &mpsc::Sender<(Framing, Vec<u8>)>, framing: Framing, value: &Value) {
-    // Serialising a Value cannot fail; a closed channel means the writer is gone and the reply
-    // has nowhere to go anyway.
-    if let Ok(bytes) = serde_json::to_vec(value) {
-        let _ = tx.send((framing, bytes));
+/// Bytes of replies a worker collects before handing them to the writer while more calls wait.
+const REPLY_BATCH_BYTES: usize = 64 * 1024;
+
+/// Runs tool calls in arrival order. While more calls are already queued (a client pipelining
+/// requests), replies are framed into one buffer and handed to the writer together, which saves a
+/// thread wake-up and a `write(2)` per reply; a lone call's reply goes out at once.
+fn run_calls(executor: &Executor, jobs: &mpsc::Receiver<Box<CallJob>>, out: &mpsc::Sender<Vec<u8>>) {
+    let mut batch = Vec::new();
+    loop {
+        let job = match jobs.try_recv() {
+            Ok(job) => job,
+            Err(mpsc::TryRecvError::Empty) => {
+                if !batch.is_empty() {
+                    let _ = out.send(std::mem::take(&mut batch));
+                }
+                match jobs.recv() {
+                    Ok(job) => job,
+                    Err(_) => break,
+                }
+            }
+            Err(mpsc::TryRecvError::Disconnected) => break,
+        };
+        if let Some(reply) = executor.run(&job) {
+            if let Ok(body) = serde_json::to_vec(&reply) {
+                let _ = write_frame(&mut batch, job.framing, &body);
+            }
+            if batch.len() >= REPLY_BATCH_BYTES {
+                let _ = out.send(std::mem::take(&mut batch));
+            }
+        }
+    }
+    if !batch.is_empty() {
+        let _ = out.send(batch);
     }
 }
 
-/// Writes replies in order, flushing whenever the queue runs dry so bursts go out in few syscalls.
-fn write_loop<W: Write>(output: W, rx: mpsc::Receiver<(Framing, Vec<u8>)>) {
+/// Frames one message and queues it for the writer.
+fn send(tx: &mpsc::Sender<Vec<u8>>, framing: Framing, value: &Value) {
+    // Serialising a Value cannot fail; a closed channel means the writer is gone and the reply
+    // has nowhere to go anyway.
+    if let Ok(body) = serde_json::to_vec(value) {
+        let mut framed = Vec::with_capacity(body.len() + 32);
+        if write_frame(&mut framed, framing, &body).is_ok() {
+            let _ = tx.send(framed);
+        }
+    }
+}
+
+/// Writes framed replies in order, flushing whenever the queue runs dry so bursts go out in few
+/// syscalls.
+fn write_loop<W: Write>(output: W, rx: mpsc::Receiver<Vec<u8>>) {
     let mut out = BufWriter::with_capacity(64 * 1024, output);
-    while let Ok((framing, bytes)) = rx.recv() {
-        if write_frame(&mut out, framing, &bytes).is_err() {
+    while let Ok(bytes) = rx.recv() {
+        if out.write_all(&bytes).is_err() {
             return;
         }
-        while let Ok((framing, bytes)) = rx.try_recv() {
-            if write_frame(&mut out, framing, &bytes).is_err() {
+        while let Ok(bytes) = rx.try_recv() {
+            if out.write_all(&bytes).is_err() {
                 return;
             }
         }
