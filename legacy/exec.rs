@@ -235,7 +235,9 @@ pub fn run(
                 p.done = Some((code, elapsed_ms(started)));
             }
         }
-        let finished = procs.iter().all(|p| p.done.is_some() && p.drain.is_finished())
+        let finished = procs
+            .iter()
+            .all(|p| p.done.is_some() && p.drain.is_finished())
             && tees.iter().all(|t| t.handle.is_finished())
             && capture.as_ref().is_none_or(|c| c.is_finished());
         if finished {
@@ -283,7 +285,10 @@ pub fn run(
         };
         // Reap (a no-op wait for a child already seen exited).
         let _ = p.child.wait();
-        let ms = p.done.map(|(_, ms)| ms).unwrap_or_else(|| elapsed_ms(started));
+        let ms = p
+            .done
+            .map(|(_, ms)| ms)
+            .unwrap_or_else(|| elapsed_ms(started));
         let command = match &steps[p.index] {
             Step::Run { command, .. } => *command,
             Step::Tee { .. } => CommandName::Tee,

@@ -20,9 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use crate::guard::{GuardError, PathGuard};
-use crate::toolset::{
-    Args, CallContext, Effects, ToolDef, ToolOutput, Toolset, ToolsetFactory,
-};
+use crate::toolset::{Args, CallContext, Effects, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 use exec::{ExecLimits, Outcome, RunResult, StepMeta};
 use failure::{Failure, EXEC_FAILED, GUARD_VIOLATION, INVALID_ARGUMENT};
 use plan::{Plan, Step};
@@ -133,7 +131,7 @@ fn definitions() -> Vec<ToolDef> {
                 "type": "object",
                 "properties": {
                     "command": {"type": "string", "description": "e.g. tail -n 100 app.log | rg ERROR | awk '{print $3}' | sort -u"},
-                    "cwd": {"type": "string", "description": "run in this directory (inside the workspace) for this call only"},
+                    "cwd": {"type": "string", "description": "run in this directory for this call only (relative to the workspace root, or absolute inside it); the session directory is unchanged"},
                     "confirm_oversize": {"type": "boolean", "description": "allow a tee write larger than the approval threshold"}
                 },
                 "required": ["command"]
@@ -231,7 +229,8 @@ impl Toolset for PipeToolset {
         let mut output = match result {
             Ok(value) => ToolOutput::structured(value.to_string(), value),
             Err(failure) => {
-                let mut out = ToolOutput::error(failure.reason.clone(), failure.to_json().to_string());
+                let mut out =
+                    ToolOutput::error(failure.reason.clone(), failure.to_json().to_string());
                 if let Some(token) = &failure.token {
                     out.log.insert("token".into(), json!(token));
                 }
@@ -381,7 +380,10 @@ impl PipeToolset {
         check_unknown(&a, &["command", "cwd", "confirm_oversize"])?;
         let command = a.str("command").map_err(bad_argument)?;
         let cwd_arg = a.opt_str("cwd").map_err(bad_argument)?;
-        let confirmed = a.opt_bool("confirm_oversize").map_err(bad_argument)?.unwrap_or(false);
+        let confirmed = a
+            .opt_bool("confirm_oversize")
+            .map_err(bad_argument)?
+            .unwrap_or(false);
 
         let stages = parse::parse(command)?;
         log.stages = stages
@@ -411,18 +413,19 @@ impl PipeToolset {
                 Ok(success(String::new(), vec![step], Value::Null, ""))
             }
             Plan::BuiltinLs { target, all, long } => {
-                let listing = listing::list(self.guard.root(), &target, all, long).map_err(|e| {
-                    let shown = tee::shown(&self.guard, &target);
-                    let mut f = Failure::new(
-                        EXEC_FAILED,
-                        "NONZERO_EXIT",
-                        format!("ls: cannot list '{shown}': {e}."),
-                        "Check the path with `ls` on its directory.",
-                    );
-                    f.token = Some(shown);
-                    f.extra.insert("exit_code".into(), json!(2));
-                    f
-                })?;
+                let listing =
+                    listing::list(self.guard.root(), &target, all, long).map_err(|e| {
+                        let shown = tee::shown(&self.guard, &target);
+                        let mut f = Failure::new(
+                            EXEC_FAILED,
+                            "NONZERO_EXIT",
+                            format!("ls: cannot list '{shown}': {e}."),
+                            "Check the path with `ls` on its directory.",
+                        );
+                        f.token = Some(shown);
+                        f.extra.insert("exit_code".into(), json!(2));
+                        f
+                    })?;
                 let (text, cut) = capped_text(listing.as_bytes(), self.options.max_output_bytes);
                 let step = builtin_step("ls", text.len() as u64, cut, started);
                 Ok(success(text, vec![step], Value::Null, ""))
@@ -513,7 +516,12 @@ impl PipeToolset {
             f.partial = partial(tee_json);
             return Err(f);
         }
-        Ok(success(stdout.clone(), steps_json.clone(), tee_json, &stderr))
+        Ok(success(
+            stdout.clone(),
+            steps_json.clone(),
+            tee_json,
+            &stderr,
+        ))
     }
 
     /// Passes every tee through the approval gate, then writes them all: a refused gate leaves
@@ -551,7 +559,10 @@ impl PipeToolset {
         let path = a.str("path").map_err(bad_argument)?;
         let content = a.str("content").map_err(bad_argument)?;
         let append = a.opt_bool("append").map_err(bad_argument)?.unwrap_or(false);
-        let confirmed = a.opt_bool("confirm_oversize").map_err(bad_argument)?.unwrap_or(false);
+        let confirmed = a
+            .opt_bool("confirm_oversize")
+            .map_err(bad_argument)?
+            .unwrap_or(false);
 
         let cwd = self
             .session

@@ -17,7 +17,11 @@ pub struct PolicyContext<'a> {
     pub tools: &'a ToolPaths,
 }
 
-fn guarded(cx: &PolicyContext<'_>, word: &str, follow: bool) -> Result<std::path::PathBuf, Refusal> {
+fn guarded(
+    cx: &PolicyContext<'_>,
+    word: &str,
+    follow: bool,
+) -> Result<std::path::PathBuf, Refusal> {
     let joined = cx.cwd.join(word);
     let text = joined.to_string_lossy();
     let r = if follow {
@@ -26,7 +30,12 @@ fn guarded(cx: &PolicyContext<'_>, word: &str, follow: bool) -> Result<std::path
         cx.guard.resolve_no_follow(&text)
     };
     r.map(|r| r.path).map_err(|e| {
-        Refusal::new(GuardReason::PathEscape, word, e.to_string(), "Stay inside the workspace.")
+        Refusal::new(
+            GuardReason::PathEscape,
+            word,
+            e.to_string(),
+            "Stay inside the workspace.",
+        )
     })
 }
 

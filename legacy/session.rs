@@ -44,9 +44,11 @@ impl Session {
         }
     }
 
-    /// The absolute directory a call runs in: `override_dir` (the call's `cwd` argument, resolved
-    /// from the session directory) if given, else the session directory. Either is checked again
-    /// through the guard now.
+    /// The absolute directory a call runs in: `override_dir` (the call's `cwd` argument) if given,
+    /// else the session directory. Either is checked again through the guard now.
+    ///
+    /// `override_dir` is relative to the root, like every path a tool argument names, so that the
+    /// same `cwd` means the same directory whatever `cd` happened before.
     pub fn current(
         &self,
         guard: &PathGuard,
@@ -55,10 +57,7 @@ impl Session {
         let session_rel = self.relative();
         let session_abs = guard.root().join(&session_rel);
         match override_dir {
-            Some(dir) => {
-                let joined = session_abs.join(dir);
-                resolve_dir(guard, &joined.to_string_lossy(), dir)
-            }
+            Some(dir) => resolve_dir(guard, dir, dir),
             None => {
                 let shown = crate::guard::display_relative(&session_rel);
                 resolve_dir(guard, &session_abs.to_string_lossy(), &shown)
@@ -102,8 +101,14 @@ fn resolve_dir(guard: &PathGuard, path: &str, shown: &str) -> Result<PathBuf, Se
             SessionError::Refused(e)
         }
     })?;
-    match std::fs::metadata(&resolved.path) {
-        Ok(m) if m.is_dir() => Ok(resolved.path),
+    // `root.join("")` would end in a slash; `pwd` shows the root as itself.
+    let path = if resolved.is_root() {
+        guard.root().to_path_buf()
+    } else {
+        resolved.path
+    };
+    match std::fs::metadata(&path) {
+        Ok(m) if m.is_dir() => Ok(path),
         _ => Err(SessionError::NotADirectory(shown.to_string())),
     }
 }

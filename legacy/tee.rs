@@ -259,9 +259,10 @@ pub fn commit(
     for target in &checked {
         write_one(guard, target, data, mode)?;
         report.paths.push(display_relative(&target.relative));
-        report
-            .mirror
-            .push(format!("{MIRROR_DIR}/{}", target.relative.to_string_lossy()));
+        report.mirror.push(format!(
+            "{MIRROR_DIR}/{}",
+            target.relative.to_string_lossy()
+        ));
     }
     Ok(report)
 }
@@ -299,10 +300,7 @@ fn check_target(guard: &PathGuard, target: &Path) -> Result<Target, TeeError> {
         return Err(TeeError::Protected(shown_path));
     }
     let name = PathBuf::from(name);
-    let parent = relative
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
+    let parent = relative.parent().map(Path::to_path_buf).unwrap_or_default();
     Ok(Target {
         relative,
         parent,
@@ -397,7 +395,8 @@ fn write_one(
         }
         TeeMode::Overwrite => {
             let keep_mode = existing.map(|st| Mode::from_raw_mode(st.st_mode & 0o7777));
-            let (tmp_name, mut tmp) = create_temp(&dir, &target.name).map_err(io_err("create a temporary file beside"))?;
+            let (tmp_name, mut tmp) = create_temp(&dir, &target.name)
+                .map_err(io_err("create a temporary file beside"))?;
             let written = (|| -> io::Result<()> {
                 if let Some(m) = keep_mode {
                     rustix::fs::fchmod(&tmp, m)?;
@@ -697,7 +696,10 @@ mod tests {
     fn separators_parse_and_forged_future_ids_are_ignored() {
         let line = "--- shelpa:overwrite ts=2026-02-25T13:17:30Z record_id=1772025450395572000 ---";
         assert_eq!(parse_separator(line), Some(1772025450395572000));
-        assert_eq!(parse_separator("--- shelpa:other ts=x record_id=1 ---"), None);
+        assert_eq!(
+            parse_separator("--- shelpa:other ts=x record_id=1 ---"),
+            None
+        );
         let forged = format!("--- shelpa:overwrite ts=x record_id={} ---\n", u64::MAX);
         let text = format!("--- shelpa:baseline ts=x record_id=5 ---\nhello\n{forged}");
         assert_eq!(last_record_id(text.as_bytes()), Some(5));
