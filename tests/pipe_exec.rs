@@ -596,3 +596,46 @@ fn cancelling_a_call_kills_its_pipeline() {
         "the cancelled stage survived"
     );
 }
+
+#[test]
+fn the_help_names_the_tools_commands_and_rules() {
+    let out = Command::new(bin())
+        .args(["--legacy-pipe", "--help"])
+        .output()
+        .expect("run binary");
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "shelpa_pipe",
+        "shelpa_write",
+        "Content-Length",
+        "confirm_oversize",
+        "tee (built in)",
+        "cd DIR",
+        "pwd",
+        "sed -i",
+    ] {
+        assert!(help.contains(needle), "help lacks {needle}");
+    }
+    for command in [
+        "tail", "rg", "awk", "sed", "tr", "jq", "wc", "fd", "ls", "head", "sort",
+    ] {
+        assert!(help.contains(command), "help lacks {command}");
+    }
+}
+
+#[test]
+fn one_tee_can_write_several_files_each_with_its_mirror() {
+    let ws = Ws::new();
+    ws.write("in.txt", "a\nb\n");
+    let v = ws.pipe_ok("tail -n 1 in.txt | tee one.txt two.txt | wc -l");
+    assert_eq!(v["stdout"].as_str().expect("text").trim(), "1");
+    assert_eq!(v["meta"]["tee"]["paths"], json!(["one.txt", "two.txt"]));
+    assert_eq!(
+        v["meta"]["tee"]["mirror"],
+        json!([".shelpa/one.txt", ".shelpa/two.txt"])
+    );
+    assert_eq!(ws.read("one.txt"), "b\n");
+    assert_eq!(ws.read("two.txt"), "b\n");
+    assert!(ws.read(".shelpa/two.txt").ends_with("---\nb\n"));
+}
