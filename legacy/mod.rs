@@ -1,35 +1,175 @@
 //! The shelpa generation (`--legacy-pipe`): a virtual pipeline shell.
+//!
+//! A call flows `parse` → `policy` (→ a [`plan::Plan`]) → `exec` / `tee` / `session` /
+//! `listing`, and every failure is turned into shelpa's error object in [`failure`].
+
+// A `Failure` is built at most once per call, at the edge, and carries the partial output the
+// model needs; boxing it everywhere would cost clarity for no measurable gain.
+#![allow(clippy::result_large_err)]
 
 pub mod audit;
+pub mod exec;
+pub mod failure;
+pub mod help;
+pub mod listing;
+pub mod parse;
 pub mod plan;
+pub mod policy;
+pub mod session;
+pub mod tee;
+pub mod tools;
 
-use crate::guard::PathGuard;
-use crate::toolset::{CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
-use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use crate::guard::{GuardError, PathGuard};
+use crate::toolset::{Args, CallContext, Effects, ToolDef, ToolOutput, Toolset, ToolsetFactory};
+use exec::{ExecLimits, Outcome, RunResult, StepMeta};
+use failure::{Failure, EXEC_FAILED, GUARD_VIOLATION, INVALID_ARGUMENT};
+use plan::{Plan, Step};
+use session::{Session, SessionError};
+use tee::{TeeError, TeeLimits, TeeMode, TeeReport};
+use tools::ToolPaths;
 
 /// Settings of the legacy pipe mode.
 #[derive(Clone, Debug)]
 pub struct PipeOptions {
     /// Wall-clock limit of one call, in seconds.
     pub timeout_secs: u64,
+    /// Writes larger than this many bytes need `confirm_oversize: true`.
+    pub approve_above: u64,
+    /// Writes are cut to this many bytes.
+    pub max_write_bytes: usize,
+    /// The returned stdout is cut to this many bytes.
+    pub max_output_bytes: usize,
 }
+
+impl Default for PipeOptions {
+    fn default() -> Self {
+        PipeOptions {
+            timeout_secs: 30,
+            approve_above: 2 * 1024,
+            max_write_bytes: 1024 * 1024,
+            max_output_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// Most bytes of each stage's stderr kept.
+const STDERR_CAP: usize = 64 * 1024;
 
 /// Builds legacy pipe toolsets.
 pub struct PipeFactory {
     /// The mode's settings.
     pub options: PipeOptions,
+    tools: Arc<ToolPaths>,
 }
 
 impl PipeFactory {
     /// Prepares the mode (resolves the pipeline commands once).
     pub fn new(options: PipeOptions) -> Self {
-        PipeFactory { options }
+        PipeFactory {
+            options,
+            tools: Arc::new(ToolPaths::discover()),
+        }
     }
 }
 
 /// shelpa's `--help` text.
 pub fn help_text() -> String {
-    "shelpa (filesystem --legacy-pipe)\n".into()
+    help::help(&ToolPaths::discover())
+}
+
+/// One line for `filesystem tools` naming pipeline commands that are missing on this machine
+/// (empty when all are present).
+pub fn tool_status_line() -> String {
+    help::status_line(&ToolPaths::discover())
+}
+
+fn definitions() -> Vec<ToolDef> {
+    let step = json!({
+        "type": "object",
+        "properties": {
+            "command": {"type": "string"},
+            "output_size": {"type": ["integer", "null"], "description": "bytes written; null when not measured (streamed directly between two processes)"},
+            "truncated": {"type": "boolean"},
+            "execution_time_ms": {"type": "integer"},
+            "exit_code": {"type": ["integer", "null"]}
+        },
+        "required": ["command", "output_size", "truncated", "execution_time_ms", "exit_code"]
+    });
+    let tee = json!({
+        "anyOf": [
+            {"type": "null"},
+            {"type": "object",
+             "properties": {
+                "paths": {"type": "array", "items": {"type": "string"}},
+                "bytes": {"type": "integer"},
+                "mode": {"type": "string", "enum": ["overwrite", "append", "mixed"]},
+                "mirror": {"type": "array", "items": {"type": "string"}},
+                "truncated": {"type": "boolean"}
+             },
+             "required": ["paths", "bytes", "mode", "mirror", "truncated"]}
+        ]
+    });
+    let output = json!({
+        "type": "object",
+        "properties": {
+            "stdout": {"type": "string"},
+            "stderr": {"type": "string", "description": "the stages' stderr, when any wrote some"},
+            "meta": {
+                "type": "object",
+                "properties": {"steps": {"type": "array", "items": step}, "tee": tee},
+                "required": ["steps", "tee"]
+            }
+        },
+        "required": ["stdout", "meta"]
+    });
+    vec![
+        ToolDef {
+            name: "shelpa_pipe".into(),
+            title: "Run a pipeline".into(),
+            description: "Run a command line in the workspace: whitelisted commands (tail rg awk sed tr jq wc tee fd ls head sort) joined by `|`, or `cd DIR` / `pwd` / `ls` alone. No shell: no redirections, `;`, `&&`. Save output with `tee FILE` or `tee -a FILE`; writes over 2 KiB need confirm_oversize.".into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "e.g. tail -n 100 app.log | rg ERROR | awk '{print $3}' | sort -u"},
+                    "cwd": {"type": "string", "description": "run in this directory for this call only (relative to the workspace root, or absolute inside it); the session directory is unchanged"},
+                    "confirm_oversize": {"type": "boolean", "description": "allow a tee write larger than the approval threshold"}
+                },
+                "required": ["command"]
+            }),
+            output_schema: Some(output.clone()),
+            effects: Effects {
+                read_only: false,
+                destructive: true,
+                idempotent: false,
+            },
+        },
+        ToolDef {
+            name: "shelpa_write".into(),
+            title: "Write a file (through tee)".into(),
+            description: "Write `content` to a file in the workspace (overwrite atomically, or append with append: true), through the same checks and audit mirror as tee. Writes over 2 KiB need confirm_oversize.".into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "file to write, relative to the session directory"},
+                    "content": {"type": "string"},
+                    "append": {"type": "boolean", "description": "add to the end instead of replacing"},
+                    "confirm_oversize": {"type": "boolean", "description": "allow a write larger than the approval threshold"}
+                },
+                "required": ["path", "content"]
+            }),
+            output_schema: Some(output),
+            effects: Effects {
+                read_only: false,
+                destructive: true,
+                idempotent: false,
+            },
+        },
+    ]
 }
 
 impl ToolsetFactory for PipeFactory {
@@ -37,19 +177,33 @@ impl ToolsetFactory for PipeFactory {
         "legacy-pipe".into()
     }
     fn instructions(&self) -> String {
-        String::new()
+        help::instructions()
     }
     fn definitions(&self) -> Vec<ToolDef> {
-        Vec::new()
+        definitions()
     }
     fn build(&self, guard: PathGuard) -> Box<dyn Toolset> {
-        Box::new(PipeToolset { _guard: guard })
+        Box::new(PipeToolset {
+            guard,
+            options: self.options.clone(),
+            tools: self.tools.clone(),
+            session: Session::new(),
+        })
     }
 }
 
-/// The pipe tools for one root.
+/// The pipe tools for one root: its guard, its session directory, the resolved commands.
 pub struct PipeToolset {
-    _guard: PathGuard,
+    guard: PathGuard,
+    options: PipeOptions,
+    tools: Arc<ToolPaths>,
+    session: Session,
+}
+
+/// The log facts of a call (stage names and count).
+#[derive(Default)]
+struct CallLog {
+    stages: Vec<String>,
 }
 
 impl Toolset for PipeToolset {
@@ -57,18 +211,392 @@ impl Toolset for PipeToolset {
         "legacy-pipe".into()
     }
     fn instructions(&self) -> String {
-        String::new()
+        help::instructions()
     }
     fn tools(&self) -> Vec<ToolDef> {
-        Vec::new()
+        definitions()
     }
-    fn call(&self, name: &str, _args: &Map<String, Value>, _ctx: &CallContext) -> ToolOutput {
-        ToolOutput::error("DISALLOWED_CMD", format!("unknown tool {name}"))
+    fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput {
+        let mut log = CallLog::default();
+        let result = match name {
+            "shelpa_pipe" => self.pipe(args, ctx, &mut log),
+            "shelpa_write" => {
+                log.stages.push("tee".into());
+                self.write(args)
+            }
+            other => Err(Failure::new(
+                INVALID_ARGUMENT,
+                "UNKNOWN_TOOL",
+                format!("there is no tool '{other}'."),
+                "Use shelpa_pipe or shelpa_write.",
+            )),
+        };
+        let mut output = match result {
+            Ok(value) => ToolOutput::structured(value.to_string(), value),
+            Err(failure) => {
+                let mut out =
+                    ToolOutput::error(failure.reason.clone(), failure.to_json().to_string());
+                if let Some(token) = &failure.token {
+                    out.log.insert("token".into(), json!(token));
+                }
+                out
+            }
+        };
+        output
+            .log
+            .insert("stage_count".into(), json!(log.stages.len()));
+        output.log.insert("stages".into(), json!(log.stages));
+        output
     }
 }
 
-/// One line for `filesystem tools` naming pipeline commands that are missing on this machine
-/// (empty when all are present).
-pub fn tool_status_line() -> String {
-    String::new()
+fn bad_argument(e: crate::toolset::ArgError) -> Failure {
+    Failure::new(
+        INVALID_ARGUMENT,
+        "BAD_ARGUMENT",
+        format!("{e}."),
+        "Fix the tool arguments and call again.",
+    )
+}
+
+fn check_unknown(args: &Args<'_>, known: &[&str]) -> Result<(), Failure> {
+    let unknown = args.unknown(known);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::new(
+        INVALID_ARGUMENT,
+        "BAD_ARGUMENT",
+        format!("unknown argument(s): {}.", unknown.join(", ")),
+        format!("The arguments are: {}.", known.join(", ")),
+    ))
+}
+
+fn session_failure(e: SessionError) -> Failure {
+    match &e {
+        SessionError::Escape(token, _) => {
+            let mut f = Failure::new(
+                GUARD_VIOLATION,
+                "PATH_ESCAPE",
+                e.to_string(),
+                "Use a directory inside the workspace (relative to it, or absolute inside it).",
+            );
+            f.token = Some(token.clone());
+            f
+        }
+        SessionError::NotADirectory(token) => {
+            let mut f = Failure::new(
+                INVALID_ARGUMENT,
+                "NOT_A_DIRECTORY",
+                e.to_string(),
+                "Name an existing directory; `ls` shows what is there.",
+            );
+            f.token = Some(token.clone());
+            f
+        }
+        SessionError::Refused(inner) => guard_failure(inner, ""),
+    }
+}
+
+fn guard_failure(e: &GuardError, token: &str) -> Failure {
+    let (code, reason, suggestion) = match e {
+        GuardError::Protected { .. } => (
+            GUARD_VIOLATION,
+            "PROTECTED_PATH",
+            "Write somewhere outside .shelpa/, .filesystem/ and .git/.",
+        ),
+        GuardError::Empty | GuardError::Nul => (
+            INVALID_ARGUMENT,
+            "BAD_ARGUMENT",
+            "Name a file relative to the session directory.",
+        ),
+        GuardError::Io { .. } => (EXEC_FAILED, "WRITE_FAILED", "Check the path and try again."),
+        _ => (
+            GUARD_VIOLATION,
+            "PATH_ESCAPE",
+            "Use a path inside the workspace.",
+        ),
+    };
+    let detail = match e {
+        GuardError::Protected { path, dir } => {
+            format!("'{path}' is inside {dir}/, shelpa's protected state.")
+        }
+        other => other.to_string(),
+    };
+    let mut f = Failure::new(code, reason, detail, suggestion);
+    if !token.is_empty() {
+        f.token = Some(token.to_string());
+    }
+    f
+}
+
+fn step_json(meta: &StepMeta) -> Value {
+    json!({
+        "command": meta.command.as_str(),
+        "output_size": meta.output_size,
+        "truncated": meta.truncated,
+        "execution_time_ms": meta.execution_time_ms,
+        "exit_code": meta.exit_code,
+    })
+}
+
+/// Metadata of a single built-in step (`pwd`, `cd`, `ls`, `shelpa_write`'s tee).
+fn builtin_step(command: &str, output_size: u64, truncated: bool, started: Instant) -> Value {
+    json!({
+        "command": command,
+        "output_size": output_size,
+        "truncated": truncated,
+        "execution_time_ms": started.elapsed().as_millis() as u64,
+        "exit_code": 0,
+    })
+}
+
+fn success(stdout: String, steps: Vec<Value>, tee: Value, stderr: &str) -> Value {
+    let mut out = json!({"stdout": stdout, "meta": {"steps": steps, "tee": tee}});
+    if !stderr.is_empty() {
+        out["stderr"] = json!(stderr);
+    }
+    out
+}
+
+/// Cuts `bytes` to `cap` and turns them into text for the model.
+fn capped_text(bytes: &[u8], cap: usize) -> (String, bool) {
+    let cut = bytes.len() > cap;
+    let kept = &bytes[..bytes.len().min(cap)];
+    (String::from_utf8_lossy(kept).into_owned(), cut)
+}
+
+impl PipeToolset {
+    fn limits(&self) -> TeeLimits {
+        TeeLimits {
+            approve_above: self.options.approve_above,
+            hard_limit: self.options.max_write_bytes,
+        }
+    }
+
+    fn pipe(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &CallContext,
+        log: &mut CallLog,
+    ) -> Result<Value, Failure> {
+        let started = Instant::now();
+        let a = Args(args);
+        check_unknown(&a, &["command", "cwd", "confirm_oversize"])?;
+        let command = a.str("command").map_err(bad_argument)?;
+        let cwd_arg = a.opt_str("cwd").map_err(bad_argument)?;
+        let confirmed = a
+            .opt_bool("confirm_oversize")
+            .map_err(bad_argument)?
+            .unwrap_or(false);
+
+        let stages = parse::parse(command)?;
+        log.stages = stages
+            .iter()
+            .filter_map(|s| s.words.first().map(|w| w.text.clone()))
+            .collect();
+        let cwd = self
+            .session
+            .current(&self.guard, cwd_arg)
+            .map_err(session_failure)?;
+        let cx = policy::PolicyContext {
+            guard: &self.guard,
+            cwd: &cwd,
+            tools: &self.tools,
+        };
+        match policy::check(&stages, &cx)? {
+            Plan::Pwd => {
+                let text = format!("{}\n", cwd.display());
+                let step = builtin_step("pwd", text.len() as u64, false, started);
+                Ok(success(text, vec![step], Value::Null, ""))
+            }
+            Plan::Cd(dir) => {
+                self.session
+                    .change(&self.guard, &dir)
+                    .map_err(session_failure)?;
+                let step = builtin_step("cd", 0, false, started);
+                Ok(success(String::new(), vec![step], Value::Null, ""))
+            }
+            Plan::BuiltinLs { target, all, long } => {
+                let listing =
+                    listing::list(self.guard.root(), &target, all, long).map_err(|e| {
+                        let shown = tee::shown(&self.guard, &target);
+                        let mut f = Failure::new(
+                            EXEC_FAILED,
+                            "NONZERO_EXIT",
+                            format!("ls: cannot list '{shown}': {e}."),
+                            "Check the path with `ls` on its directory.",
+                        );
+                        f.token = Some(shown);
+                        f.extra.insert("exit_code".into(), json!(2));
+                        f
+                    })?;
+                let (text, cut) = capped_text(listing.as_bytes(), self.options.max_output_bytes);
+                let step = builtin_step("ls", text.len() as u64, cut, started);
+                Ok(success(text, vec![step], Value::Null, ""))
+            }
+            Plan::Pipeline(steps) => self.run_pipeline(&steps, confirmed, ctx),
+        }
+    }
+
+    fn run_pipeline(
+        &self,
+        steps: &[Step],
+        confirmed: bool,
+        ctx: &CallContext,
+    ) -> Result<Value, Failure> {
+        let limits = ExecLimits {
+            timeout: Duration::from_secs(self.options.timeout_secs),
+            output_cap: self.options.max_output_bytes,
+            stderr_cap: STDERR_CAP,
+            tee_limit: self.options.max_write_bytes,
+        };
+        let run = exec::run(steps, &limits, &ctx.cancel).map_err(|e| {
+            let mut f = Failure::new(
+                EXEC_FAILED,
+                "SPAWN_FAILED",
+                e.to_string(),
+                "The command is installed but could not be started; check `filesystem --legacy-pipe --help` for missing commands.",
+            );
+            f.token = Some(e.command.to_string());
+            f
+        })?;
+        let steps_json: Vec<Value> = run.steps.iter().map(step_json).collect();
+        let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+        let stderr: String = run.stderr.iter().map(|(_, s)| s.as_str()).collect();
+        let partial = |tee: Value| {
+            let mut m = Map::new();
+            m.insert("stdout".into(), json!(stdout));
+            m.insert("meta".into(), json!({"steps": steps_json, "tee": tee}));
+            m
+        };
+        match run.outcome {
+            Outcome::Timeout => {
+                let mut f = Failure::new(
+                    EXEC_FAILED,
+                    "TIMEOUT",
+                    format!(
+                        "the pipeline ran longer than {} s and was stopped; nothing was written.",
+                        self.options.timeout_secs
+                    ),
+                    "Narrow the input (head, tail -n, a more specific rg pattern or path) and run it again.",
+                );
+                f.partial = partial(Value::Null);
+                return Err(f);
+            }
+            Outcome::Cancelled => {
+                let mut f = Failure::new(
+                    EXEC_FAILED,
+                    "CANCELLED",
+                    "the call was cancelled by the client; every stage was stopped and nothing was written.",
+                    "Run it again if it is still needed.",
+                );
+                f.partial = partial(Value::Null);
+                return Err(f);
+            }
+            Outcome::Completed | Outcome::NonZeroExit(_) => {}
+        }
+        let reports = self.commit_tees(&run, confirmed)?;
+        let tee_json = TeeReport::merged_json(&reports);
+        if let Outcome::NonZeroExit(code) = run.outcome {
+            let last = run
+                .steps
+                .last()
+                .map(|m| m.command.as_str())
+                .unwrap_or("pipeline");
+            let first_line = run.last_stderr.lines().next().unwrap_or("").trim();
+            let mut f = Failure::new(
+                EXEC_FAILED,
+                "NONZERO_EXIT",
+                if first_line.is_empty() {
+                    format!("'{last}' exited with status {code}.")
+                } else {
+                    format!("'{last}' exited with status {code}: {first_line}")
+                },
+                "Read the stderr, fix the arguments of the failing stage and run it again.",
+            );
+            f.token = Some(last.to_string());
+            f.extra.insert("exit_code".into(), json!(code));
+            f.extra.insert("stderr".into(), json!(run.last_stderr));
+            f.partial = partial(tee_json);
+            return Err(f);
+        }
+        Ok(success(
+            stdout.clone(),
+            steps_json.clone(),
+            tee_json,
+            &stderr,
+        ))
+    }
+
+    /// Passes every tee through the approval gate, then writes them all: a refused gate leaves
+    /// every file (and mirror) untouched.
+    fn commit_tees(&self, run: &RunResult, confirmed: bool) -> Result<Vec<TeeReport>, Failure> {
+        let limits = self.limits();
+        for capture in run.tees.iter().filter(|c| !c.targets.is_empty()) {
+            let first = tee::shown(&self.guard, &capture.targets[0]);
+            tee::gate(capture.total, confirmed, &limits, &first).map_err(|e| e.to_failure())?;
+        }
+        let mut reports = Vec::new();
+        for capture in run.tees.iter().filter(|c| !c.targets.is_empty()) {
+            let mode = if capture.append {
+                TeeMode::Append
+            } else {
+                TeeMode::Overwrite
+            };
+            let report = tee::commit(
+                &self.guard,
+                &capture.targets,
+                &capture.data,
+                mode,
+                capture.truncated,
+            )
+            .map_err(|e| e.to_failure())?;
+            reports.push(report);
+        }
+        Ok(reports)
+    }
+
+    fn write(&self, args: &Map<String, Value>) -> Result<Value, Failure> {
+        let started = Instant::now();
+        let a = Args(args);
+        check_unknown(&a, &["path", "content", "append", "confirm_oversize"])?;
+        let path = a.str("path").map_err(bad_argument)?;
+        let content = a.str("content").map_err(bad_argument)?;
+        let append = a.opt_bool("append").map_err(bad_argument)?.unwrap_or(false);
+        let confirmed = a
+            .opt_bool("confirm_oversize")
+            .map_err(bad_argument)?
+            .unwrap_or(false);
+
+        let cwd = self
+            .session
+            .current(&self.guard, None)
+            .map_err(session_failure)?;
+        let joined = cwd.join(path);
+        let resolved = self
+            .guard
+            .resolve_no_follow(&joined.to_string_lossy())
+            .map_err(|e| guard_failure(&e, path))?;
+        let limits = self.limits();
+        let bytes = content.as_bytes();
+        tee::gate(bytes.len() as u64, confirmed, &limits, &resolved.display())
+            .map_err(|e| e.to_failure())?;
+        let truncated = bytes.len() > limits.hard_limit;
+        let data = &bytes[..bytes.len().min(limits.hard_limit)];
+        let mode = if append {
+            TeeMode::Append
+        } else {
+            TeeMode::Overwrite
+        };
+        let report = tee::commit(&self.guard, &[resolved.path], data, mode, truncated)
+            .map_err(|e: TeeError| e.to_failure())?;
+        let step = builtin_step("tee", data.len() as u64, truncated, started);
+        Ok(success(
+            String::new(),
+            vec![step],
+            TeeReport::merged_json(&[report]),
+            "",
+        ))
+    }
 }

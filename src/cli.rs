@@ -104,6 +104,18 @@ pub struct Cli {
     #[arg(long, value_name = "SECONDS", default_value_t = 30, global = true)]
     pub timeout: u64,
 
+    /// In --legacy-pipe mode, writes larger than this need `confirm_oversize: true`.
+    #[arg(long, value_name = "BYTES", default_value_t = 2048, global = true)]
+    pub approve_above: u64,
+
+    /// In --legacy-pipe mode, writes are cut to this many bytes (reported as truncated).
+    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024, global = true)]
+    pub max_write_bytes: usize,
+
+    /// In --legacy-pipe mode, a pipeline's returned stdout is cut to this many bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024, global = true)]
+    pub max_output_bytes: usize,
+
     /// Tools per tools/list page (clients follow nextCursor for the rest).
     #[arg(
         long,
@@ -152,6 +164,9 @@ impl Cli {
         }
         let pipe = Box::new(PipeFactory::new(PipeOptions {
             timeout_secs: self.timeout,
+            approve_above: self.approve_above,
+            max_write_bytes: self.max_write_bytes,
+            max_output_bytes: self.max_output_bytes,
         }));
         if self.with_filesystem {
             Box::new(CombinedFactory::new(vec![pipe, fs()]))

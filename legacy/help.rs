@@ -1,0 +1,109 @@
+//! The texts shelpa shows people and models: `--help`, the MCP instructions, the missing-tool
+//! status line.
+
+use super::plan::CommandName;
+use super::tools::ToolPaths;
+
+/// The Debian package that provides a command, for "install …" hints.
+fn package_of(command: CommandName) -> &'static str {
+    match command {
+        CommandName::Rg => "ripgrep",
+        CommandName::Fd => "fd-find",
+        CommandName::Awk => "gawk",
+        CommandName::Jq => "jq",
+        CommandName::Sed => "sed",
+        _ => "coreutils",
+    }
+}
+
+/// The pipeline commands that are not installed (tee is built in and never missing).
+pub fn missing(tools: &ToolPaths) -> Vec<CommandName> {
+    CommandName::ALL
+        .into_iter()
+        .filter(|c| *c != CommandName::Tee && tools.get(*c).is_none())
+        .collect()
+}
+
+/// `missing pipeline commands: fd (install fd-find)`, or empty when nothing is missing.
+pub fn status_line(tools: &ToolPaths) -> String {
+    let missing = missing(tools);
+    if missing.is_empty() {
+        return String::new();
+    }
+    let items: Vec<String> = missing
+        .iter()
+        .map(|c| format!("{} (install {})", c.as_str(), package_of(*c)))
+        .collect();
+    format!("missing pipeline commands: {}", items.join(", "))
+}
+
+/// The guidance given to the model in `initialize`.
+pub fn instructions() -> String {
+    "shelpa is a virtual pipeline shell over one workspace. Send one command line to \
+shelpa_pipe, e.g. `tail -n 100 app.log | rg ERROR | awk '{print $3}' | sort -u`. \
+Only these commands run, joined by `|` (no shell): tail rg awk sed tr jq wc tee fd ls head sort. \
+`cd DIR` and `pwd` work on their own (not inside a pipeline) and the directory persists between calls. \
+There are no redirections, no `;`/`&&`, no `sed -i`, no awk file output: the only way to write a file is \
+`tee FILE` (overwrite) or `tee -a FILE` (append) at the end of a pipeline, or the shelpa_write tool. \
+Writes over 2 KiB need \"confirm_oversize\": true. Every write is also recorded under .shelpa/ for audit."
+        .into()
+}
+
+/// shelpa's `--help`.
+pub fn help(tools: &ToolPaths) -> String {
+    let commands: Vec<String> = CommandName::ALL
+        .into_iter()
+        .map(|c| {
+            if c == CommandName::Tee {
+                "tee (built in)".to_string()
+            } else if tools.get(c).is_some() {
+                c.as_str().to_string()
+            } else {
+                format!("{} (MISSING: install {})", c.as_str(), package_of(c))
+            }
+        })
+        .collect();
+    let status = status_line(tools);
+    let status = if status.is_empty() {
+        String::new()
+    } else {
+        format!("\n{status}\n")
+    };
+    format!(
+        "shelpa — a virtual pipeline shell over one workspace (filesystem --legacy-pipe)
+
+USAGE
+  filesystem --legacy-pipe [--root DIR] [--timeout SECONDS]
+  filesystem --legacy-pipe call shelpa_pipe '{{\"command\": \"ls\"}}' --root DIR
+  filesystem --legacy-pipe tools
+
+It speaks the Model Context Protocol over stdio (newline-delimited JSON, or Content-Length
+framing, answered in kind). It is meant to be started by an MCP client.
+
+TOOLS
+  shelpa_pipe   {{command, cwd?, confirm_oversize?}}   run a pipeline or a navigation command
+  shelpa_write  {{path, content, append?, confirm_oversize?}}   write a file through tee
+
+PIPELINE COMMANDS
+  {}
+{status}
+NAVIGATION (a whole command, never inside a pipeline)
+  pwd           print the session directory (absolute)
+  cd DIR        change the session directory (inside the workspace)
+  ls [-a] [-l] [PATH]   alone: a built-in listing restricted to the workspace
+
+RULES
+  - Stages are joined by | only. No shell runs: ; && || & backticks $( ) are refused.
+  - No redirections (> >> < 2> &>); quoted, they are just text (awk '$3 > 5' is fine).
+  - Every path stays inside the workspace; symlinks leading out are not followed.
+  - Only allowed options run; anything that runs programs or writes files is refused
+    (sed -i, sed e/w/r, awk system()/print >/getline <, rg --pre, fd --exec, sort -o, ...).
+  - Save output only with tee FILE (overwrite, atomic) or tee -a FILE (append). Every write is
+    also appended to the audit mirror .shelpa/<path>.
+  - Writes over 2 KiB need \"confirm_oversize\": true; writes are cut at 1 MiB (truncated: true).
+  - Output is capped at 1 MiB (truncated: true); each call has a wall-clock limit (default 30 s).
+  - Stages run with an empty environment (PATH=/usr/bin:/bin, LC_ALL=C.UTF-8, an empty HOME).
+",
+        commands.join(" ")
+    )
+}

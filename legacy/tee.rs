@@ -1,0 +1,712 @@
+//! `tee`: the only way shelpa writes, and the audit mirror every write leaves behind.
+//!
+//! Each write goes to the real file *and* is appended to `.shelpa/<path relative to the root>`.
+//! The mirror format is line-oriented:
+//!
+//! ```text
+//! --- shelpa:baseline ts=2026-02-25T13:17:30Z record_id=1772025450395572000 ---
+//! <the file's content before shelpa first wrote to it>
+//! --- shelpa:overwrite ts=2026-02-25T13:17:31Z record_id=1772025451000000000 ---
+//! <the bytes of an overwrite>
+//! <the bytes of appends, with no separator>
+//! ```
+//!
+//! A separator always starts a line: when the mirror does not end with `\n`, one is written
+//! first. So a version that lacked a final newline is read back with one — a known limit of the
+//! format. Likewise, content that itself contains a line shaped like a separator cannot be told
+//! apart from a real one by reading the mirror alone.
+//!
+//! Every file operation is relative to a directory handle opened with `RESOLVE_BENEATH` and no
+//! symlinks, and the target is re-checked with `lstat`/`fstat` right before it is written, so a
+//! target swapped for a symlink, FIFO or hard link after the policy checked it is refused.
+
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+
+use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
+use serde_json::{json, Value};
+
+use super::failure::{Failure, EXEC_FAILED, GUARD_VIOLATION};
+use crate::guard::{display_relative, PathGuard, Resolved};
+
+/// The mirror directory, at the top of the root.
+pub const MIRROR_DIR: &str = ".shelpa";
+
+/// Mirror record ids further in the future than this are treated as forged content, not as ids
+/// (the mirror holds whatever the model wrote, separator look-alikes included).
+const MAX_CLOCK_SKEW_NANOS: u64 = 24 * 3600 * 1_000_000_000;
+
+/// How much of a mirror's tail is searched for its last record id.
+const ID_SCAN_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The write limits of the tee path.
+#[derive(Clone, Copy, Debug)]
+pub struct TeeLimits {
+    /// Writes larger than this need `confirm_oversize: true`.
+    pub approve_above: u64,
+    /// Writes are cut to this many bytes (and reported `truncated`).
+    pub hard_limit: usize,
+}
+
+/// Whether a tee replaces the file or adds to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TeeMode {
+    /// Replace the whole file (atomically).
+    Overwrite,
+    /// Add to the end (`tee -a`).
+    Append,
+}
+
+impl TeeMode {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TeeMode::Overwrite => "overwrite",
+            TeeMode::Append => "append",
+        }
+    }
+}
+
+/// What one tee wrote, as reported in `meta.tee`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TeeReport {
+    /// Targets, relative to the root.
+    pub paths: Vec<String>,
+    /// Bytes written to each target.
+    pub bytes: u64,
+    /// Overwrite or append.
+    pub mode: TeeMode,
+    /// Mirror files, relative to the root.
+    pub mirror: Vec<String>,
+    /// True when the input was longer than the hard limit and was cut.
+    pub truncated: bool,
+}
+
+impl TeeReport {
+    /// The `meta.tee` object. Several tees in one pipeline are merged into one report (paths and
+    /// mirrors concatenated, the largest byte count, `mode: "mixed"` if they differ).
+    pub fn merged_json(reports: &[TeeReport]) -> Value {
+        let Some(first) = reports.first() else {
+            return Value::Null;
+        };
+        let mode = if reports.iter().all(|r| r.mode == first.mode) {
+            first.mode.as_str()
+        } else {
+            "mixed"
+        };
+        json!({
+            "paths": reports.iter().flat_map(|r| r.paths.clone()).collect::<Vec<_>>(),
+            "bytes": reports.iter().map(|r| r.bytes).max().unwrap_or(0),
+            "mode": mode,
+            "mirror": reports.iter().flat_map(|r| r.mirror.clone()).collect::<Vec<_>>(),
+            "truncated": reports.iter().any(|r| r.truncated),
+        })
+    }
+}
+
+/// Why a tee write did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum TeeError {
+    /// Over the approval threshold without `confirm_oversize`.
+    #[error("tee would write {size} bytes to '{path}', more than the approval threshold of {threshold} bytes; nothing was written.")]
+    ApprovalRequired {
+        /// The size that would have been written.
+        size: u64,
+        /// The threshold.
+        threshold: u64,
+        /// The (first) target.
+        path: String,
+    },
+    /// A target inside the tool's state or `.git/`.
+    #[error("'{0}' is inside a protected directory (.shelpa/, .filesystem/ or .git/) and cannot be written.")]
+    Protected(String),
+    /// A target that is not a plain, singly-linked regular file.
+    #[error("'{path}' is {what} and cannot be written by tee.")]
+    DisallowedTarget {
+        /// The target.
+        path: String,
+        /// What it is (`a symlink`, `a directory`, …).
+        what: &'static str,
+    },
+    /// A target outside the root, or whose directory became a symlink after checking.
+    #[error("'{0}' is outside the workspace, or its directory is reached through a symlink.")]
+    Escape(String),
+    /// The target's directory does not exist.
+    #[error("the directory of '{0}' does not exist; tee does not create directories.")]
+    NoDirectory(String),
+    /// The mirror under `.shelpa/` is a symlink or not a regular file: someone tampered with it.
+    #[error("the audit mirror '{0}' (or a directory on its way) is a symlink or not a regular file, so the write was refused.")]
+    MirrorUnsafe(String),
+    /// Any other I/O failure.
+    #[error("could not {op} '{path}': {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file concerned (relative to the root).
+        path: String,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl TeeError {
+    /// The shelpa error object for this failure.
+    pub fn to_failure(&self) -> Failure {
+        let detail = self.to_string();
+        let (code, reason, suggestion) = match self {
+            TeeError::ApprovalRequired { .. } => (
+                GUARD_VIOLATION,
+                "APPROVAL_REQUIRED",
+                "Check that this much content is intended, then repeat the same call with \"confirm_oversize\": true.".to_string(),
+            ),
+            TeeError::Protected(_) => (
+                GUARD_VIOLATION,
+                "PROTECTED_PATH",
+                "Write to a file outside .shelpa/, .filesystem/ and .git/.".to_string(),
+            ),
+            TeeError::DisallowedTarget { .. } => (
+                GUARD_VIOLATION,
+                "DISALLOWED_TARGET",
+                "Write to a regular file (or a new name) with a single hard link.".to_string(),
+            ),
+            TeeError::Escape(_) => (
+                GUARD_VIOLATION,
+                "PATH_ESCAPE",
+                "Use a path inside the workspace.".to_string(),
+            ),
+            TeeError::NoDirectory(_) => (
+                EXEC_FAILED,
+                "WRITE_FAILED",
+                "Write into an existing directory (list it with `ls`).".to_string(),
+            ),
+            TeeError::MirrorUnsafe(_) => (
+                EXEC_FAILED,
+                "WRITE_FAILED",
+                "Ask the workspace owner to inspect .shelpa/; nothing was written.".to_string(),
+            ),
+            TeeError::Io { .. } => (
+                EXEC_FAILED,
+                "WRITE_FAILED",
+                "Check the path and try again.".to_string(),
+            ),
+        };
+        let mut f = Failure::new(code, reason, detail, suggestion);
+        match self {
+            TeeError::ApprovalRequired { path, size, .. } => {
+                f.token = Some(path.clone());
+                f.extra.insert("size".into(), json!(size));
+            }
+            TeeError::Protected(p)
+            | TeeError::DisallowedTarget { path: p, .. }
+            | TeeError::Escape(p)
+            | TeeError::NoDirectory(p) => f.token = Some(p.clone()),
+            _ => {}
+        }
+        f
+    }
+}
+
+/// The approval gate: `size` bytes may be written only below the threshold or when confirmed.
+pub fn gate(
+    size: u64,
+    confirmed: bool,
+    limits: &TeeLimits,
+    first_target: &str,
+) -> Result<(), TeeError> {
+    if size > limits.approve_above && !confirmed {
+        return Err(TeeError::ApprovalRequired {
+            size,
+            threshold: limits.approve_above,
+            path: first_target.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Root-relative display of an absolute target (for messages and reports).
+pub fn shown(guard: &PathGuard, target: &Path) -> String {
+    target
+        .strip_prefix(guard.root())
+        .map(display_relative)
+        .unwrap_or_else(|_| target.to_string_lossy().into_owned())
+}
+
+/// Writes `data` to every target and its mirror. The gate must already have been passed; `data`
+/// is already cut to the hard limit (`truncated` says whether it was).
+pub fn commit(
+    guard: &PathGuard,
+    targets: &[PathBuf],
+    data: &[u8],
+    mode: TeeMode,
+    truncated: bool,
+) -> Result<TeeReport, TeeError> {
+    // Check every target before writing any, so a bad second target does not leave a half-done
+    // tee behind.
+    let mut checked = Vec::with_capacity(targets.len());
+    for target in targets {
+        checked.push(check_target(guard, target)?);
+    }
+    let mut report = TeeReport {
+        paths: Vec::new(),
+        bytes: data.len() as u64,
+        mode,
+        mirror: Vec::new(),
+        truncated,
+    };
+    for target in &checked {
+        write_one(guard, target, data, mode)?;
+        report.paths.push(display_relative(&target.relative));
+        report.mirror.push(format!(
+            "{MIRROR_DIR}/{}",
+            target.relative.to_string_lossy()
+        ));
+    }
+    Ok(report)
+}
+
+/// A target that passed the static checks: root-relative, not protected, has a file name.
+struct Target {
+    relative: PathBuf,
+    parent: PathBuf,
+    name: PathBuf,
+}
+
+fn check_target(guard: &PathGuard, target: &Path) -> Result<Target, TeeError> {
+    let shown_path = shown(guard, target);
+    let relative = target
+        .strip_prefix(guard.root())
+        .map_err(|_| TeeError::Escape(shown_path.clone()))?
+        .to_path_buf();
+    let mut components = Vec::new();
+    for c in relative.components() {
+        match c {
+            Component::Normal(name) => components.push(name),
+            _ => return Err(TeeError::Escape(shown_path)),
+        }
+    }
+    let Some(name) = components.last() else {
+        return Err(TeeError::DisallowedTarget {
+            path: shown_path,
+            what: "the workspace root (a directory)",
+        });
+    };
+    let first_is_state = components
+        .first()
+        .is_some_and(|c| crate::guard::STATE_DIRS.iter().any(|s| c == s));
+    if first_is_state || components.iter().any(|c| *c == ".git") {
+        return Err(TeeError::Protected(shown_path));
+    }
+    let name = PathBuf::from(name);
+    let parent = relative.parent().map(Path::to_path_buf).unwrap_or_default();
+    Ok(Target {
+        relative,
+        parent,
+        name,
+    })
+}
+
+/// Opens a root-relative directory with the kernel refusing symlinks and escapes.
+fn open_dir(guard: &PathGuard, relative: &Path) -> io::Result<OwnedFd> {
+    let resolved = Resolved {
+        path: guard.root().join(relative),
+        relative: relative.to_path_buf(),
+    };
+    guard.open_beneath(
+        &resolved,
+        OFlags::RDONLY | OFlags::DIRECTORY,
+        Mode::empty(),
+        true,
+    )
+}
+
+fn kind_name(file_type: FileType) -> &'static str {
+    match file_type {
+        FileType::Symlink => "a symlink",
+        FileType::Directory => "a directory",
+        FileType::Fifo => "a FIFO",
+        FileType::CharacterDevice | FileType::BlockDevice => "a device",
+        FileType::Socket => "a socket",
+        _ => "not a regular file",
+    }
+}
+
+fn write_one(
+    guard: &PathGuard,
+    target: &Target,
+    data: &[u8],
+    mode: TeeMode,
+) -> Result<(), TeeError> {
+    let shown_path = display_relative(&target.relative);
+    let io_err = |op: &'static str| {
+        let path = shown_path.clone();
+        move |source: io::Error| TeeError::Io { op, path, source }
+    };
+    let dir = open_dir(guard, &target.parent).map_err(|e| match e.raw_os_error() {
+        Some(libc::ENOENT) | Some(libc::ENOTDIR) => TeeError::NoDirectory(shown_path.clone()),
+        Some(libc::ELOOP) | Some(libc::EXDEV) => TeeError::Escape(shown_path.clone()),
+        _ => TeeError::Io {
+            op: "open the directory of",
+            path: shown_path.clone(),
+            source: e,
+        },
+    })?;
+    // The re-check that closes the window since the policy looked.
+    let existing = match rustix::fs::statat(&dir, &target.name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Some(st),
+        Err(rustix::io::Errno::NOENT) => None,
+        Err(e) => return Err(io_err("inspect")(e.into())),
+    };
+    if let Some(st) = &existing {
+        let file_type = FileType::from_raw_mode(st.st_mode);
+        if file_type != FileType::RegularFile {
+            return Err(TeeError::DisallowedTarget {
+                path: shown_path,
+                what: kind_name(file_type),
+            });
+        }
+        if mode == TeeMode::Append && st.st_nlink > 1 {
+            return Err(TeeError::DisallowedTarget {
+                path: shown_path,
+                what: "a file with more than one hard link",
+            });
+        }
+    }
+
+    let mut mirror = Mirror::open(guard, target)?;
+    if mirror.is_empty()? && existing.is_some() {
+        let mut old = open_regular(&dir, &target.name, OFlags::RDONLY, &shown_path, mode)?;
+        mirror.baseline(&mut old)?;
+    }
+
+    match mode {
+        TeeMode::Append => {
+            let mut file = open_regular(
+                &dir,
+                &target.name,
+                OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE,
+                &shown_path,
+                mode,
+            )?;
+            mirror.append(data)?;
+            file.write_all(data).map_err(io_err("append to"))?;
+        }
+        TeeMode::Overwrite => {
+            let keep_mode = existing.map(|st| Mode::from_raw_mode(st.st_mode & 0o7777));
+            let (tmp_name, mut tmp) = create_temp(&dir, &target.name)
+                .map_err(io_err("create a temporary file beside"))?;
+            let written = (|| -> io::Result<()> {
+                if let Some(m) = keep_mode {
+                    rustix::fs::fchmod(&tmp, m)?;
+                }
+                tmp.write_all(data)?;
+                tmp.sync_all()
+            })();
+            let result = written
+                .map_err(io_err("write"))
+                .and_then(|()| mirror.overwrite(data))
+                .and_then(|()| {
+                    rustix::fs::renameat(&dir, &tmp_name, &dir, &target.name)
+                        .map_err(|e| io_err("replace")(e.into()))
+                });
+            if result.is_err() {
+                let _ = rustix::fs::unlinkat(&dir, &tmp_name, AtFlags::empty());
+            }
+            result?;
+        }
+    }
+    Ok(())
+}
+
+/// Opens an existing-or-new target without following symlinks and without blocking on a FIFO,
+/// then checks what was actually opened.
+fn open_regular(
+    dir: &OwnedFd,
+    name: &Path,
+    flags: OFlags,
+    shown_path: &str,
+    mode: TeeMode,
+) -> Result<std::fs::File, TeeError> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        flags | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o666),
+    )
+    .map_err(|e| match e {
+        rustix::io::Errno::LOOP => TeeError::DisallowedTarget {
+            path: shown_path.to_string(),
+            what: "a symlink",
+        },
+        rustix::io::Errno::NXIO => TeeError::DisallowedTarget {
+            path: shown_path.to_string(),
+            what: "a FIFO",
+        },
+        other => TeeError::Io {
+            op: "open",
+            path: shown_path.to_string(),
+            source: other.into(),
+        },
+    })?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| TeeError::Io {
+        op: "inspect",
+        path: shown_path.to_string(),
+        source: e.into(),
+    })?;
+    let file_type = FileType::from_raw_mode(st.st_mode);
+    if file_type != FileType::RegularFile {
+        return Err(TeeError::DisallowedTarget {
+            path: shown_path.to_string(),
+            what: kind_name(file_type),
+        });
+    }
+    if mode == TeeMode::Append && st.st_nlink > 1 {
+        return Err(TeeError::DisallowedTarget {
+            path: shown_path.to_string(),
+            what: "a file with more than one hard link",
+        });
+    }
+    Ok(std::fs::File::from(fd))
+}
+
+/// Creates a fresh temporary file in `dir` next to `name`, for the atomic overwrite.
+fn create_temp(dir: &OwnedFd, name: &Path) -> io::Result<(PathBuf, std::fs::File)> {
+    let base = name.to_string_lossy();
+    for attempt in 0..100u32 {
+        let tmp = PathBuf::from(format!(
+            ".{base}.shelpa-tmp-{}-{}-{attempt}",
+            std::process::id(),
+            now_nanos()
+        ));
+        match rustix::fs::openat(
+            dir,
+            &tmp,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o666),
+        ) {
+            Ok(fd) => return Ok((tmp, std::fs::File::from(fd))),
+            Err(rustix::io::Errno::EXIST) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "no free temporary name",
+    ))
+}
+
+/// One open, locked mirror file.
+struct Mirror {
+    file: std::fs::File,
+    shown: String,
+}
+
+impl Mirror {
+    /// Opens (creating as needed) `.shelpa/<relative>`, refusing symlinks at every step, and
+    /// takes an exclusive lock so two server processes cannot interleave records.
+    fn open(guard: &PathGuard, target: &Target) -> Result<Mirror, TeeError> {
+        let shown = format!("{MIRROR_DIR}/{}", target.relative.to_string_lossy());
+        let unsafe_err = || TeeError::MirrorUnsafe(shown.clone());
+        let io_err = |source: io::Error| TeeError::Io {
+            op: "write the audit mirror",
+            path: shown.clone(),
+            source,
+        };
+        let mut dir = open_dir(guard, Path::new("")).map_err(io_err)?;
+        let mut steps: Vec<&std::ffi::OsStr> = vec![MIRROR_DIR.as_ref()];
+        steps.extend(target.parent.components().map(|c| c.as_os_str()));
+        for step in steps {
+            match rustix::fs::mkdirat(&dir, step, Mode::from_raw_mode(0o755)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(io_err(e.into())),
+            }
+            dir = rustix::fs::openat(
+                &dir,
+                step,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| match e {
+                rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => unsafe_err(),
+                other => io_err(other.into()),
+            })?;
+        }
+        let fd = rustix::fs::openat(
+            &dir,
+            &target.name,
+            OFlags::RDWR
+                | OFlags::APPEND
+                | OFlags::CREATE
+                | OFlags::NOFOLLOW
+                | OFlags::NONBLOCK
+                | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )
+        .map_err(|e| match e {
+            rustix::io::Errno::LOOP | rustix::io::Errno::NXIO | rustix::io::Errno::ISDIR => {
+                unsafe_err()
+            }
+            other => io_err(other.into()),
+        })?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| io_err(e.into()))?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_nlink > 1 {
+            return Err(unsafe_err());
+        }
+        rustix::fs::flock(&fd, FlockOperation::LockExclusive).map_err(|e| io_err(e.into()))?;
+        Ok(Mirror {
+            file: std::fs::File::from(fd),
+            shown,
+        })
+    }
+
+    fn io_err(&self, source: io::Error) -> TeeError {
+        TeeError::Io {
+            op: "write the audit mirror",
+            path: self.shown.clone(),
+            source,
+        }
+    }
+
+    fn len(&self) -> Result<u64, TeeError> {
+        rustix::fs::fstat(self.file.as_fd())
+            .map(|st| st.st_size as u64)
+            .map_err(|e| self.io_err(e.into()))
+    }
+
+    fn is_empty(&self) -> Result<bool, TeeError> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Records the file's content from before shelpa's first write.
+    fn baseline(&mut self, old: &mut impl Read) -> Result<(), TeeError> {
+        self.separator("baseline")?;
+        io::copy(old, &mut self.file)
+            .map(|_| ())
+            .map_err(|e| self.io_err(e))
+    }
+
+    fn overwrite(&mut self, data: &[u8]) -> Result<(), TeeError> {
+        self.separator("overwrite")?;
+        self.append(data)
+    }
+
+    fn append(&mut self, data: &[u8]) -> Result<(), TeeError> {
+        self.file.write_all(data).map_err(|e| self.io_err(e))
+    }
+
+    /// Writes a separator line, starting a new line first if needed.
+    fn separator(&mut self, kind: &str) -> Result<(), TeeError> {
+        let tail = self.tail().map_err(|e| self.io_err(e))?;
+        let id = next_record_id(last_record_id(&tail));
+        let mut line = Vec::new();
+        if tail.last().is_some_and(|b| *b != b'\n') {
+            line.push(b'\n');
+        }
+        line.extend_from_slice(
+            format!(
+                "--- shelpa:{kind} ts={} record_id={id} ---\n",
+                format_ts(id)
+            )
+            .as_bytes(),
+        );
+        self.append(&line)
+    }
+
+    /// The last bytes of the mirror (enough to find its last record id).
+    fn tail(&self) -> io::Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let len = rustix::fs::fstat(self.file.as_fd())?.st_size as u64;
+        let start = len.saturating_sub(ID_SCAN_BYTES);
+        let mut buf = vec![0u8; (len - start) as usize];
+        self.file.read_exact_at(&mut buf, start)?;
+        Ok(buf)
+    }
+}
+
+/// The record id of the last separator line in `tail`, if it is a plausible one.
+fn last_record_id(tail: &[u8]) -> Option<u64> {
+    let text = String::from_utf8_lossy(tail);
+    let limit = now_nanos().saturating_add(MAX_CLOCK_SKEW_NANOS);
+    text.lines()
+        .rev()
+        .filter_map(parse_separator)
+        .find(|id| *id <= limit)
+}
+
+/// Parses `--- shelpa:KIND ts=… record_id=N ---` and returns N.
+pub fn parse_separator(line: &str) -> Option<u64> {
+    let rest = line.strip_prefix("--- shelpa:")?.strip_suffix(" ---")?;
+    let mut parts = rest.split(' ');
+    let kind = parts.next()?;
+    if kind != "overwrite" && kind != "baseline" {
+        return None;
+    }
+    parts.next()?.strip_prefix("ts=")?;
+    let id = parts.next()?.strip_prefix("record_id=")?.parse().ok()?;
+    parts.next().is_none().then_some(id)
+}
+
+/// Process-wide last id, so ids are strictly increasing even within one clock tick.
+static LAST_ID: Mutex<u64> = Mutex::new(0);
+
+/// The next record id: unix nanoseconds, strictly greater than any id this process handed out
+/// and than `mirror_last` (the last id in the mirror, possibly written by another process).
+fn next_record_id(mirror_last: Option<u64>) -> u64 {
+    let mut last = match LAST_ID.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    let floor = (*last).max(mirror_last.unwrap_or(0)).saturating_add(1);
+    let id = now_nanos().max(floor);
+    *last = id;
+    id
+}
+
+fn now_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// UTC seconds of a record id, e.g. `2026-02-25T13:17:30Z`.
+fn format_ts(id: u64) -> String {
+    let secs = (id / 1_000_000_000) as i64;
+    chrono::DateTime::from_timestamp(secs, 0)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_else(|| "1970-01-01T00:00:00Z".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_ids_strictly_increase_and_respect_the_mirror() {
+        let a = next_record_id(None);
+        let b = next_record_id(None);
+        assert!(b > a);
+        let c = next_record_id(Some(b + 1_000));
+        assert!(c > b + 1_000);
+    }
+
+    #[test]
+    fn separators_parse_and_forged_future_ids_are_ignored() {
+        let line = "--- shelpa:overwrite ts=2026-02-25T13:17:30Z record_id=1772025450395572000 ---";
+        assert_eq!(parse_separator(line), Some(1772025450395572000));
+        assert_eq!(
+            parse_separator("--- shelpa:other ts=x record_id=1 ---"),
+            None
+        );
+        let forged = format!("--- shelpa:overwrite ts=x record_id={} ---\n", u64::MAX);
+        let text = format!("--- shelpa:baseline ts=x record_id=5 ---\nhello\n{forged}");
+        assert_eq!(last_record_id(text.as_bytes()), Some(5));
+    }
+
+    #[test]
+    fn timestamps_are_utc_seconds() {
+        assert_eq!(format_ts(1772025450395572000), "2026-02-25T13:17:30Z");
+    }
+}

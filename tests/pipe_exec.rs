@@ -1,0 +1,641 @@
+//! The legacy pipe mode's execution, tee, mirror and session, through the real binary and the
+//! real tools.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{json, Value};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_filesystem")
+}
+
+/// A canonical temporary workspace.
+struct Ws {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Ws {
+    fn new() -> Ws {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().canonicalize().expect("canonical");
+        Ws { _tmp: tmp, root }
+    }
+
+    fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
+        let p = self.root.join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(p, content).expect("write");
+    }
+
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.root.join(rel)).expect("read")
+    }
+
+    /// Runs one tool call with `filesystem --legacy-pipe call`; returns (ok, result JSON).
+    fn call_with(&self, tool: &str, args: Value, flags: &[&str]) -> (bool, Value) {
+        let out = Command::new(bin())
+            .arg("--legacy-pipe")
+            .args(flags)
+            .args(["call", tool, &args.to_string(), "--root"])
+            .arg(&self.root)
+            .env("SHELPA_TEST_SECRET", "hunter2")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run binary");
+        let text = if out.status.success() {
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        } else {
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        };
+        let value: Value =
+            serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+        (out.status.success(), value)
+    }
+
+    fn pipe(&self, command: &str) -> (bool, Value) {
+        self.call_with("shelpa_pipe", json!({ "command": command }), &[])
+    }
+
+    fn pipe_ok(&self, command: &str) -> Value {
+        let (ok, v) = self.pipe(command);
+        assert!(ok, "{command}: {v}");
+        v
+    }
+}
+
+fn reason(v: &Value) -> &str {
+    v["error"]["reason"].as_str().unwrap_or("")
+}
+
+/// Splits a mirror into its separator lines' kinds and ids, checking each separator's format.
+fn separators(mirror: &str) -> Vec<(String, u64)> {
+    let re = regex::Regex::new(
+        r"^--- shelpa:(overwrite|baseline) ts=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ record_id=(\d+) ---$",
+    )
+    .expect("regex");
+    mirror
+        .lines()
+        .filter(|l| l.starts_with("--- shelpa:"))
+        .map(|l| {
+            let c = re
+                .captures(l)
+                .unwrap_or_else(|| panic!("bad separator: {l}"));
+            (c[1].to_string(), c[2].parse().expect("id"))
+        })
+        .collect()
+}
+
+/// Pids of processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("proc").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            if String::from_utf8_lossy(&cmdline).contains(marker) {
+                found.push(name);
+            }
+        }
+    }
+    found
+}
+
+fn unique_marker(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_nanos();
+    format!("shelpa-{tag}-{}-{nanos}", std::process::id())
+}
+
+#[test]
+fn seed_examples_run_as_real_pipelines() {
+    let ws = Ws::new();
+    let mut log = String::new();
+    for i in 0..150 {
+        let level = if i % 3 == 0 { "ERROR" } else { "INFO" };
+        log.push_str(&format!("2026-01-01 {level} svc{} message {i}\n", i % 4));
+    }
+    ws.write("app.log", &log);
+    ws.write("src/main.rs", "fn main() {}\n");
+    ws.write("src/lib.rs", "\n");
+    ws.write("src/notes.txt", "\n");
+    ws.write("Cargo.toml", "[package]\n");
+    ws.write("sub/x.toml", "\n");
+
+    let v = ws.pipe_ok(r#"tail -n 100 app.log | rg "ERROR" | awk '{print $3}' | sort -u"#);
+    assert_eq!(v["stdout"], "svc0\nsvc1\nsvc2\nsvc3\n");
+    let steps = v["meta"]["steps"].as_array().expect("steps");
+    let names: Vec<&str> = steps.iter().filter_map(|s| s["command"].as_str()).collect();
+    assert_eq!(names, ["tail", "rg", "awk", "sort"]);
+    for s in steps {
+        assert_eq!(s["exit_code"], 0);
+        assert_eq!(s["truncated"], false);
+        assert!(s["execution_time_ms"].is_u64());
+    }
+    assert_eq!(steps[3]["output_size"], 20);
+    assert_eq!(v["meta"]["tee"], Value::Null);
+
+    let v = ws.pipe_ok(r#"ls src | rg "\.rs$""#);
+    assert_eq!(v["stdout"], "lib.rs\nmain.rs\n");
+
+    let v = ws.pipe_ok(r#"fd "\.toml$" | head -5"#);
+    let mut lines: Vec<&str> = v["stdout"].as_str().expect("text").lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["Cargo.toml", "sub/x.toml"]);
+}
+
+#[test]
+fn rg_without_a_match_is_not_a_failure() {
+    let ws = Ws::new();
+    ws.write("a.txt", "hello\n");
+    let v = ws.pipe_ok("rg nothing-here a.txt");
+    assert_eq!(v["stdout"], "");
+    assert_eq!(v["meta"]["steps"][0]["exit_code"], 1);
+}
+
+#[test]
+fn a_failing_last_stage_reports_its_exit_code_stderr_and_partial_output() {
+    let ws = Ws::new();
+    ws.write("data.txt", "{\"a\": 1}\nnot json\n");
+    let (ok, v) = ws.pipe("tail -n 2 data.txt | jq -c .");
+    assert!(!ok);
+    assert_eq!(v["error"]["code"], "EXEC_FAILED");
+    assert_eq!(reason(&v), "NONZERO_EXIT");
+    assert_ne!(v["error"]["exit_code"], 0);
+    let stderr = v["error"]["stderr"].as_str().expect("stderr");
+    assert!(stderr.contains("parse error"), "{stderr}");
+    assert_eq!(v["stdout"], "{\"a\":1}\n");
+    assert_eq!(v["meta"]["steps"][1]["command"], "jq");
+}
+
+#[test]
+fn a_stage_killed_by_sigpipe_is_not_a_failure() {
+    let ws = Ws::new();
+    let v = ws.pipe_ok(r#"awk 'BEGIN { while (1) print "y" }' | head -1"#);
+    assert_eq!(v["stdout"], "y\n");
+    assert_eq!(v["meta"]["steps"][0]["exit_code"], 141);
+    assert_eq!(v["meta"]["steps"][1]["exit_code"], 0);
+}
+
+#[test]
+fn the_output_cap_truncates_as_a_success_and_stops_the_producer() {
+    let ws = Ws::new();
+    let v = ws.pipe_ok(r#"awk 'BEGIN { while (1) print "0123456789abcdef" }' | head -n 1000000"#);
+    assert_eq!(v["stdout"].as_str().expect("text").len(), 1024 * 1024);
+    let last = &v["meta"]["steps"][1];
+    assert_eq!(last["truncated"], true);
+    assert_eq!(last["output_size"], 1024 * 1024);
+}
+
+#[test]
+fn a_timeout_kills_every_stage_and_reports_what_was_produced() {
+    let ws = Ws::new();
+    let marker = unique_marker("timeout");
+    let command = format!(
+        r#"awk 'BEGIN {{ m = "{marker}"; while (1) {{}} }}' | awk 'BEGIN {{ m = "{marker}"; print "started"; fflush() }} {{ print }}'"#
+    );
+    let (ok, v) = ws.call_with(
+        "shelpa_pipe",
+        json!({ "command": command }),
+        &["--timeout", "1"],
+    );
+    assert!(!ok);
+    assert_eq!(v["error"]["code"], "EXEC_FAILED");
+    assert_eq!(reason(&v), "TIMEOUT");
+    assert_eq!(v["stdout"], "started\n");
+    assert_eq!(v["meta"]["steps"][0]["exit_code"], 137);
+    assert_eq!(v["meta"]["steps"][1]["exit_code"], 137);
+    assert!(
+        processes_with(&marker).is_empty(),
+        "a stage outlived its call"
+    );
+}
+
+#[test]
+fn stages_do_not_see_the_server_environment() {
+    let ws = Ws::new();
+    let (ok, v) =
+        ws.pipe(r#"awk 'BEGIN { print ENVIRON["SHELPA_TEST_SECRET"] "|" ENVIRON["HOME"] }'"#);
+    if ok {
+        let out = v["stdout"].as_str().expect("text");
+        assert!(!out.contains("hunter2"), "{out}");
+        assert!(!out.contains("/root"), "{out}");
+    } else {
+        // The policy may refuse ENVIRON outright, which protects the environment too.
+        assert_eq!(v["error"]["code"], "GUARD_VIOLATION", "{v}");
+    }
+}
+
+#[test]
+fn tee_overwrites_appends_and_mirrors_in_the_exact_format() {
+    let ws = Ws::new();
+    ws.write("app.log", "ERROR one\nINFO two\nERROR three\n");
+    let v = ws.pipe_ok("rg ERROR app.log | tee out.txt");
+    assert_eq!(v["stdout"], "ERROR one\nERROR three\n");
+    assert_eq!(
+        v["meta"]["tee"],
+        json!({"paths": ["out.txt"], "bytes": 22, "mode": "overwrite", "mirror": [".shelpa/out.txt"], "truncated": false})
+    );
+    assert_eq!(v["meta"]["steps"][0]["output_size"], 22);
+    assert_eq!(v["meta"]["steps"][1]["command"], "tee");
+    assert_eq!(ws.read("out.txt"), "ERROR one\nERROR three\n");
+
+    let v = ws.pipe_ok("rg INFO app.log | tee -a out.txt");
+    assert_eq!(v["meta"]["tee"]["mode"], "append");
+    assert_eq!(ws.read("out.txt"), "ERROR one\nERROR three\nINFO two\n");
+
+    // A version without a final newline: the next separator starts a new line anyway.
+    let (ok, v) = ws.call_with(
+        "shelpa_write",
+        json!({"path": "out.txt", "content": "no newline"}),
+        &[],
+    );
+    assert!(ok, "{v}");
+    let (ok, v) = ws.call_with(
+        "shelpa_write",
+        json!({"path": "out.txt", "content": "last\n"}),
+        &[],
+    );
+    assert!(ok, "{v}");
+    assert_eq!(ws.read("out.txt"), "last\n");
+
+    let mirror = ws.read(".shelpa/out.txt");
+    let seps = separators(&mirror);
+    assert_eq!(seps.len(), 3, "{mirror}");
+    assert!(seps.iter().all(|(kind, _)| kind == "overwrite"));
+    assert!(
+        seps[0].1 < seps[1].1 && seps[1].1 < seps[2].1,
+        "ids increase across processes"
+    );
+    let lines: Vec<&str> = mirror.lines().collect();
+    let body: Vec<&str> = lines
+        .iter()
+        .filter(|l| !l.starts_with("--- shelpa:"))
+        .copied()
+        .collect();
+    assert_eq!(
+        body,
+        ["ERROR one", "ERROR three", "INFO two", "no newline", "last"]
+    );
+    assert!(lines[0].starts_with("--- shelpa:overwrite "));
+    assert!(lines[4].starts_with("--- shelpa:overwrite "));
+    assert!(lines[6].starts_with("--- shelpa:overwrite "));
+    assert!(mirror.ends_with("---\nlast\n"));
+    assert!(mirror.contains("\nno newline\n--- shelpa:overwrite "));
+}
+
+#[test]
+fn the_first_write_to_an_existing_file_records_its_old_content_as_a_baseline() {
+    let ws = Ws::new();
+    ws.write("notes/todo.txt", "old line 1\nold line 2\n");
+    let (ok, v) = ws.call_with(
+        "shelpa_write",
+        json!({"path": "notes/todo.txt", "content": "new\n"}),
+        &[],
+    );
+    assert!(ok, "{v}");
+    assert_eq!(
+        v["meta"]["tee"]["mirror"],
+        json!([".shelpa/notes/todo.txt"])
+    );
+    let mirror = ws.read(".shelpa/notes/todo.txt");
+    let seps = separators(&mirror);
+    assert_eq!(
+        seps.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        ["baseline", "overwrite"]
+    );
+    let lines: Vec<&str> = mirror.lines().collect();
+    assert_eq!(lines[1..3], ["old line 1", "old line 2"]);
+    assert_eq!(lines[4], "new");
+    assert_eq!(lines.len(), 5);
+
+    // Appending to another pre-existing file: baseline, then the bytes with no separator.
+    ws.write("log.txt", "before\n");
+    let v = ws.pipe_ok("rg -c before log.txt | tee -a log.txt");
+    assert_eq!(v["meta"]["tee"]["mode"], "append");
+    let mirror = ws.read(".shelpa/log.txt");
+    assert_eq!(separators(&mirror).len(), 1);
+    let after_sep = mirror
+        .split_once("---\n")
+        .map(|(_, b)| b)
+        .expect("separator");
+    assert_eq!(after_sep, ws.read("log.txt"));
+}
+
+#[test]
+fn the_approval_gate_refuses_then_accepts_a_confirmed_write() {
+    let ws = Ws::new();
+    let big: String = (0..500).map(|i| format!("line {i}\n")).collect();
+    ws.write("big.txt", &big);
+    let (ok, v) = ws.pipe("tail -n 500 big.txt | tee copy.txt");
+    assert!(!ok);
+    assert_eq!(v["error"]["code"], "GUARD_VIOLATION");
+    assert_eq!(reason(&v), "APPROVAL_REQUIRED");
+    let detail = v["error"]["detail"].as_str().expect("detail");
+    assert!(detail.contains(&big.len().to_string()), "{detail}");
+    assert!(v["error"]["suggestion"]
+        .as_str()
+        .expect("s")
+        .contains("confirm_oversize"));
+    assert!(!ws.root.join("copy.txt").exists());
+    assert!(
+        !ws.root.join(".shelpa").exists(),
+        "nothing written, mirror included"
+    );
+
+    let (ok, v) = ws.call_with(
+        "shelpa_pipe",
+        json!({"command": "tail -n 500 big.txt | tee copy.txt", "confirm_oversize": true}),
+        &[],
+    );
+    assert!(ok, "{v}");
+    assert_eq!(ws.read("copy.txt"), big);
+
+    let (ok, v) = ws.call_with(
+        "shelpa_write",
+        json!({"path": "w.txt", "content": big}),
+        &[],
+    );
+    assert!(!ok);
+    assert_eq!(reason(&v), "APPROVAL_REQUIRED");
+    assert!(!ws.root.join("w.txt").exists());
+}
+
+#[test]
+fn writes_beyond_the_hard_limit_are_cut_and_reported() {
+    let ws = Ws::new();
+    let line = "abcdefghijklmnopqrstuvwxyz0123456789\n";
+    ws.write("huge.txt", line.repeat(50_000));
+    let (ok, v) = ws.call_with(
+        "shelpa_pipe",
+        json!({"command": "tail -n +1 huge.txt | tee cut.txt", "confirm_oversize": true}),
+        &[],
+    );
+    assert!(ok, "{v}");
+    assert_eq!(v["meta"]["tee"]["truncated"], true);
+    assert_eq!(v["meta"]["tee"]["bytes"], 1_048_576);
+    let written = std::fs::metadata(ws.root.join("cut.txt"))
+        .expect("written")
+        .len();
+    assert_eq!(written, 1_048_576);
+    assert_eq!(v["stdout"].as_str().expect("text").len(), 1_048_576);
+}
+
+#[test]
+fn unsafe_write_targets_are_refused() {
+    let ws = Ws::new();
+    ws.write("real.txt", "x\n");
+    std::os::unix::fs::symlink("real.txt", ws.root.join("link.txt")).expect("symlink");
+    std::fs::hard_link(ws.root.join("real.txt"), ws.root.join("hard.txt")).expect("hardlink");
+    std::fs::create_dir(ws.root.join(".git")).expect("mkdir");
+
+    let write = |path: &str, append: bool| {
+        ws.call_with(
+            "shelpa_write",
+            json!({"path": path, "content": "y\n", "append": append}),
+            &[],
+        )
+    };
+    let (ok, v) = write("link.txt", false);
+    assert!(!ok);
+    assert_eq!(reason(&v), "DISALLOWED_TARGET");
+    let (ok, v) = write("hard.txt", true);
+    assert!(!ok);
+    assert_eq!(reason(&v), "DISALLOWED_TARGET");
+    let (ok, v) = write(".git/config", false);
+    assert!(!ok);
+    assert_eq!(reason(&v), "PROTECTED_PATH");
+    let (ok, v) = write(".shelpa/real.txt", false);
+    assert!(!ok);
+    assert_eq!(reason(&v), "PROTECTED_PATH");
+    let (ok, v) = write("../outside.txt", false);
+    assert!(!ok);
+    assert_eq!(reason(&v), "PATH_ESCAPE");
+    assert_eq!(ws.read("real.txt"), "x\n");
+}
+
+#[test]
+fn a_symlinked_mirror_is_refused_and_nothing_is_written() {
+    let ws = Ws::new();
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::os::unix::fs::symlink(outside.path(), ws.root.join(".shelpa")).expect("symlink");
+    let (ok, v) = ws.call_with(
+        "shelpa_write",
+        json!({"path": "a.txt", "content": "y\n"}),
+        &[],
+    );
+    assert!(!ok);
+    assert_eq!(v["error"]["code"], "EXEC_FAILED");
+    assert!(!ws.root.join("a.txt").exists());
+    assert_eq!(std::fs::read_dir(outside.path()).expect("dir").count(), 0);
+}
+
+#[test]
+fn the_builtin_ls_hides_the_mirror() {
+    let ws = Ws::new();
+    ws.write("a.txt", "x\n");
+    ws.write("dir/b.txt", "x\n");
+    let (ok, _) = ws.call_with(
+        "shelpa_write",
+        json!({"path": "c.txt", "content": "y\n"}),
+        &[],
+    );
+    assert!(ok);
+    let v = ws.pipe_ok("ls");
+    assert_eq!(v["stdout"], "a.txt\nc.txt\ndir/\n");
+}
+
+/// A server speaking MCP over stdin/stdout.
+struct Mcp {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Mcp {
+    fn start(root: &Path) -> Mcp {
+        let mut child = Command::new(bin())
+            .args(["--legacy-pipe", "--root"])
+            .arg(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn server");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut mcp = Mcp {
+            child,
+            stdin,
+            stdout,
+        };
+        mcp.send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "pipe-exec-test", "version": "1"}}}),
+        );
+        let init = mcp.response(0);
+        assert!(init["result"]["protocolVersion"].is_string(), "{init}");
+        mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp
+    }
+
+    fn send(&mut self, msg: Value) {
+        writeln!(self.stdin, "{msg}").expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// Reads messages until the response to `id`; panics if a response to any other id in
+    /// `forbidden` shows up first.
+    fn response_excluding(&mut self, id: u64, forbidden: &[u64]) -> Value {
+        loop {
+            let mut line = String::new();
+            let n = self.stdout.read_line(&mut line).expect("read");
+            assert!(n > 0, "server closed stdout");
+            let msg: Value = serde_json::from_str(&line).expect("json");
+            if let Some(got) = msg["id"].as_u64() {
+                assert!(
+                    !forbidden.contains(&got),
+                    "unexpected response to {got}: {msg}"
+                );
+                if got == id {
+                    return msg;
+                }
+            }
+        }
+    }
+
+    fn response(&mut self, id: u64) -> Value {
+        self.response_excluding(id, &[])
+    }
+
+    fn pipe(&mut self, id: u64, args: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "shelpa_pipe", "arguments": args}}));
+        self.response(id)["result"].clone()
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn cd_persists_for_the_session_and_cwd_overrides_one_call() {
+    let ws = Ws::new();
+    ws.write("src/inner/f.txt", "x\n");
+    ws.write("file.txt", "x\n");
+    let root = ws.root.display().to_string();
+    let mut mcp = Mcp::start(&ws.root);
+
+    let r = mcp.pipe(1, json!({"command": "pwd"}));
+    assert_eq!(r["structuredContent"]["stdout"], format!("{root}\n"));
+    let r = mcp.pipe(2, json!({"command": "cd src"}));
+    assert_eq!(r["isError"], false, "{r}");
+    let r = mcp.pipe(3, json!({"command": "pwd"}));
+    assert_eq!(r["structuredContent"]["stdout"], format!("{root}/src\n"));
+    let r = mcp.pipe(4, json!({"command": "ls"}));
+    assert_eq!(r["structuredContent"]["stdout"], "inner/\n");
+
+    // The override is root-relative and lasts one call.
+    let r = mcp.pipe(5, json!({"command": "pwd", "cwd": "src/inner"}));
+    assert_eq!(
+        r["structuredContent"]["stdout"],
+        format!("{root}/src/inner\n")
+    );
+    let r = mcp.pipe(6, json!({"command": "pwd"}));
+    assert_eq!(r["structuredContent"]["stdout"], format!("{root}/src\n"));
+
+    let r = mcp.pipe(7, json!({"command": "pwd", "cwd": "../.."}));
+    assert_eq!(r["isError"], true);
+    let text = r["content"][0]["text"].as_str().expect("text");
+    let err: Value = serde_json::from_str(text).expect("json");
+    assert_eq!(reason(&err), "PATH_ESCAPE");
+
+    // cd to a file or outside fails and leaves the session where it was.
+    let r = mcp.pipe(8, json!({"command": "cd ../file.txt"}));
+    assert_eq!(r["isError"], true);
+    let r = mcp.pipe(9, json!({"command": "pwd"}));
+    assert_eq!(r["structuredContent"]["stdout"], format!("{root}/src\n"));
+}
+
+#[test]
+fn cancelling_a_call_kills_its_pipeline() {
+    let ws = Ws::new();
+    let marker = unique_marker("cancel");
+    let mut mcp = Mcp::start(&ws.root);
+    let command = format!(r#"awk 'BEGIN {{ m = "{marker}"; while (1) {{}} }}' | wc -l"#);
+    mcp.send(json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+        "params": {"name": "shelpa_pipe", "arguments": {"command": command}}}));
+    // Wait until the stage really runs before cancelling it.
+    while processes_with(&marker).is_empty() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    mcp.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 10, "reason": "test"}}),
+    );
+    // The next call runs on the same worker, so its answer means the pipeline was torn down.
+    mcp.send(json!({"jsonrpc": "2.0", "id": 11, "method": "tools/call",
+        "params": {"name": "shelpa_pipe", "arguments": {"command": "pwd"}}}));
+    let r = mcp.response_excluding(11, &[10]);
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert!(
+        processes_with(&marker).is_empty(),
+        "the cancelled stage survived"
+    );
+}
+
+#[test]
+fn the_help_names_the_tools_commands_and_rules() {
+    let out = Command::new(bin())
+        .args(["--legacy-pipe", "--help"])
+        .output()
+        .expect("run binary");
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "shelpa_pipe",
+        "shelpa_write",
+        "Content-Length",
+        "confirm_oversize",
+        "tee (built in)",
+        "cd DIR",
+        "pwd",
+        "sed -i",
+    ] {
+        assert!(help.contains(needle), "help lacks {needle}");
+    }
+    for command in [
+        "tail", "rg", "awk", "sed", "tr", "jq", "wc", "fd", "ls", "head", "sort",
+    ] {
+        assert!(help.contains(command), "help lacks {command}");
+    }
+}
+
+#[test]
+fn one_tee_can_write_several_files_each_with_its_mirror() {
+    let ws = Ws::new();
+    ws.write("in.txt", "a\nb\n");
+    let v = ws.pipe_ok("tail -n 1 in.txt | tee one.txt two.txt | wc -l");
+    assert_eq!(v["stdout"].as_str().expect("text").trim(), "1");
+    assert_eq!(v["meta"]["tee"]["paths"], json!(["one.txt", "two.txt"]));
+    assert_eq!(
+        v["meta"]["tee"]["mirror"],
+        json!([".shelpa/one.txt", ".shelpa/two.txt"])
+    );
+    assert_eq!(ws.read("one.txt"), "b\n");
+    assert_eq!(ws.read("two.txt"), "b\n");
+    assert!(ws.read(".shelpa/two.txt").ends_with("---\nb\n"));
+}
