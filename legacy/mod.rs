@@ -1,6 +1,9 @@
 //! The shelpa generation (`--legacy-pipe`): a virtual pipeline shell.
 
+pub mod parse;
 pub mod plan;
+pub mod policy;
+pub mod tools;
 
 use crate::guard::PathGuard;
 use crate::toolset::{CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
