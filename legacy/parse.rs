@@ -433,13 +433,19 @@ mod tests {
         assert_eq!(texts("rg 'a|b' x"), vec![vec!["rg", "a|b", "x"]]);
         assert_eq!(texts("rg \"|\""), vec![vec!["rg", "|"]]);
         assert_eq!(texts("rg \\| x"), vec![vec!["rg", "|", "x"]]);
-        assert_eq!(texts("tail app.log|rg x"), vec![vec!["tail", "app.log"], vec!["rg", "x"]]);
+        assert_eq!(
+            texts("tail app.log|rg x"),
+            vec![vec!["tail", "app.log"], vec!["rg", "x"]]
+        );
     }
 
     #[test]
     fn quoting_follows_posix_rules() {
         assert_eq!(texts(r#"rg "\.rs$""#), vec![vec!["rg", r"\.rs$"]]);
-        assert_eq!(texts(r#"echo "a\"b" 'c\d' e\ f"#)[0], vec!["echo", "a\"b", "c\\d", "e f"]);
+        assert_eq!(
+            texts(r#"echo "a\"b" 'c\d' e\ f"#)[0],
+            vec!["echo", "a\"b", "c\\d", "e f"]
+        );
         assert_eq!(texts("awk '$3 > 5'")[0], vec!["awk", "$3 > 5"]);
         assert_eq!(texts("a '' \"\"")[0], vec!["a", "", ""]);
         assert_eq!(texts("rg #TODO src")[0], vec!["rg", "#TODO", "src"]);
@@ -498,7 +504,11 @@ mod tests {
             ("a>f", ">"),
             ("a << EOF", "<<"),
         ] {
-            assert_eq!(reason(cmd), (GuardReason::Redirect, token.to_string()), "{cmd}");
+            assert_eq!(
+                reason(cmd),
+                (GuardReason::Redirect, token.to_string()),
+                "{cmd}"
+            );
         }
         let r = parse("sort < f").expect_err("refused");
         assert!(r.suggestion.contains("instead of <"), "{}", r.suggestion);
@@ -509,7 +519,11 @@ mod tests {
     #[test]
     fn refuses_empty_stages_and_unbalanced_quotes_as_parse_errors() {
         for cmd in ["", "   ", "| a", "a |", "a | | b", "a 'b", "a \"b", "a |  "] {
-            assert_eq!(parse(cmd).expect_err(cmd).reason, GuardReason::ParseError, "{cmd:?}");
+            assert_eq!(
+                parse(cmd).expect_err(cmd).reason,
+                GuardReason::ParseError,
+                "{cmd:?}"
+            );
         }
     }
 

@@ -22,8 +22,8 @@ pub mod tables;
 use std::ffi::OsString;
 use std::path::Path;
 
-pub use super::tools::ToolPaths;
 use super::plan::{CommandName, GuardReason, Plan, Refusal, Stage, Step, Word};
+pub use super::tools::ToolPaths;
 use crate::guard::PathGuard;
 use getopt::{parse_args, Arity, Item, ParsedOpt, Rule, Syntax};
 
@@ -115,7 +115,11 @@ fn cd(words: &[Word], cx: &PolicyContext) -> Result<Plan, Refusal> {
                 return Err(Refusal::new(
                     GuardReason::ParseError,
                     w.text.as_str(),
-                    format!("'{}' matches {} paths; cd needs exactly one.", w.text, matches.len()),
+                    format!(
+                        "'{}' matches {} paths; cd needs exactly one.",
+                        w.text,
+                        matches.len()
+                    ),
                     "Name the directory exactly.",
                 ));
             }
@@ -159,11 +163,8 @@ fn builtin_ls(words: &[Word], cx: &PolicyContext) -> Result<Option<Plan>, Refusa
     }
     let resolved = match target {
         None => cx.cwd.to_path_buf(),
-        Some(w) => {
-            // Same refusals as any read operand (escapes, FIFOs), then the guarded path itself.
-            paths::read_path(cx, &w.text)?;
-            paths::resolve_dir(cx, &w.text)?.path
-        }
+        // Listing only stats, so a FIFO here cannot hang anything; only confinement matters.
+        Some(w) => paths::resolve_dir(cx, &w.text)?.path,
     };
     Ok(Some(Plan::BuiltinLs {
         target: resolved,
@@ -192,8 +193,7 @@ struct Argv {
 fn stage_step(stage: &Stage, cx: &PolicyContext) -> Result<Step, Refusal> {
     let name_word = &stage.words[0];
     let name = name_word.text.as_str();
-    let Some(command) = CommandName::parse(name).filter(|_| name_word.glob_chars.is_empty())
-    else {
+    let Some(command) = CommandName::parse(name).filter(|_| name_word.glob_chars.is_empty()) else {
         return Err(disallowed_cmd(name));
     };
     let args = &stage.words[1..];
@@ -246,9 +246,9 @@ fn stage_step(stage: &Stage, cx: &PolicyContext) -> Result<Step, Refusal> {
             }
         }
         CommandName::Ls => {
-            let hidden = opts.iter().any(|o| {
-                o.def.is("all") || o.def.is("almost-all") || o.def.short == Some('f')
-            });
+            let hidden = opts
+                .iter()
+                .any(|o| o.def.is("all") || o.def.is("almost-all") || o.def.short == Some('f'));
             if let Some(r) = opts.iter().find(|o| o.def.is("recursive")) {
                 if hidden {
                     return Err(Refusal::new(
@@ -285,7 +285,8 @@ fn stage_step(stage: &Stage, cx: &PolicyContext) -> Result<Step, Refusal> {
                 if k == 0 && !program_in_options {
                     programs::check_awk_program(&w.text)?;
                     push_data(command, &mut argv, w)?;
-                } else if w.glob_chars.is_empty() && programs::check_awk_assignment(&w.text, false)? {
+                } else if w.glob_chars.is_empty() && programs::check_awk_assignment(&w.text, false)?
+                {
                     argv.operands.push(OsString::from(&w.text));
                 } else {
                     push_path(cx, &mut argv, w)?;
@@ -556,12 +557,16 @@ pub fn dangerous_spellings() -> Vec<DangerousSpelling> {
             .collect();
         let permutes = !matches!(table.syntax, Syntax::Gnu { permute: false, .. });
         let lead: &[&str] = match command {
-            CommandName::Sed => &["p"],
+            CommandName::Sed => &["p", "f.txt"],
             CommandName::Rg | CommandName::Fd => &["x"],
             CommandName::Jq => &["."],
             _ => &["f.txt"],
         };
-        for def in table.options.iter().filter(|d| matches!(d.rule, Rule::Deny(_))) {
+        for def in table
+            .options
+            .iter()
+            .filter(|d| matches!(d.rule, Rule::Deny(_)))
+        {
             let mut spellings: Vec<Vec<String>> = Vec::new();
             let val = |v: &mut Vec<String>| match def.arity {
                 Arity::Required => v.push("x".into()),
@@ -617,7 +622,12 @@ pub fn dangerous_spellings() -> Vec<DangerousSpelling> {
             if permutes {
                 let after: Vec<Vec<String>> = spellings
                     .iter()
-                    .map(|s| lead.iter().map(|l| l.to_string()).chain(s.clone()).collect())
+                    .map(|s| {
+                        lead.iter()
+                            .map(|l| l.to_string())
+                            .chain(s.clone())
+                            .collect()
+                    })
                     .collect();
                 spellings.extend(after);
             }

@@ -68,7 +68,10 @@ impl ToolPaths {
                     command.as_str(),
                     SEARCH_PATH.join(":")
                 ),
-                format!("Install it ({}) and restart the server.", install_hint(command)),
+                format!(
+                    "Install it ({}) and restart the server.",
+                    install_hint(command)
+                ),
             )
         })
     }

@@ -402,7 +402,7 @@ fn w_option(table: &Table, value: &str, typed: &str) -> Result<ParsedOpt, Refusa
         if let Rule::Deny(why) = def.rule {
             return Err(denied(table, &format!("'{typed}'"), def, why));
         }
-        if name == "version" {
+        if value == "version" {
             return Ok(ParsedOpt {
                 def,
                 typed: typed.to_string(),
@@ -520,7 +520,10 @@ fn unknown(table: &Table, shown: &str) -> Refusal {
     Refusal::new(
         GuardReason::DisallowedOption,
         token,
-        format!("Option {shown} is not allowed for {}.", table.command.as_str()),
+        format!(
+            "Option {shown} is not allowed for {}.",
+            table.command.as_str()
+        ),
         format!("Allowed options: {}", table.allowed_summary()),
     )
 }

@@ -235,6 +235,10 @@ pub(super) fn expand_glob(cx: &PolicyContext, word: &Word) -> Result<Vec<String>
     let absolute = typed.starts_with('/');
     let mut candidates: Vec<String> = vec![if absolute { "/".into() } else { String::new() }];
     let mut offset = 0;
+    // Once a component has been matched against a listing, candidates are names that exist; one
+    // that leads through an escaping symlink is dropped, as a shell drops a non-match. Before
+    // that, the literal base directory must itself be inside the workspace.
+    let mut expanded = false;
     for component in typed.split('/') {
         let start = offset;
         offset += component.len() + 1;
@@ -269,7 +273,11 @@ pub(super) fn expand_glob(cx: &PolicyContext, word: &Word) -> Result<Vec<String>
         let mut next = Vec::new();
         for dir in &candidates {
             let dir_typed = if dir.is_empty() { "." } else { dir.as_str() };
-            let resolved = guard(cx, dir_typed, FinalLink::Follow, false)?;
+            let resolved = match guard(cx, dir_typed, FinalLink::Follow, false) {
+                Ok(r) => r,
+                Err(_) if expanded => continue,
+                Err(e) => return Err(e),
+            };
             let Ok(entries) = std::fs::read_dir(&resolved.path) else {
                 continue;
             };
@@ -296,10 +304,15 @@ pub(super) fn expand_glob(cx: &PolicyContext, word: &Word) -> Result<Vec<String>
             }
         }
         candidates = next;
+        expanded = true;
         if candidates.is_empty() {
             break;
         }
     }
+    candidates.retain(|c| {
+        guard(cx, c, FinalLink::NoFollow, false)
+            .is_ok_and(|r| std::fs::symlink_metadata(&r.path).is_ok())
+    });
     if candidates.is_empty() {
         return Err(Refusal::new(
             GuardReason::ParseError,

@@ -21,7 +21,10 @@ const AWK_PROTECTED_VARS: [&str; 6] = ["ENVIRON", "PROCINFO", "SYMTAB", "FUNCTAB
 /// forms `|&` and `/inet`.
 pub(super) fn check_awk_program(text: &str) -> Result<(), Refusal> {
     let found = [
-        ("@", "'@' (@load, @include, @namespace, indirect calls like @f())"),
+        (
+            "@",
+            "'@' (@load, @include, @namespace, indirect calls like @f())",
+        ),
         ("ENVIRON", "ENVIRON (the environment)"),
         ("PROCINFO", "PROCINFO (process and host information)"),
         ("SYMTAB", "SYMTAB (indirect access to every variable)"),
@@ -96,9 +99,7 @@ fn jq_forbidden() -> &'static Regex {
 
 fn jq_env_word() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"(^|[^.$A-Za-z0-9_])env\b").expect("constant pattern compiles")
-    })
+    RE.get_or_init(|| Regex::new(r"(^|[^.$A-Za-z0-9_])env\b").expect("constant pattern compiles"))
 }
 
 /// Refuses jq programs that read files or the environment: modules (`import`, `include`,
@@ -167,7 +168,14 @@ mod tests {
         ] {
             assert!(check_jq_program(p).is_err(), "{p}");
         }
-        for p in [".", ".env", ".config.env", ".[] | select(.x > 1)", "$environment", "input_filename"] {
+        for p in [
+            ".",
+            ".env",
+            ".config.env",
+            ".[] | select(.x > 1)",
+            "$environment",
+            "input_filename",
+        ] {
             assert!(check_jq_program(p).is_ok(), "{p}");
         }
     }

@@ -26,12 +26,37 @@ pub static TAIL: Table = Table {
         deny(None, &["follow"], Optional, HANG),
         deny(Some('F'), &[], Flag, HANG),
         allow(Some('n'), &["lines"], Required, "5"),
-        deny(None, &["max-unchanged-stats"], Required, "it only tunes follow mode, which hangs"),
-        deny(None, &["pid"], Required, "it only applies to follow mode, which hangs"),
-        deny(None, &["-presume-input-pipe"], Flag, "it is an internal testing option"),
+        deny(
+            None,
+            &["max-unchanged-stats"],
+            Required,
+            "it only tunes follow mode, which hangs",
+        ),
+        deny(
+            None,
+            &["pid"],
+            Required,
+            "it only applies to follow mode, which hangs",
+        ),
+        deny(
+            None,
+            &["-presume-input-pipe"],
+            Flag,
+            "it is an internal testing option",
+        ),
         allow(Some('q'), &["quiet", "silent"], Flag, ""),
-        deny(None, &["retry"], Flag, "it keeps retrying an unreadable file and can hang"),
-        deny(Some('s'), &["sleep-interval"], Required, "it only tunes follow mode, which hangs"),
+        deny(
+            None,
+            &["retry"],
+            Flag,
+            "it keeps retrying an unreadable file and can hang",
+        ),
+        deny(
+            Some('s'),
+            &["sleep-interval"],
+            Required,
+            "it only tunes follow mode, which hangs",
+        ),
         allow(Some('v'), &["verbose"], Flag, ""),
         allow(Some('z'), &["zero-terminated"], Flag, ""),
         allow(None, &["help"], Flag, ""),
@@ -50,7 +75,12 @@ pub static HEAD: Table = Table {
     options: &[
         allow(Some('c'), &["bytes"], Required, "5"),
         allow(Some('n'), &["lines"], Required, "5"),
-        deny(None, &["-presume-input-pipe"], Flag, "it is an internal testing option"),
+        deny(
+            None,
+            &["-presume-input-pipe"],
+            Flag,
+            "it is an internal testing option",
+        ),
         allow(Some('q'), &["quiet", "silent"], Flag, ""),
         allow(Some('v'), &["verbose"], Flag, ""),
         allow(Some('z'), &["zero-terminated"], Flag, ""),
@@ -97,7 +127,12 @@ pub static SORT: Table = Table {
         allow(Some('c'), &[], Flag, ""),
         allow(None, &["check"], Optional, ""),
         allow(Some('C'), &[], Flag, ""),
-        deny(None, &["compress-program"], Required, "it runs another program"),
+        deny(
+            None,
+            &["compress-program"],
+            Required,
+            "it runs another program",
+        ),
         allow(None, &["debug"], Flag, ""),
         allow(Some('d'), &["dictionary-order"], Flag, ""),
         allow(Some('f'), &["ignore-case"], Flag, ""),
@@ -114,9 +149,19 @@ pub static SORT: Table = Table {
         allow(Some('m'), &["merge"], Flag, ""),
         allow(Some('M'), &["month-sort"], Flag, ""),
         allow(Some('n'), &["numeric-sort"], Flag, ""),
-        deny(Some('o'), &["output"], Required, "it writes a file; use | tee FILE to write files"),
+        deny(
+            Some('o'),
+            &["output"],
+            Required,
+            "it writes a file; use | tee FILE to write files",
+        ),
         allow(Some('R'), &["random-sort"], Flag, ""),
-        deny(None, &["random-source"], Required, "it reads a file the policy never sees"),
+        deny(
+            None,
+            &["random-source"],
+            Required,
+            "it reads a file the policy never sees",
+        ),
         allow(Some('r'), &["reverse"], Flag, ""),
         allow(None, &["sort"], Required, "numeric"),
         allow(Some('s'), &["stable"], Flag, ""),
@@ -133,7 +178,12 @@ pub static SORT: Table = Table {
         deny(Some('y'), &[], Required, "it is an obsolete no-op"),
         allow(Some('z'), &["zero-terminated"], Flag, ""),
         deny(None, &["parallel"], Required, "it can exhaust the machine"),
-        deny(None, &["batch-size"], Required, "it can exhaust file descriptors"),
+        deny(
+            None,
+            &["batch-size"],
+            Required,
+            "it can exhaust file descriptors",
+        ),
         allow(None, &["help"], Flag, ""),
         allow(None, &["version"], Flag, ""),
     ],
@@ -178,7 +228,12 @@ pub static SED: Table = Table {
             Required,
             "it reads the script from a file; pass the script inline or with -e",
         ),
-        deny(None, &["follow-symlinks"], Flag, "it follows symlinks while editing in place"),
+        deny(
+            None,
+            &["follow-symlinks"],
+            Flag,
+            "it follows symlinks while editing in place",
+        ),
         deny(Some('i'), &["in-place"], Optional, IN_PLACE),
         allow(Some('l'), &["line-length"], Required, "70"),
         allow(Some('n'), &["quiet", "silent"], Flag, ""),
@@ -229,7 +284,12 @@ pub static AWK: Table = Table {
             "it reads program text from a file (and -i inplace edits files)",
         ),
         allow(Some('I'), &["trace"], Flag, ""),
-        deny(Some('l'), &["load"], Required, "it loads native extension code"),
+        deny(
+            Some('l'),
+            &["load"],
+            Required,
+            "it loads native extension code",
+        ),
         allow(Some('L'), &["lint"], Optional, ""),
         allow(Some('M'), &["bignum"], Flag, ""),
         allow(Some('n'), &["non-decimal-data"], Flag, ""),
@@ -243,8 +303,18 @@ pub static AWK: Table = Table {
         allow(Some('S'), &["sandbox"], Flag, ""),
         allow(Some('t'), &["lint-old"], Flag, ""),
         allow(Some('V'), &["version"], Flag, ""),
-        deny(None, &["nostalgia"], Flag, "it is an undocumented joke option"),
-        deny(None, &["persist"], Optional, "it uses a persistent memory file"),
+        deny(
+            None,
+            &["nostalgia"],
+            Flag,
+            "it is an undocumented joke option",
+        ),
+        deny(
+            None,
+            &["persist"],
+            Optional,
+            "it uses a persistent memory file",
+        ),
     ],
 };
 
@@ -351,7 +421,12 @@ pub static TEE: Table = Table {
             Flag,
             "the built-in tee has no signal handling to change",
         ),
-        deny(Some('p'), &[], Flag, "the built-in tee has no output-error modes"),
+        deny(
+            Some('p'),
+            &[],
+            Flag,
+            "the built-in tee has no output-error modes",
+        ),
         deny(
             None,
             &["output-error"],
@@ -387,10 +462,25 @@ pub static RG: Table = Table {
         allow(Some('c'), &["count"], Flag, ""),
         allow(None, &["count-matches"], Flag, ""),
         allow(None, &["crlf"], Flag, ""),
-        deny(None, &["debug"], Flag, "it prints internal paths and configuration"),
-        deny(None, &["trace"], Flag, "it prints internal paths and configuration"),
+        deny(
+            None,
+            &["debug"],
+            Flag,
+            "it prints internal paths and configuration",
+        ),
+        deny(
+            None,
+            &["trace"],
+            Flag,
+            "it prints internal paths and configuration",
+        ),
         deny(None, &["dfa-size-limit"], Required, "it can exhaust memory"),
-        deny(None, &["regex-size-limit"], Required, "it can exhaust memory"),
+        deny(
+            None,
+            &["regex-size-limit"],
+            Required,
+            "it can exhaust memory",
+        ),
         allow(Some('E'), &["encoding"], Required, "utf-8"),
         allow(None, &["engine"], Required, "default"),
         allow(None, &["field-context-separator"], Required, "-"),
@@ -460,8 +550,18 @@ pub static RG: Table = Table {
         allow(None, &["path-separator"], Required, "/"),
         allow(Some('P'), &["pcre2"], Flag, ""),
         allow(None, &["pcre2-version"], Flag, ""),
-        deny(None, &["pre"], Required, "it runs a program on every searched file"),
-        deny(None, &["pre-glob"], Required, "it configures --pre, which runs programs"),
+        deny(
+            None,
+            &["pre"],
+            Required,
+            "it runs a program on every searched file",
+        ),
+        deny(
+            None,
+            &["pre-glob"],
+            Required,
+            "it configures --pre, which runs programs",
+        ),
         allow(None, &["no-pre"], Flag, ""),
         allow(Some('p'), &["pretty"], Flag, ""),
         allow(Some('q'), &["quiet"], Flag, ""),
@@ -489,8 +589,18 @@ pub static RG: Table = Table {
         allow(Some('V'), &["version"], Flag, ""),
         allow(None, &["vimgrep"], Flag, ""),
         allow(Some('w'), &["word-regexp"], Flag, ""),
-        deny(None, &["hostname-bin"], Required, "it runs a program (ripgrep 14+)"),
-        deny(Some('X'), &["index"], Flag, "it writes an index (unstable ripgrep builds)"),
+        deny(
+            None,
+            &["hostname-bin"],
+            Required,
+            "it runs a program (ripgrep 14+)",
+        ),
+        deny(
+            Some('X'),
+            &["index"],
+            Flag,
+            "it writes an index (unstable ripgrep builds)",
+        ),
     ],
 };
 
@@ -532,7 +642,12 @@ pub static FD: Table = Table {
         allow(Some('S'), &["size"], Required, "+1k"),
         allow(
             None,
-            &["changed-within", "change-newer-than", "newer", "changed-after"],
+            &[
+                "changed-within",
+                "change-newer-than",
+                "newer",
+                "changed-after",
+            ],
             Required,
             "2weeks",
         ),
@@ -543,14 +658,24 @@ pub static FD: Table = Table {
             "2weeks",
         ),
         allow(Some('o'), &["owner"], Required, "root"),
-        deny(Some('x'), &["exec"], Required, "it runs a program for every result"),
+        deny(
+            Some('x'),
+            &["exec"],
+            Required,
+            "it runs a program for every result",
+        ),
         deny(
             Some('X'),
             &["exec-batch"],
             Required,
             "it runs a program on the results",
         ),
-        allow(None, &["batch-size"], Required, "10"),
+        deny(
+            None,
+            &["batch-size"],
+            Required,
+            "it only configures --exec-batch, which runs programs",
+        ),
         deny(
             None,
             &["ignore-file"],
@@ -583,7 +708,8 @@ pub static FD: Table = Table {
     ],
 };
 
-const READS_FILE: &str = "it reads a file the policy never sees; pipe the file in or pass it as an operand";
+const READS_FILE: &str =
+    "it reads a file the policy never sees; pipe the file in or pass it as an operand";
 
 /// `jq` (1.6): exact long names, clusters of flags.
 pub static JQ: Table = Table {
@@ -634,7 +760,7 @@ pub static JQ: Table = Table {
     ],
 };
 
-/// The table of an external command (`None` for built-ins without one).
+/// The option table of a command (the built-in `tee` has one too, modelled on GNU tee).
 pub fn table(command: CommandName) -> &'static Table {
     match command {
         CommandName::Tail => &TAIL,
