@@ -85,6 +85,13 @@ impl<'a> Lexer<'a> {
                 "Send a pipeline such as: rg -n TODO src | head -20",
             ));
         }
+        if self.source.contains('\0') {
+            return Err(parse_error(
+                "NUL",
+                "The command contains a NUL byte, which no argument can hold.",
+                "Remove the NUL byte.",
+            ));
+        }
         // Trailing whitespace (including a final newline) is not a second command.
         let trimmed_len = self.source.trim_end().chars().count();
         self.chars.truncate(trimmed_len);
@@ -518,7 +525,9 @@ mod tests {
 
     #[test]
     fn refuses_empty_stages_and_unbalanced_quotes_as_parse_errors() {
-        for cmd in ["", "   ", "| a", "a |", "a | | b", "a 'b", "a \"b", "a |  "] {
+        for cmd in [
+            "", "   ", "| a", "a |", "a | | b", "a 'b", "a \"b", "a |  ", "rg a\0b",
+        ] {
             assert_eq!(
                 parse(cmd).expect_err(cmd).reason,
                 GuardReason::ParseError,

@@ -8,11 +8,30 @@
 //! `binary, forced safety flags, the caller's options as typed, trailing forced flags, --,
 //! operands`, so that no operand can ever be read as an option.
 //!
-//! Hidden state directories: `rg` and `fd` can be told to include hidden files, which would
-//! recurse into `.shelpa/` and `.filesystem/`. Rather than refusing `--hidden`, both always get
-//! trailing excludes (`rg --glob=!.shelpa …`, placed after the caller's globs because in rg the
-//! later glob wins; `fd --exclude=.shelpa …`). `ls -R` is refused together with `-a`/`-A`/`-f`,
-//! the only way it lists hidden directories.
+//! Decisions worth knowing:
+//!
+//! - Hidden state directories: `rg` and `fd` can be told to include hidden files, which would
+//!   recurse into `.shelpa/` and `.filesystem/`. Rather than refusing `--hidden`, both always get
+//!   trailing excludes (`rg --glob=!.shelpa …`, placed after the caller's globs because in rg the
+//!   later glob wins; `fd --exclude=.shelpa …`; these also skip nested directories of those
+//!   names). `ls -R` is refused together with `-a`/`-A`/`-f`, the only way it shows hidden
+//!   directories.
+//! - Forced flags: `sed --sandbox`, `gawk --sandbox`, `rg --no-config`,
+//!   `fd --no-global-ignore-file`, always first. fd 8.6 has no `--no-follow`; it does not follow
+//!   symlinks unless `-L`, which is refused.
+//! - awk `NAME=value` operands stay assignments (awk would treat them so anyway) unless NAME is
+//!   one of the variables that reach the environment, symbol table or file list; anything else
+//!   is a file and goes through the guard. gawk's sandbox refuses files added to `ARGV` at run
+//!   time.
+//! - jq: `input_filename` and `$__loc__` are allowed (they only reveal operand names and line
+//!   numbers); `env`, `$ENV` and module loading are refused. Options after `--args` are still
+//!   options, as in jq itself; strings that start with `-` go after `--`.
+//! - `sort -S` is capped at 512M (or 25%); `--parallel` and `--batch-size` are refused.
+//! - rg and fd values that start with `-` must be attached (`--glob=-x`), because their parsers
+//!   may read a separate dash-word as an option.
+//! - A `tee` target with more than one hard link is refused for overwrite as well as append.
+//! - Unquoted globs expand only in path operands; in patterns, programs and option values they
+//!   are refused with advice to quote, because a shell would have turned them into file names.
 
 pub mod getopt;
 mod paths;

@@ -832,3 +832,85 @@ fn the_outside_directory_is_never_named_in_refusals() {
         );
     }
 }
+
+#[test]
+fn recursive_tools_never_reach_the_state_directories() {
+    let w = ws();
+    std::fs::create_dir_all(w.root.join(".filesystem")).expect("mkdir");
+    std::fs::write(w.root.join(".filesystem/x"), "MIRRORED\n").expect("write");
+    std::fs::write(w.root.join(".shelpa/app.log"), "MIRRORED\n").expect("write");
+    std::fs::write(w.root.join("visible.txt"), "MIRRORED\n").expect("write");
+    std::fs::remove_file(w.root.join("pipe")).expect("rm fifo");
+    for command in [
+        "rg -uuu MIRRORED",
+        "rg --hidden --no-ignore -g '.shelpa/**' -g '*' MIRRORED",
+        "rg --files --hidden",
+        "fd -H -u -I",
+        "fd -H --full-path shelpa",
+        "ls -R",
+    ] {
+        let Plan::Pipeline(steps) = w.plan(command).expect("allowed") else {
+            panic!("{command}: not a pipeline");
+        };
+        let Step::Run { argv, .. } = &steps[0] else {
+            panic!("{command}: not a run step");
+        };
+        let out = Command::new(&argv[0])
+            .args(&argv[1..])
+            .current_dir(&w.root)
+            .env_clear()
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains(".shelpa"), "{command}: {stdout}");
+        assert!(!stdout.contains(".filesystem"), "{command}: {stdout}");
+        if command.contains("MIRRORED") {
+            assert!(stdout.contains("visible.txt"), "{command}: {stdout}");
+        }
+    }
+}
+
+#[test]
+fn arbitrary_command_strings_never_panic_and_plans_stay_well_formed() {
+    let w = ws();
+    let pieces = [
+        "rg", "sort", "tail", "sed", "awk", "jq", "fd", "ls", "tee", "head", "wc", "tr", "cd",
+        "-o", "--", "-", "|", "'", "\"", "\\", "$", "*", "?", "[", "]", "a", "=", "-W", "--ou",
+        "-n5", "-i", ".shelpa", "..", "/", "ä", " ", " ", " ", "src", "app.log", "-e", "p", "{",
+        "}", ";", ">", "<", "&", "#", "~", "\n", "-3f", "+1", "x=1", "@", "-rf", "--arg",
+    ];
+    // A small deterministic generator, so failures reproduce.
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut planned = 0;
+    for _ in 0..20_000 {
+        let len = 1 + (next() % 8) as usize;
+        let command: String = (0..len)
+            .map(|_| pieces[(next() % pieces.len() as u64) as usize])
+            .collect();
+        if let Ok(Plan::Pipeline(steps)) = w.plan(&command) {
+            planned += 1;
+            for step in steps {
+                match step {
+                    Step::Run { argv, cwd, .. } => {
+                        assert!(Path::new(&argv[0]).is_absolute(), "{command:?}");
+                        assert!(cwd.starts_with(&w.root), "{command:?}");
+                    }
+                    Step::Tee { targets, .. } => {
+                        for t in targets {
+                            assert!(t.starts_with(&w.root), "{command:?}");
+                            assert!(!t.starts_with(w.root.join(".shelpa")), "{command:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(planned > 0);
+}

@@ -542,3 +542,95 @@ fn denied(table: &Table, shown: &str, def: &OptDef, why: &str) -> Refusal {
         format!("Allowed options: {}", table.allowed_summary()),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tables::{AWK, JQ, RG, SORT};
+    use super::*;
+
+    fn words(args: &[&str]) -> Vec<Word> {
+        args.iter()
+            .map(|a| Word {
+                text: a.to_string(),
+                quoted: false,
+                glob_chars: Vec::new(),
+            })
+            .collect()
+    }
+
+    fn opts(table: &'static Table, args: &[&str]) -> Vec<(String, Vec<String>)> {
+        parse_args(table, &words(args))
+            .expect("parses")
+            .into_iter()
+            .filter_map(|i| match i {
+                Item::Opt(o) => Some((o.def.display(), o.values)),
+                Item::Operand(_) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn gnu_prefixes_resolve_against_the_full_list() {
+        assert!(matches!(SORT.match_long("rev"), LongMatch::One(d) if d.is("reverse")));
+        assert!(matches!(SORT.match_long("fi"), LongMatch::Ambiguous(_)));
+        assert!(matches!(SORT.match_long("sort"), LongMatch::One(d) if d.is("sort")));
+        assert!(matches!(SORT.match_long("nope"), LongMatch::None));
+        // rg never abbreviates.
+        assert!(matches!(RG.match_long("hidde"), LongMatch::None));
+    }
+
+    #[test]
+    fn clusters_swallow_values_like_getopt() {
+        assert_eq!(
+            opts(&SORT, &["-rnk2", "-t", ","]),
+            vec![
+                ("--reverse".to_string(), vec![]),
+                ("--numeric-sort".to_string(), vec![]),
+                ("--key".to_string(), vec!["2".to_string()]),
+                ("--field-separator".to_string(), vec![",".to_string()]),
+            ]
+        );
+        assert_eq!(
+            opts(&SORT, &["--key", "1,1", "--sort=numeric"]),
+            vec![
+                ("--key".to_string(), vec!["1,1".to_string()]),
+                ("--sort".to_string(), vec!["numeric".to_string()]),
+            ]
+        );
+        assert_eq!(
+            opts(&JQ, &["-rc", "--arg", "a", "b"]),
+            vec![
+                ("--raw-output".to_string(), vec![]),
+                ("--compact-output".to_string(), vec![]),
+                ("--arg".to_string(), vec!["a".to_string(), "b".to_string()]),
+            ]
+        );
+    }
+
+    #[test]
+    fn tokens_are_passed_on_exactly_once() {
+        let items = parse_args(&SORT, &words(&["-rk", "2", "f", "-u"])).expect("parses");
+        let tokens: Vec<String> = items
+            .iter()
+            .flat_map(|i| match i {
+                Item::Opt(o) => o.tokens.clone(),
+                Item::Operand(_) => Vec::new(),
+            })
+            .collect();
+        assert_eq!(tokens, vec!["-rk", "2", "-u"]);
+    }
+
+    #[test]
+    fn gawk_stops_at_the_first_operand_and_only_takes_w_version() {
+        let items = parse_args(&AWK, &words(&["{print}", "-f", "x"])).expect("parses");
+        assert_eq!(
+            items
+                .iter()
+                .filter(|i| matches!(i, Item::Operand(_)))
+                .count(),
+            3
+        );
+        assert!(parse_args(&AWK, &words(&["-W", "version"])).is_ok());
+        assert!(parse_args(&AWK, &words(&["-Wsandbox"])).is_err());
+    }
+}
