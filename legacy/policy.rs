@@ -424,6 +424,17 @@ fn jq_step(binary: &Path, items: &[Item], cx: &PolicyContext) -> Result<Step, Re
         match item {
             Item::Opt(o) => {
                 if o.def.is("args") || o.def.is("jsonargs") {
+                    // The argv puts every operand after the program and `--`, where jq reads
+                    // them all in the final mode; files named before --args would silently
+                    // become strings, so that order is refused instead.
+                    if !rest.is_empty() {
+                        return Err(Refusal::new(
+                            GuardReason::ParseError,
+                            o.typed.as_str(),
+                            format!("jq file operands before '{}' are not supported.", o.typed),
+                            "Pipe the file into jq instead, e.g. head -c 1000000 data.json | jq -n --args '…' a b.",
+                        ));
+                    }
                     strings = true;
                 }
                 options.extend(o.tokens.iter().map(OsString::from));

@@ -487,6 +487,7 @@ fn operand_models_tell_patterns_and_programs_from_paths() {
         strs(&["jq", "-n", "--args", "$ARGS", "--", "/etc/passwd", "-x"])
     );
     assert_eq!(w.reason("jq . /etc/passwd"), GuardReason::PathEscape);
+    assert_eq!(w.reason("jq . app.log --args a"), GuardReason::ParseError);
     // jq reads options until --, even after --args, as the real jq does.
     assert_eq!(
         w.reason("jq -n '$ARGS' --args a -x"),
@@ -929,4 +930,70 @@ fn arbitrary_command_strings_never_panic_and_plans_stay_well_formed() {
         }
     }
     assert!(planned > 0);
+}
+
+/// Runs a checked pipeline with plain OS pipes (a stand-in for the executor) and returns stdout.
+fn run_pipeline(w: &Ws, command: &str) -> String {
+    let Plan::Pipeline(steps) = w.plan(command).expect("allowed") else {
+        panic!("{command}: not a pipeline");
+    };
+    let mut input: Option<std::process::ChildStdout> = None;
+    let mut children = Vec::new();
+    for step in steps {
+        let Step::Run { argv, cwd, .. } = step else {
+            panic!("{command}: tee is not run here");
+        };
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("LC_ALL", "C.UTF-8")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        match input.take() {
+            Some(out) => cmd.stdin(Stdio::from(out)),
+            None => cmd.stdin(Stdio::null()),
+        };
+        let mut child = cmd.spawn().expect("spawn");
+        input = child.stdout.take();
+        children.push(child);
+    }
+    let mut out = String::new();
+    if let Some(mut last) = input {
+        std::io::Read::read_to_string(&mut last, &mut out).expect("read");
+    }
+    for mut c in children {
+        c.wait().expect("wait");
+    }
+    out
+}
+
+#[test]
+fn seed_pipelines_run_with_the_real_tools() {
+    let w = ws();
+    std::fs::remove_file(w.root.join("pipe")).expect("rm fifo");
+    assert_eq!(
+        run_pipeline(
+            &w,
+            "tail -n 100 app.log | rg \"ERROR\" | awk '{print $3}' | sort -u"
+        ),
+        "x\nz\n"
+    );
+    assert_eq!(
+        run_pipeline(&w, r#"ls src | rg "\.rs$""#),
+        "lib.rs\nmain.rs\n"
+    );
+    assert_eq!(
+        run_pipeline(&w, r#"fd "\.toml$" | head -5"#),
+        "Cargo.toml\n"
+    );
+    assert_eq!(
+        run_pipeline(&w, "sed -n 's/ERROR/E/p' app.log | wc -l"),
+        "2\n"
+    );
+    assert_eq!(
+        run_pipeline(&w, "jq -n -r --arg a b '$a' | tr a-z A-Z"),
+        "B\n"
+    );
 }
