@@ -268,7 +268,7 @@ impl<'a> Lexer<'a> {
         let expands = match next {
             None => false,
             Some(c) if c.is_ascii_alphanumeric() || c == '_' => true,
-            Some('{' | '(' | '@' | '*' | '#' | '?' | '$' | '!' | '-') => true,
+            Some('{' | '(' | '[' | '@' | '*' | '#' | '?' | '$' | '!' | '-') => true,
             // `$'…'` and `$"…"` are ANSI-C / locale quoting in bash.
             Some('\'' | '"') => !in_double_quotes,
             _ => false,
