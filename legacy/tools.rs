@@ -1,44 +1,152 @@
-//! TEMPORARY STAND-IN (branch pipeexec): resolves each pipeline command's absolute path once.
-//! Replaced wholesale by the real module from the policy branch at merge.
+//! Where the pipeline commands live on this machine, found once at start-up.
+//!
+//! Stage binaries are resolved to absolute paths from a fixed, system-only search path and never
+//! from the workspace or the server's own `PATH`: a workspace file called `rg` must never run,
+//! and a later change of directory or environment must not change which program a name means.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
-use super::plan::CommandName;
+use super::plan::{CommandName, GuardReason, Refusal};
 
-/// The absolute path of every pipeline command found on this machine, resolved once at start-up
-/// so that no stage is ever looked up in a `PATH` the workspace could influence.
+/// The only directories searched for stage binaries.
+pub const SEARCH_PATH: [&str; 3] = ["/usr/local/bin", "/usr/bin", "/bin"];
+
+/// The absolute path of each external pipeline command, or `None` when it is not installed
+/// (or not the implementation the policy was written for).
 #[derive(Clone, Debug, Default)]
 pub struct ToolPaths {
     paths: HashMap<CommandName, PathBuf>,
 }
 
 impl ToolPaths {
-    /// Looks every command up in `/usr/bin` and `/bin` (fd as `fdfind` too, awk as `gawk`).
-    pub fn discover() -> ToolPaths {
-        let mut paths = HashMap::new();
+    /// Searches [`SEARCH_PATH`] for every external command.
+    ///
+    /// `fd` is `fdfind` on Debian. `awk` must be GNU awk and `sed` GNU sed, because the policy
+    /// relies on their `--sandbox` switches: `gawk` is preferred, and a plain `awk`/`sed` is
+    /// accepted only if its `--version` says it is the GNU one.
+    pub fn discover() -> Self {
+        let mut tools = ToolPaths::default();
         for command in CommandName::ALL {
-            let names: &[&str] = match command {
-                CommandName::Tee => continue,
-                CommandName::Fd => &["fd", "fdfind"],
-                CommandName::Awk => &["gawk"],
-                other => &[other.as_str()],
+            let found = match command {
+                // Built in: nothing to find.
+                CommandName::Tee => None,
+                CommandName::Fd => find_first(&["fd", "fdfind"]),
+                CommandName::Awk => find_first(&["gawk"])
+                    .or_else(|| find_first(&["awk"]).filter(|p| version_says(p, "GNU Awk"))),
+                CommandName::Sed => find_first(&["sed"]).filter(|p| version_says(p, "GNU sed")),
+                other => find_first(&[other.as_str()]),
             };
-            'found: for dir in ["/usr/bin", "/bin"] {
-                for name in names {
-                    let p = Path::new(dir).join(name);
-                    if p.is_file() {
-                        paths.insert(command, p);
-                        break 'found;
-                    }
-                }
+            if let Some(path) = found {
+                tools.paths.insert(command, path);
             }
         }
-        ToolPaths { paths }
+        tools
     }
 
-    /// The resolved path of `command`, if installed (`tee` is built in and never has one).
+    /// Builds a table by hand (tests, or a caller that resolved the tools itself).
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (CommandName, PathBuf)>) -> Self {
+        ToolPaths {
+            paths: pairs.into_iter().collect(),
+        }
+    }
+
+    /// The resolved binary of `command`, if any.
     pub fn get(&self, command: CommandName) -> Option<&Path> {
         self.paths.get(&command).map(PathBuf::as_path)
+    }
+
+    /// The resolved binary, or the `MISSING_TOOL` refusal that says how to install it.
+    pub fn require(&self, command: CommandName) -> Result<&Path, Refusal> {
+        self.get(command).ok_or_else(|| {
+            Refusal::new(
+                GuardReason::MissingTool,
+                command.as_str(),
+                format!(
+                    "'{}' is allowed but not installed on this machine (searched {}).",
+                    command.as_str(),
+                    SEARCH_PATH.join(":")
+                ),
+                format!(
+                    "Install it ({}) and restart the server.",
+                    install_hint(command)
+                ),
+            )
+        })
+    }
+
+    /// The external commands that were not found, for help texts and `filesystem tools`.
+    pub fn missing(&self) -> Vec<CommandName> {
+        CommandName::ALL
+            .into_iter()
+            .filter(|c| *c != CommandName::Tee && !self.paths.contains_key(c))
+            .collect()
+    }
+}
+
+/// How to get a missing command on a Debian-like system.
+pub fn install_hint(command: CommandName) -> &'static str {
+    match command {
+        CommandName::Rg => "apt-get install ripgrep",
+        CommandName::Fd => "apt-get install fd-find",
+        CommandName::Awk => "apt-get install gawk; GNU awk is required for its --sandbox",
+        CommandName::Sed => "apt-get install sed; GNU sed is required for its --sandbox",
+        CommandName::Jq => "apt-get install jq",
+        _ => "apt-get install coreutils",
+    }
+}
+
+fn find_first(names: &[&str]) -> Option<PathBuf> {
+    names.iter().find_map(|name| {
+        SEARCH_PATH.iter().find_map(|dir| {
+            let candidate = Path::new(dir).join(name);
+            is_executable(&candidate).then_some(candidate)
+        })
+    })
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// Runs `path --version` with an empty environment and checks its first line.
+fn version_says(path: &Path, needle: &str) -> bool {
+    Command::new(path)
+        .arg("--version")
+        .env_clear()
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).contains(needle))
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn discovered_paths_are_absolute_and_from_the_fixed_search_path() {
+        let tools = ToolPaths::discover();
+        for command in CommandName::ALL {
+            if let Some(path) = tools.get(command) {
+                assert!(path.is_absolute());
+                assert!(SEARCH_PATH.iter().any(|d| path.starts_with(d)), "{path:?}");
+            }
+        }
+        assert!(tools.get(CommandName::Tee).is_none());
+    }
+
+    #[test]
+    fn a_missing_tool_is_refused_with_an_install_hint() {
+        let tools = ToolPaths::default();
+        let r = tools.require(CommandName::Fd).expect_err("missing");
+        assert_eq!(r.reason, GuardReason::MissingTool);
+        assert!(r.suggestion.contains("fd-find"), "{}", r.suggestion);
+        assert!(tools.missing().contains(&CommandName::Rg));
     }
 }
