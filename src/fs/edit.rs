@@ -71,7 +71,13 @@ pub fn edit_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput
     let dry_run = a.opt_bool("dryRun")?.unwrap_or(false);
     let edits = parse_edits(a.opt_array("edits")?)?;
 
-    let lock = cx.store.lock()?;
+    // The lock spans read-modify-write so a concurrent writer cannot be overwritten unseen; a dry
+    // run changes nothing and must not even create the store.
+    let lock = if dry_run {
+        None
+    } else {
+        Some(cx.store.lock()?)
+    };
     let target = target::writable(cx, path)?;
     let shown = target.resolved.display();
     if target.existing_mode.is_none() {
@@ -94,11 +100,11 @@ pub fn edit_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput
     let fenced = fence(&diff);
     let count = edits.len();
     let plural = if count == 1 { "" } else { "s" };
-    if dry_run {
+    let Some(lock) = lock else {
         return Ok(ToolOutput::text(format!(
             "Dry run: {count} edit{plural} to {shown} would change it as follows (nothing was written)\n{fenced}"
         )));
-    }
+    };
     if edited == normalized {
         return Ok(ToolOutput::text(format!(
             "{shown} unchanged: the edits replace text with identical text"

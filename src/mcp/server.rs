@@ -625,7 +625,11 @@ const REPLY_BATCH_BYTES: usize = 64 * 1024;
 /// Runs tool calls in arrival order. While more calls are already queued (a client pipelining
 /// requests), replies are framed into one buffer and handed to the writer together, which saves a
 /// thread wake-up and a `write(2)` per reply; a lone call's reply goes out at once.
-fn run_calls(executor: &Executor, jobs: &mpsc::Receiver<Box<CallJob>>, out: &mpsc::Sender<Vec<u8>>) {
+fn run_calls(
+    executor: &Executor,
+    jobs: &mpsc::Receiver<Box<CallJob>>,
+    out: &mpsc::Sender<Vec<u8>>,
+) {
     let mut batch = Vec::new();
     loop {
         let job = match jobs.try_recv() {
