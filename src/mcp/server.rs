@@ -16,6 +16,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
@@ -489,17 +490,19 @@ where
         in_flight,
     });
 
-    let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>();
+    let (out_tx, out_rx) = mpsc::channel::<Out>();
+    let outbox: Outbox = Arc::default();
+    let writer_outbox = outbox.clone();
     let writer = thread::Builder::new()
         .name("mcp-writer".into())
-        .spawn(move || write_loop(output, out_rx))?;
+        .spawn(move || write_loop(output, out_rx, writer_outbox))?;
 
     let (job_tx, job_rx) = mpsc::channel::<Box<CallJob>>();
     let worker_out = out_tx.clone();
     let worker_exec = executor.clone();
     let worker = thread::Builder::new()
         .name("mcp-worker".into())
-        .spawn(move || run_calls(&worker_exec, &job_rx, &worker_out))?;
+        .spawn(move || run_calls(&worker_exec, &job_rx, &outbox, &worker_out))?;
 
     let mut reader = FrameReader::new(input, config.max_message_bytes);
     let result = loop {
@@ -619,25 +622,37 @@ fn run_batch(
     (!replies.is_empty()).then_some(Value::Array(replies))
 }
 
-/// Bytes of replies a worker collects before handing them to the writer while more calls wait.
-const REPLY_BATCH_BYTES: usize = 64 * 1024;
+/// Longest a finished reply may wait in the outbox for company before the writer sends it.
+const REPLY_HOLD: Duration = Duration::from_millis(2);
+
+/// What the writer thread is asked to do.
+enum Out {
+    /// Write this framed message now.
+    Frame(Vec<u8>),
+    /// The outbox has replies; send them within [`REPLY_HOLD`] at the latest.
+    Pending,
+    /// Send the outbox now: no call is waiting, so nothing is gained by holding replies.
+    Flush,
+}
+
+/// Replies the worker has finished but the writer has not yet taken.
+type Outbox = Arc<Mutex<Vec<u8>>>;
 
 /// Runs tool calls in arrival order. While more calls are already queued (a client pipelining
-/// requests), replies are framed into one buffer and handed to the writer together, which saves a
-/// thread wake-up and a `write(2)` per reply; a lone call's reply goes out at once.
+/// requests), replies collect in the outbox and go out together — one thread wake-up and one
+/// `write(2)` for many replies — but never later than [`REPLY_HOLD`] after they were ready, even
+/// if the next call runs for a long time; a lone call's reply is flushed at once.
 fn run_calls(
     executor: &Executor,
     jobs: &mpsc::Receiver<Box<CallJob>>,
-    out: &mpsc::Sender<Vec<u8>>,
+    outbox: &Outbox,
+    out: &mpsc::Sender<Out>,
 ) {
-    let mut batch = Vec::new();
     loop {
         let job = match jobs.try_recv() {
             Ok(job) => job,
             Err(mpsc::TryRecvError::Empty) => {
-                if !batch.is_empty() {
-                    let _ = out.send(std::mem::take(&mut batch));
-                }
+                let _ = out.send(Out::Flush);
                 match jobs.recv() {
                     Ok(job) => job,
                     Err(_) => break,
@@ -645,44 +660,81 @@ fn run_calls(
             }
             Err(mpsc::TryRecvError::Disconnected) => break,
         };
-        if let Some(reply) = executor.run(&job) {
-            if let Ok(body) = serde_json::to_vec(&reply) {
-                let _ = write_frame(&mut batch, job.framing, &body);
+        let Some(reply) = executor.run(&job) else {
+            continue;
+        };
+        let Ok(body) = serde_json::to_vec(&reply) else {
+            continue;
+        };
+        let was_empty = match outbox.lock() {
+            Ok(mut buf) => {
+                let was_empty = buf.is_empty();
+                let _ = write_frame(&mut *buf, job.framing, &body);
+                was_empty
             }
-            if batch.len() >= REPLY_BATCH_BYTES {
-                let _ = out.send(std::mem::take(&mut batch));
-            }
+            Err(_) => break,
+        };
+        if was_empty {
+            let _ = out.send(Out::Pending);
         }
     }
-    if !batch.is_empty() {
-        let _ = out.send(batch);
-    }
+    let _ = out.send(Out::Flush);
 }
 
 /// Frames one message and queues it for the writer.
-fn send(tx: &mpsc::Sender<Vec<u8>>, framing: Framing, value: &Value) {
+fn send(tx: &mpsc::Sender<Out>, framing: Framing, value: &Value) {
     // Serialising a Value cannot fail; a closed channel means the writer is gone and the reply
     // has nowhere to go anyway.
     if let Ok(body) = serde_json::to_vec(value) {
         let mut framed = Vec::with_capacity(body.len() + 32);
         if write_frame(&mut framed, framing, &body).is_ok() {
-            let _ = tx.send(framed);
+            let _ = tx.send(Out::Frame(framed));
         }
     }
 }
 
-/// Writes framed replies in order, flushing whenever the queue runs dry so bursts go out in few
-/// syscalls.
-fn write_loop<W: Write>(output: W, rx: mpsc::Receiver<Vec<u8>>) {
+/// Writes replies: framed messages from the dispatcher at once, the worker's outbox when asked or
+/// when its hold time is up, and flushes whenever there is nothing more to do right now.
+fn write_loop<W: Write>(output: W, rx: mpsc::Receiver<Out>, outbox: Outbox) {
     let mut out = BufWriter::with_capacity(64 * 1024, output);
-    while let Ok(bytes) = rx.recv() {
-        if out.write_all(&bytes).is_err() {
+    let mut deadline: Option<Instant> = None;
+    let take = |out: &mut BufWriter<W>| -> io::Result<()> {
+        let batch = match outbox.lock() {
+            Ok(mut buf) => std::mem::take(&mut *buf),
+            Err(_) => return Err(io::Error::other("outbox poisoned")),
+        };
+        out.write_all(&batch)
+    };
+    loop {
+        let first = match deadline {
+            None => rx.recv().ok(),
+            Some(at) => match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                Ok(msg) => Some(msg),
+                Err(mpsc::RecvTimeoutError::Timeout) => Some(Out::Flush),
+                Err(mpsc::RecvTimeoutError::Disconnected) => None,
+            },
+        };
+        let Some(first) = first else {
+            let _ = take(&mut out).and_then(|_| out.flush());
             return;
-        }
-        while let Ok(bytes) = rx.try_recv() {
-            if out.write_all(&bytes).is_err() {
+        };
+        let mut next = Some(first);
+        while let Some(msg) = next {
+            let written = match msg {
+                Out::Frame(bytes) => out.write_all(&bytes),
+                Out::Pending => {
+                    deadline.get_or_insert_with(|| Instant::now() + REPLY_HOLD);
+                    Ok(())
+                }
+                Out::Flush => {
+                    deadline = None;
+                    take(&mut out)
+                }
+            };
+            if written.is_err() {
                 return;
             }
+            next = rx.try_recv().ok();
         }
         if out.flush().is_err() {
             return;
