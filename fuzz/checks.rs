@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use filesystem_mcp::guard::PathGuard;
+use filesystem_mcp::legacy::plan::{Plan, Step};
+use filesystem_mcp::legacy::policy::{check, PolicyContext, ToolPaths};
 use filesystem_mcp::mcp::server::{serve, ServerConfig};
 use filesystem_mcp::mcp::wire::{Frame, FrameReader};
 use filesystem_mcp::toolset::{Combined, Toolset};
@@ -78,5 +80,48 @@ pub fn guard(data: &[u8]) {
             "{input:?} -> {:?}",
             resolved.path
         );
+    }
+}
+
+/// A pipeline string the lexer and policy accept becomes a plan whose programs are absolute,
+/// whose directories and tee targets are inside the root (never in `.shelpa/`), and whose every
+/// absolute-path argument is inside the root.
+pub fn pipeline(data: &[u8]) {
+    static TOOLS: OnceLock<ToolPaths> = OnceLock::new();
+    let Ok(command) = std::str::from_utf8(data) else {
+        return;
+    };
+    let t = tree();
+    let tools = TOOLS.get_or_init(ToolPaths::discover);
+    let Ok(stages) = filesystem_mcp::legacy::parse::parse(command) else {
+        return;
+    };
+    let cx = PolicyContext {
+        guard: &t.guard,
+        cwd: &t.root,
+        tools,
+    };
+    let Ok(Plan::Pipeline(steps)) = check(&stages, &cx) else {
+        return;
+    };
+    for step in steps {
+        match step {
+            Step::Run { argv, cwd, .. } => {
+                assert!(PathBuf::from(&argv[0]).is_absolute(), "{command:?}");
+                assert!(cwd.starts_with(&t.root), "{command:?}");
+                for arg in &argv[1..] {
+                    let p = PathBuf::from(arg);
+                    if p.is_absolute() {
+                        assert!(p.starts_with(&t.root), "{command:?} passes {p:?}");
+                    }
+                }
+            }
+            Step::Tee { targets, .. } => {
+                for target in targets {
+                    assert!(target.starts_with(&t.root), "{command:?}");
+                    assert!(!target.starts_with(t.root.join(".shelpa")), "{command:?}");
+                }
+            }
+        }
     }
 }

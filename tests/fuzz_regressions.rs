@@ -32,3 +32,8 @@ fn saved_dispatch_inputs_still_pass() {
 fn saved_guard_inputs_still_pass() {
     replay("guard", checks::guard);
 }
+
+#[test]
+fn saved_pipeline_inputs_still_pass() {
+    replay("pipeline", checks::pipeline);
+}
