@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use filesystem_mcp::guard::PathGuard;
-use filesystem_mcp::legacy::plan::{Plan, Step};
+use filesystem_mcp::legacy::plan::{CommandName, Plan, Step};
 use filesystem_mcp::legacy::policy::{check, PolicyContext, ToolPaths};
 use filesystem_mcp::mcp::server::{serve, ServerConfig};
 use filesystem_mcp::mcp::wire::{Frame, FrameReader};
@@ -85,7 +85,11 @@ pub fn guard(data: &[u8]) {
 
 /// A pipeline string the lexer and policy accept becomes a plan whose programs are absolute,
 /// whose directories and tee targets are inside the root (never in `.shelpa/`), and whose every
-/// absolute-path argument is inside the root.
+/// absolute-path operand is inside the root. Operands are what follows the `--` the policy always
+/// inserts; option values before it (`tail -n /t`) are not paths and the tool itself rejects them.
+/// For rg, fd, awk and sed the first operand may be a pattern or program rather than a path, so it
+/// is left out; tr's and jq's operands are not paths at all (sets, `--args` strings). Leaving data
+/// out only weakens the check, never makes it wrong.
 pub fn pipeline(data: &[u8]) {
     static TOOLS: OnceLock<ToolPaths> = OnceLock::new();
     let Ok(command) = std::str::from_utf8(data) else {
@@ -106,10 +110,20 @@ pub fn pipeline(data: &[u8]) {
     };
     for step in steps {
         match step {
-            Step::Run { argv, cwd, .. } => {
+            Step::Run {
+                argv,
+                cwd,
+                command: name,
+            } => {
                 assert!(PathBuf::from(&argv[0]).is_absolute(), "{command:?}");
                 assert!(cwd.starts_with(&t.root), "{command:?}");
-                for arg in &argv[1..] {
+                let skip = match name {
+                    CommandName::Tr | CommandName::Jq => usize::MAX,
+                    CommandName::Rg | CommandName::Fd | CommandName::Awk | CommandName::Sed => 2,
+                    _ => 1,
+                };
+                let operands = argv.iter().skip_while(|a| a.as_os_str() != "--").skip(skip);
+                for arg in operands {
                     let p = PathBuf::from(arg);
                     if p.is_absolute() {
                         assert!(p.starts_with(&t.root), "{command:?} passes {p:?}");
