@@ -182,49 +182,70 @@ pub trait ToolsetFactory: Send + Sync {
 /// Several toolsets served as one, so an agent can choose between interfaces in one session.
 pub struct Combined {
     parts: Vec<Box<dyn Toolset>>,
+    tools: Vec<ToolDef>,
+    /// Which part serves each tool name, so a call is routed without asking every part.
+    owner: std::collections::HashMap<String, usize>,
 }
 
 impl Combined {
     /// Serves `parts` together; tool names must not collide (the first wins if they do).
     pub fn new(parts: Vec<Box<dyn Toolset>>) -> Self {
-        Combined { parts }
+        let mut owner = std::collections::HashMap::new();
+        let tagged = parts
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| p.tools().into_iter().map(move |t| (i, t)));
+        let mut tools = Vec::new();
+        for (i, tool) in tagged {
+            if !owner.contains_key(&tool.name) {
+                owner.insert(tool.name.clone(), i);
+                tools.push(tool);
+            }
+        }
+        Combined {
+            parts,
+            tools,
+            owner,
+        }
     }
 }
 
 impl Toolset for Combined {
     fn mode(&self) -> String {
-        self.parts
-            .iter()
-            .map(|p| p.mode())
-            .collect::<Vec<_>>()
-            .join("+")
+        joined_modes(self.parts.iter().map(|p| p.mode()))
     }
 
     fn instructions(&self) -> String {
-        self.parts
-            .iter()
-            .map(|p| p.instructions())
-            .collect::<Vec<_>>()
-            .join("\n\n")
+        joined_instructions(self.parts.iter().map(|p| p.instructions()))
     }
 
     fn tools(&self) -> Vec<ToolDef> {
-        let mut seen = std::collections::HashSet::new();
-        self.parts
-            .iter()
-            .flat_map(|p| p.tools())
-            .filter(|t| seen.insert(t.name.clone()))
-            .collect()
+        self.tools.clone()
     }
 
     fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput {
-        for part in &self.parts {
-            if part.tools().iter().any(|t| t.name == name) {
-                return part.call(name, args, ctx);
-            }
+        match self.owner.get(name).and_then(|&i| self.parts.get(i)) {
+            Some(part) => part.call(name, args, ctx),
+            None => ToolOutput::error("InvalidArgument", format!("unknown tool '{name}'")),
         }
-        ToolOutput::error("InvalidArgument", format!("unknown tool '{name}'"))
     }
+}
+
+/// The mode name of several toolsets served together (`legacy-pipe+filesystem`).
+fn joined_modes(modes: impl Iterator<Item = String>) -> String {
+    modes.collect::<Vec<_>>().join("+")
+}
+
+/// The instructions of several toolsets served together, with a word on choosing between them.
+fn joined_instructions(parts: impl Iterator<Item = String>) -> String {
+    let parts: Vec<String> = parts.collect();
+    let mut text = parts.join("\n\n");
+    if parts.len() > 1 {
+        text.push_str(
+            "\n\nThese interfaces act on the same workspace; use whichever fits the task.",
+        );
+    }
+    text
 }
 
 /// Builds [`Combined`] toolsets from several modes' factories.
@@ -241,24 +262,11 @@ impl CombinedFactory {
 
 impl ToolsetFactory for CombinedFactory {
     fn mode(&self) -> String {
-        self.parts
-            .iter()
-            .map(|p| p.mode())
-            .collect::<Vec<_>>()
-            .join("+")
+        joined_modes(self.parts.iter().map(|p| p.mode()))
     }
 
     fn instructions(&self) -> String {
-        let mut text = self
-            .parts
-            .iter()
-            .map(|p| p.instructions())
-            .collect::<Vec<_>>()
-            .join("\n\n");
-        text.push_str(
-            "\n\nBoth interfaces act on the same workspace; use whichever fits the task.",
-        );
-        text
+        joined_instructions(self.parts.iter().map(|p| p.instructions()))
     }
 
     fn definitions(&self) -> Vec<ToolDef> {

@@ -67,6 +67,22 @@ pub struct ClientInfo {
     pub protocol_version: String,
 }
 
+impl ClientInfo {
+    /// Reads an MCP `Implementation` object (`clientInfo`), tolerating its absence.
+    fn from_json(info: Option<&Value>, protocol_version: &str) -> Self {
+        let field = |key: &str| {
+            info.and_then(|i| i.get(key))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        ClientInfo {
+            name: field("name"),
+            version: field("version"),
+            protocol_version: protocol_version.to_string(),
+        }
+    }
+}
+
 /// A finished tool call, as seen by the core; observers such as a call log receive one per call.
 #[derive(Debug)]
 pub struct CallRecord<'a> {
@@ -259,17 +275,7 @@ impl Dispatcher {
             None => None,
             Some(Value::String(v)) if v == MODERN_VERSION => {
                 let info = params.get("_meta").and_then(|m| m.get(META_CLIENT_INFO));
-                Some(ClientInfo {
-                    name: info
-                        .and_then(|i| i.get("name"))
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    version: info
-                        .and_then(|i| i.get("version"))
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    protocol_version: MODERN_VERSION.to_string(),
-                })
+                Some(ClientInfo::from_json(info, MODERN_VERSION))
             }
             Some(Value::String(v)) => {
                 return err(
@@ -349,18 +355,7 @@ impl Dispatcher {
             .find(|v| **v == requested)
             .copied()
             .unwrap_or(HANDSHAKE_VERSIONS[HANDSHAKE_VERSIONS.len() - 1]);
-        let info = params.get("clientInfo");
-        self.session = Some(ClientInfo {
-            name: info
-                .and_then(|i| i.get("name"))
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            version: info
-                .and_then(|i| i.get("version"))
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            protocol_version: version.to_string(),
-        });
+        self.session = Some(ClientInfo::from_json(params.get("clientInfo"), version));
         Step::Reply(message::response(
             id,
             json!({

@@ -84,11 +84,7 @@ impl<R: BufRead> FrameReader<R> {
     /// consuming it.
     fn skip_blank(&mut self) -> io::Result<Option<u8>> {
         loop {
-            let buf = match self.inner.fill_buf() {
-                Ok(buf) => buf,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
+            let buf = fill(&mut self.inner)?;
             if buf.is_empty() {
                 return Ok(None);
             }
@@ -114,11 +110,7 @@ impl<R: BufRead> FrameReader<R> {
         let mut line = Vec::new();
         let mut overflow = false;
         loop {
-            let buf = match self.inner.fill_buf() {
-                Ok(buf) => buf,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
+            let buf = fill(&mut self.inner)?;
             if buf.is_empty() {
                 return Ok((line, overflow, false));
             }
@@ -218,6 +210,18 @@ impl<R: BufRead> FrameReader<R> {
             Err(e) => Err(e),
         }
     }
+}
+
+/// The reader's buffered bytes, retrying reads interrupted by a signal.
+fn fill<R: BufRead>(inner: &mut R) -> io::Result<&[u8]> {
+    loop {
+        match inner.fill_buf() {
+            Ok(_) => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    inner.fill_buf()
 }
 
 fn truncate(s: &str, max: usize) -> String {
