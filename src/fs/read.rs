@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::error::FsError;
 use super::target;
@@ -74,10 +74,7 @@ pub fn read_text_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolO
         }
     };
     let text = into_text(bytes, &resolved)?;
-    Ok(ToolOutput::structured(
-        text.clone(),
-        json!({ "content": text }),
-    ))
+    Ok(ToolOutput::text(text))
 }
 
 /// Text or `InvalidArgument`: a NUL byte or invalid UTF-8 means the file is binary.

@@ -37,16 +37,6 @@ fn object(properties: Value, required: &[&str]) -> Value {
     })
 }
 
-/// The `{content: string}` output schema the reference server gives its text tools.
-fn content_output() -> Value {
-    json!({
-        "type": "object",
-        "properties": {"content": {"type": "string"}},
-        "required": ["content"],
-        "additionalProperties": false,
-    })
-}
-
 const WRITE_TOOL: Effects = Effects {
     read_only: false,
     destructive: true,
@@ -70,7 +60,9 @@ pub fn definitions() -> Vec<ToolDef> {
                 }),
                 &["path"],
             ),
-            output_schema: Some(content_output()),
+            // Plain text, not structured data: a `{content}` copy would send every file twice
+            // (and double the JSON escaping, the hottest cost of a read).
+            output_schema: None,
             effects: Effects::READ_ONLY,
         },
         ToolDef {

@@ -203,7 +203,8 @@ fn call_result(output: &ToolOutput, protocol_version: &str, modern: bool) -> Val
 /// The session state and the dispatch rules of the protocol.
 struct Dispatcher {
     toolset: Arc<dyn Toolset>,
-    tools: Vec<ToolDef>,
+    /// Built on first use: `initialize` does not need them, and start-up is on the clock.
+    tools: Option<Vec<ToolDef>>,
     instructions: String,
     config: ServerConfig,
     /// Set once a handshake-era client has sent `initialize`.
@@ -218,6 +219,12 @@ impl Dispatcher {
             info["title"] = json!(format!("filesystem ({})", self.toolset.mode()));
         }
         info
+    }
+
+    /// The toolset's tools, built on first use.
+    fn tools(&mut self) -> &[ToolDef] {
+        let toolset = &self.toolset;
+        self.tools.get_or_insert_with(|| toolset.tools())
     }
 
     fn capabilities() -> Value {
@@ -368,17 +375,19 @@ impl Dispatcher {
     }
 
     fn list_tools(
-        &self,
+        &mut self,
         id: &Value,
         params: &Map<String, Value>,
         protocol_version: &str,
         modern: bool,
     ) -> Step {
+        let page_size = self.config.page_size.max(1);
+        let tools = self.tools();
         let start = match params.get("cursor") {
             None | Some(Value::Null) => 0,
             Some(Value::String(c)) => match c.strip_prefix("tools:").and_then(|n| n.parse().ok())
             {
-                Some(n) if n < self.tools.len() => n,
+                Some(n) if n < tools.len() => n,
                 _ => {
                     return Step::Reply(message::error(
                         id,
@@ -397,13 +406,13 @@ impl Dispatcher {
                 ))
             }
         };
-        let end = (start + self.config.page_size.max(1)).min(self.tools.len());
-        let page: Vec<Value> = self.tools[start..end]
+        let end = (start + page_size).min(tools.len());
+        let page: Vec<Value> = tools[start..end]
             .iter()
             .map(|t| t.to_json(protocol_version))
             .collect();
         let mut result = json!({ "tools": page });
-        if end < self.tools.len() {
+        if end < tools.len() {
             result["nextCursor"] = json!(format!("tools:{end}"));
         }
         if modern {
@@ -434,8 +443,9 @@ impl Dispatcher {
             Some(Value::Object(a)) => a.clone(),
             Some(_) => return invalid("tools/call params.arguments must be an object".into()),
         };
-        if !self.tools.iter().any(|t| t.name == name) {
-            let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        let tools = self.tools();
+        if !tools.iter().any(|t| t.name == name) {
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
             return invalid(format!(
                 "Unknown tool: {name}. Available tools: {}",
                 names.join(", ")
@@ -472,7 +482,7 @@ where
 {
     let in_flight: InFlight = Arc::default();
     let mut dispatcher = Dispatcher {
-        tools: toolset.tools(),
+        tools: None,
         instructions: toolset.instructions(),
         toolset: toolset.clone(),
         config: config.clone(),
@@ -484,6 +494,27 @@ where
         observer,
         in_flight,
     });
+    let mut reader = FrameReader::new(input, config.max_message_bytes);
+    let mut output = BufWriter::with_capacity(64 * 1024, output);
+
+    // The first exchange (normally `initialize`) is answered before any thread exists: the output
+    // pipe is still empty, so one small reply cannot block, and the client hears back without
+    // waiting for thread start-up.
+    let first = match reader.read_frame()? {
+        Some(frame) => {
+            let framing = reader.framing().unwrap_or(Framing::Lines);
+            match handle_frame(&mut dispatcher, &executor, frame, framing, &config) {
+                Step::Reply(reply) => {
+                    let body = serde_json::to_vec(&reply).map_err(io::Error::other)?;
+                    write_frame(&mut output, framing, &body)?;
+                    output.flush()?;
+                    None
+                }
+                other => Some(other),
+            }
+        }
+        None => return output.flush(),
+    };
 
     let (out_tx, out_rx) = mpsc::channel::<Out>();
     let outbox: Outbox = Arc::default();
@@ -499,64 +530,30 @@ where
         .name("mcp-worker".into())
         .spawn(move || run_calls(&worker_exec, &job_rx, &outbox, &worker_out))?;
 
-    let mut reader = FrameReader::new(input, config.max_message_bytes);
+    let mut next = first;
     let result = loop {
-        let frame = match reader.read_frame() {
-            Ok(Some(frame)) => frame,
-            Ok(None) => break Ok(()),
-            Err(e) => break Err(e),
-        };
-        let framing = reader.framing().unwrap_or(Framing::Lines);
-        let bytes = match frame {
-            Frame::Message(bytes) => bytes,
-            Frame::TooLarge => {
-                let reply = message::error(
-                    &Value::Null,
-                    code::INVALID_REQUEST,
-                    format!(
-                        "message larger than the limit of {} bytes was discarded; send smaller messages (e.g. split a large write)",
-                        config.max_message_bytes
-                    ),
-                    None,
-                );
-                send(&out_tx, framing, &reply);
-                continue;
-            }
-            Frame::BadHeader(why) => {
-                let reply = message::error(&Value::Null, code::PARSE_ERROR, why, None);
-                send(&out_tx, framing, &reply);
-                continue;
-            }
-        };
-        let value: Value = match serde_json::from_slice(&bytes) {
-            Ok(v) => v,
-            Err(e) => {
-                let reply = message::error(
-                    &Value::Null,
-                    code::PARSE_ERROR,
-                    format!("not valid JSON: {e}"),
-                    None,
-                );
-                send(&out_tx, framing, &reply);
-                continue;
-            }
-        };
-        match value {
-            Value::Array(items) => {
-                let reply = run_batch(&mut dispatcher, &executor, items, framing);
-                if let Some(reply) = reply {
-                    send(&out_tx, framing, &reply);
+        let step = match next.take() {
+            Some(step) => step,
+            None => match reader.read_frame() {
+                Ok(Some(frame)) => {
+                    let framing = reader.framing().unwrap_or(Framing::Lines);
+                    handle_frame(&mut dispatcher, &executor, frame, framing, &config)
                 }
-            }
-            single => match dispatcher.dispatch(single, framing) {
-                Step::Reply(reply) => send(&out_tx, framing, &reply),
-                Step::Call(job) => {
-                    if job_tx.send(job).is_err() {
-                        break Err(io::Error::other("tool worker stopped"));
-                    }
-                }
-                Step::Nothing => {}
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
             },
+        };
+        match step {
+            Step::Reply(reply) => {
+                let framing = reader.framing().unwrap_or(Framing::Lines);
+                send(&out_tx, framing, &reply);
+            }
+            Step::Call(job) => {
+                if job_tx.send(job).is_err() {
+                    break Err(io::Error::other("tool worker stopped"));
+                }
+            }
+            Step::Nothing => {}
         }
     };
     // End of input: let queued calls finish (a write in progress is never cut short), then flush.
@@ -565,6 +562,46 @@ where
     drop(out_tx);
     let _ = writer.join();
     result
+}
+
+/// Turns one frame into what to do about it: a reply, a call for the worker, or nothing.
+fn handle_frame(
+    dispatcher: &mut Dispatcher,
+    executor: &Executor,
+    frame: Frame,
+    framing: Framing,
+    config: &ServerConfig,
+) -> Step {
+    let bytes = match frame {
+        Frame::Message(bytes) => bytes,
+        Frame::TooLarge => {
+            return Step::Reply(message::error(
+                &Value::Null,
+                code::INVALID_REQUEST,
+                format!(
+                    "message larger than the limit of {} bytes was discarded; send smaller messages (e.g. split a large write)",
+                    config.max_message_bytes
+                ),
+                None,
+            ))
+        }
+        Frame::BadHeader(why) => {
+            return Step::Reply(message::error(&Value::Null, code::PARSE_ERROR, why, None))
+        }
+    };
+    match serde_json::from_slice(&bytes) {
+        Ok(Value::Array(items)) => match run_batch(dispatcher, executor, items, framing) {
+            Some(reply) => Step::Reply(reply),
+            None => Step::Nothing,
+        },
+        Ok(single) => dispatcher.dispatch(single, framing),
+        Err(e) => Step::Reply(message::error(
+            &Value::Null,
+            code::PARSE_ERROR,
+            format!("not valid JSON: {e}"),
+            None,
+        )),
+    }
 }
 
 /// JSON-RPC batches exist only in protocol 2025-03-26; every other revision forbids them.
