@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::mcp::server::{CallObserver, CallRecord};
 
@@ -74,30 +74,76 @@ impl CallLog {
 
     /// Builds the line for one call (exposed for tests of the format).
     pub fn line(&self, record: &CallRecord<'_>) -> Value {
+        serde_json::to_value(self.entry(record)).unwrap_or(Value::Null)
+    }
+
+    /// The line as a borrowing struct: serialised straight to bytes, it costs no intermediate
+    /// map per call (the log is written on every call, so this is on the hot path).
+    fn entry<'a>(&'a self, record: &'a CallRecord<'a>) -> LogLine<'a> {
         let output = record.output;
-        let input_bytes = serde_json::to_vec(record.args)
-            .map(|v| v.len())
-            .unwrap_or(0);
-        let mut line = json!({
-            "ts": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            "session": self.session,
-            "mode": self.mode,
-            "client": {"name": record.client.name, "version": record.client.version},
-            "protocol": record.client.protocol_version,
-            "tool": record.tool,
-            "outcome": if output.is_error { "error" } else { "ok" },
-            "error_kind": output.error_kind,
-            "duration_ms": record.duration.as_millis() as u64,
-            "input_bytes": input_bytes,
-            "output_bytes": output.text.len(),
-        });
-        for (key, value) in &output.log {
-            line[key] = value.clone();
+        let mut counter = ByteCounter(0);
+        let input_bytes = match serde_json::to_writer(&mut counter, record.args) {
+            Ok(()) => counter.0,
+            Err(_) => 0,
+        };
+        LogLine {
+            ts: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            session: &self.session,
+            mode: &self.mode,
+            client: ClientEntry {
+                name: record.client.name.as_deref(),
+                version: record.client.version.as_deref(),
+            },
+            protocol: &record.client.protocol_version,
+            tool: record.tool,
+            outcome: if output.is_error { "error" } else { "ok" },
+            error_kind: output.error_kind.as_deref(),
+            duration_ms: record.duration.as_millis() as u64,
+            input_bytes,
+            output_bytes: output.text.len(),
+            extra: &output.log,
+            args: self.include_args.then_some(record.args),
         }
-        if self.include_args {
-            line["args"] = Value::Object(record.args.clone());
-        }
-        line
+    }
+}
+
+/// One call-log line.
+#[derive(serde::Serialize)]
+struct LogLine<'a> {
+    ts: String,
+    session: &'a str,
+    mode: &'a str,
+    client: ClientEntry<'a>,
+    protocol: &'a str,
+    tool: &'a str,
+    outcome: &'static str,
+    error_kind: Option<&'a str>,
+    duration_ms: u64,
+    input_bytes: usize,
+    output_bytes: usize,
+    /// Facts the toolset adds (pipe stages, the refused token…).
+    #[serde(flatten)]
+    extra: &'a Map<String, Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    args: Option<&'a Map<String, Value>>,
+}
+
+#[derive(serde::Serialize)]
+struct ClientEntry<'a> {
+    name: Option<&'a str>,
+    version: Option<&'a str>,
+}
+
+/// Counts the bytes of a serialisation without keeping them.
+struct ByteCounter(usize);
+
+impl Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -106,7 +152,10 @@ impl CallObserver for CallLog {
         let Some(path) = self.path_for(record.args) else {
             return;
         };
-        let line = self.line(record);
+        let Ok(mut line) = serde_json::to_vec(&self.entry(record)) else {
+            return;
+        };
+        line.push(b'\n');
         let appended = match self.open.lock() {
             Ok(mut files) => append_line(&mut files, &path, &line),
             Err(_) => return,
@@ -126,10 +175,8 @@ impl CallObserver for CallLog {
 fn append_line(
     files: &mut HashMap<PathBuf, File>,
     path: &Path,
-    line: &Value,
+    bytes: &[u8],
 ) -> std::io::Result<()> {
-    let mut bytes = serde_json::to_vec(line)?;
-    bytes.push(b'\n');
     let file = match files.entry(path.to_path_buf()) {
         Entry::Occupied(e) => e.into_mut(),
         Entry::Vacant(e) => {
@@ -146,7 +193,7 @@ fn append_line(
         }
     };
     rustix::fs::flock(&*file, rustix::fs::FlockOperation::LockExclusive)?;
-    let written = file.write_all(&bytes);
+    let written = file.write_all(bytes);
     rustix::fs::flock(&*file, rustix::fs::FlockOperation::Unlock)?;
     written
 }
