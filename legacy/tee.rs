@@ -20,6 +20,7 @@
 //! symlinks, and the target is re-checked with `lstat`/`fstat` right before it is written, so a
 //! target swapped for a symlink, FIFO or hard link after the policy checked it is refused.
 
+use crate::legacy::audit::mirror::{format_separator, parse_separator, RecordKind};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
@@ -581,14 +582,14 @@ impl Mirror {
 
     /// Records the file's content from before shelpa's first write.
     fn baseline(&mut self, old: &mut impl Read) -> Result<(), TeeError> {
-        self.separator("baseline")?;
+        self.separator(RecordKind::Baseline)?;
         io::copy(old, &mut self.file)
             .map(|_| ())
             .map_err(|e| self.io_err(e))
     }
 
     fn overwrite(&mut self, data: &[u8]) -> Result<(), TeeError> {
-        self.separator("overwrite")?;
+        self.separator(RecordKind::Overwrite)?;
         self.append(data)
     }
 
@@ -597,20 +598,14 @@ impl Mirror {
     }
 
     /// Writes a separator line, starting a new line first if needed.
-    fn separator(&mut self, kind: &str) -> Result<(), TeeError> {
+    fn separator(&mut self, kind: RecordKind) -> Result<(), TeeError> {
         let tail = self.tail().map_err(|e| self.io_err(e))?;
         let id = next_record_id(last_record_id(&tail));
         let mut line = Vec::new();
         if tail.last().is_some_and(|b| *b != b'\n') {
             line.push(b'\n');
         }
-        line.extend_from_slice(
-            format!(
-                "--- shelpa:{kind} ts={} record_id={id} ---\n",
-                format_ts(id)
-            )
-            .as_bytes(),
-        );
+        line.extend_from_slice(format_separator(kind, record_time(id), id).as_bytes());
         self.append(&line)
     }
 
@@ -625,27 +620,15 @@ impl Mirror {
     }
 }
 
-/// The record id of the last separator line in `tail`, if it is a plausible one.
+/// The record id of the last separator line in `tail`, if it is a plausible one. Separators are
+/// recognised by the auditor's grammar, so writer and reader can never disagree on what one is.
 fn last_record_id(tail: &[u8]) -> Option<u64> {
-    let text = String::from_utf8_lossy(tail);
     let limit = now_nanos().saturating_add(MAX_CLOCK_SKEW_NANOS);
-    text.lines()
+    tail.split(|b| *b == b'\n')
         .rev()
-        .filter_map(parse_separator)
+        .filter_map(|line| parse_separator(line).ok().flatten())
+        .map(|sep| sep.id)
         .find(|id| *id <= limit)
-}
-
-/// Parses `--- shelpa:KIND ts=… record_id=N ---` and returns N.
-pub fn parse_separator(line: &str) -> Option<u64> {
-    let rest = line.strip_prefix("--- shelpa:")?.strip_suffix(" ---")?;
-    let mut parts = rest.split(' ');
-    let kind = parts.next()?;
-    if kind != "overwrite" && kind != "baseline" {
-        return None;
-    }
-    parts.next()?.strip_prefix("ts=")?;
-    let id = parts.next()?.strip_prefix("record_id=")?.parse().ok()?;
-    parts.next().is_none().then_some(id)
 }
 
 /// Process-wide last id, so ids are strictly increasing even within one clock tick.
@@ -671,12 +654,9 @@ fn now_nanos() -> u64 {
         .unwrap_or(0)
 }
 
-/// UTC seconds of a record id, e.g. `2026-02-25T13:17:30Z`.
-fn format_ts(id: u64) -> String {
-    let secs = (id / 1_000_000_000) as i64;
-    chrono::DateTime::from_timestamp(secs, 0)
-        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
-        .unwrap_or_else(|| "1970-01-01T00:00:00Z".into())
+/// The time of a record id (unix nanoseconds), shown to the second in its separator.
+fn record_time(id: u64) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::from_timestamp((id / 1_000_000_000) as i64, 0).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -693,20 +673,28 @@ mod tests {
     }
 
     #[test]
-    fn separators_parse_and_forged_future_ids_are_ignored() {
-        let line = "--- shelpa:overwrite ts=2026-02-25T13:17:30Z record_id=1772025450395572000 ---";
-        assert_eq!(parse_separator(line), Some(1772025450395572000));
-        assert_eq!(
-            parse_separator("--- shelpa:other ts=x record_id=1 ---"),
-            None
+    fn the_last_id_comes_from_real_separators_and_forged_future_ids_are_ignored() {
+        let forged = format!(
+            "--- shelpa:overwrite ts=2026-02-25T13:17:30Z record_id={} ---\n",
+            u64::MAX - 1
         );
-        let forged = format!("--- shelpa:overwrite ts=x record_id={} ---\n", u64::MAX);
-        let text = format!("--- shelpa:baseline ts=x record_id=5 ---\nhello\n{forged}");
+        let text = format!(
+            "--- shelpa:baseline ts=2026-02-25T13:17:30Z record_id=5 ---\nhello\n\
+             --- shelpa:other ts=2026-02-25T13:17:30Z record_id=9 ---\n{forged}"
+        );
         assert_eq!(last_record_id(text.as_bytes()), Some(5));
     }
 
     #[test]
-    fn timestamps_are_utc_seconds() {
-        assert_eq!(format_ts(1772025450395572000), "2026-02-25T13:17:30Z");
+    fn separators_carry_utc_seconds() {
+        let line = format_separator(
+            RecordKind::Overwrite,
+            record_time(1772025450395572000),
+            1772025450395572000,
+        );
+        assert_eq!(
+            line,
+            "--- shelpa:overwrite ts=2026-02-25T13:17:30Z record_id=1772025450395572000 ---\n"
+        );
     }
 }
