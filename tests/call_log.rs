@@ -165,4 +165,29 @@ fn the_combined_mode_serves_both_interfaces_and_the_log_shows_which_was_used() {
     assert!(lines[2]["token"]
         .as_str()
         .is_some_and(|t| t.starts_with("-o")));
+
+    // The report reads the log the server wrote, not only hand-made fixtures.
+    let out = std::process::Command::new(support::BIN)
+        .args(["report", "--format", "json", "--log"])
+        .arg(root.join(".filesystem/.calls.jsonl"))
+        .output()
+        .expect("report");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json report");
+    let total = &report["call_logs"]["total"];
+    assert_eq!(total["calls"], json!(3));
+    assert_eq!(total["interfaces"]["pipe"]["calls"], json!(2));
+    assert_eq!(total["interfaces"]["filesystem"]["calls"], json!(1));
+    assert_eq!(
+        total["interfaces"]["pipe"]["errors_by_reason"]["DISALLOWED_OPTION"],
+        json!(1)
+    );
+    assert_eq!(
+        total["adoption"]["writes_by_interface"]["filesystem"],
+        json!(1)
+    );
 }
