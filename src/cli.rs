@@ -143,7 +143,7 @@ pub enum Command {
     },
     /// List the tools of the selected mode with one-line descriptions.
     Tools,
-    /// Read, search, verify and restore from old .shelpa/ mirrors (flags go after the subcommand).
+    /// Read, search, verify, restore and import old .shelpa/ mirrors (flags go after the subcommand).
     Audit(crate::legacy::audit::AuditArgs),
     /// Report tool adoption, errors and retries from call logs and client transcripts.
     Report(crate::report::ReportArgs),
