@@ -63,7 +63,6 @@ struct Op {
     kind: Kind,
     group: Group,
     path: String,
-    to: Option<String>,
     /// The unique tag of the content a write or edit introduces.
     tag: String,
     args: Value,
@@ -183,7 +182,6 @@ fn workload(server: char, seed: u64) -> Vec<Op> {
                 _ => Kind::Delete,
             },
         };
-        let mut to = None;
         let (tool, args) = match kind {
             Kind::Write => {
                 let len = 1 + rng.below(6000) as usize;
@@ -203,7 +201,6 @@ fn workload(server: char, seed: u64) -> Vec<Op> {
             Kind::Redo => ("redo_file", json!({"path": path})),
             Kind::Move => {
                 let dest = format!("m/{}.txt", rng.below(MOVE_NAMES));
-                to = Some(dest.clone());
                 ("move_file", json!({"source": path, "destination": dest}))
             }
             Kind::Delete => ("delete_file", json!({"path": path})),
@@ -214,7 +211,6 @@ fn workload(server: char, seed: u64) -> Vec<Op> {
             kind,
             group,
             path,
-            to,
             tag,
             args: json!({"name": tool, "arguments": args}),
             ok: false,
@@ -580,4 +576,195 @@ fn two_servers_on_one_root_never_corrupt_or_lose_acknowledged_work() {
         per_outcome, expected,
         "the call log does not match the calls"
     );
+}
+
+/// The roots of the `--server` test: siblings, so `../rN` names a neighbour.
+const ROOTS: usize = 3;
+
+#[test]
+fn a_server_daemon_keeps_interleaved_roots_isolated() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let base = base.path().canonicalize().expect("canonical");
+    let roots: Vec<PathBuf> = (0..ROOTS)
+        .map(|i| {
+            let r = base.join(format!("r{i}"));
+            std::fs::create_dir(&r).expect("mkdir");
+            r
+        })
+        .collect();
+    let mut s = Session::spawn(&["--server".as_ref()], &["--backup", "--call-log-args"]);
+    s.initialize("2025-06-18");
+
+    // Every step is made for each root in turn, all pipelined on the one connection.
+    let steps = |i: usize| -> Vec<(&'static str, Value)> {
+        let other = (i + 1) % ROOTS;
+        vec![
+            (
+                "write_file",
+                json!({"path": format!("mine{i}.txt"), "content": format!("root {i}\n")}),
+            ),
+            (
+                "write_file",
+                json!({"path": "same.txt", "content": format!("same name, root {i}\n")}),
+            ),
+            (
+                "edit_file",
+                json!({"path": "same.txt", "edits": [{"oldText": "same name", "newText": "edited"}]}),
+            ),
+            ("undo_file", json!({"path": "same.txt"})),
+            ("create_directory", json!({"path": format!("dir{i}")})),
+            (
+                "move_file",
+                json!({"source": format!("mine{i}.txt"), "destination": format!("dir{i}/moved{i}.txt")}),
+            ),
+            (
+                "write_file",
+                json!({"path": format!("gone{i}.txt"), "content": "x\n"}),
+            ),
+            ("delete_file", json!({"path": format!("gone{i}.txt")})),
+            ("list_directory", json!({"path": "."})),
+            ("read_text_file", json!({"path": "same.txt"})),
+            (
+                "read_text_file",
+                json!({"path": format!("dir{other}/moved{other}.txt")}),
+            ),
+            (
+                "read_text_file",
+                json!({"path": format!("../r{other}/same.txt")}),
+            ),
+            (
+                "read_text_file",
+                json!({"path": roots[other].join("same.txt")}),
+            ),
+            (
+                "write_file",
+                json!({"path": format!("../r{other}/planted.txt"), "content": "no"}),
+            ),
+            (
+                "move_file",
+                json!({"source": "same.txt", "destination": format!("../r{other}/stolen.txt")}),
+            ),
+            ("list_trash", json!({})),
+        ]
+    };
+    let per_root: Vec<Vec<(&str, Value)>> = (0..ROOTS).map(steps).collect();
+    let n_steps = per_root[0].len();
+    let mut sent: Vec<(usize, usize)> = Vec::new();
+    for step in 0..n_steps {
+        for (i, calls) in per_root.iter().enumerate() {
+            let (tool, args) = &calls[step];
+            let mut args = args.clone();
+            args["root"] = json!(roots[i]);
+            let id = 100 + sent.len();
+            s.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": tool, "arguments": args}}));
+            sent.push((i, step));
+        }
+    }
+    let mut replies: HashMap<u64, Value> = HashMap::new();
+    while replies.len() < sent.len() {
+        let r = s.recv();
+        assert!(r.get("error").is_none(), "JSON-RPC error: {r}");
+        replies.insert(r["id"].as_u64().expect("id"), r["result"].clone());
+    }
+    let result = |i: usize, step: usize| -> (bool, String) {
+        let k = sent.iter().position(|&x| x == (i, step)).expect("sent");
+        let r = &replies[&(100 + k as u64)];
+        (r["isError"] != json!(true), text(r))
+    };
+    let status = s.close_and_wait();
+    assert!(status.success());
+
+    for (i, root) in roots.iter().enumerate() {
+        let other = (i + 1) % ROOTS;
+        for step in 0..10 {
+            let (ok, t) = result(i, step);
+            assert!(ok, "root {i} step {step} failed: {t}");
+        }
+        let (_, listing) = result(i, 8);
+        assert_eq!(
+            listing.lines().collect::<Vec<_>>(),
+            [format!("[DIR] dir{i}"), "[FILE] same.txt".to_string()],
+            "root {i} sees: {listing}"
+        );
+        // Each root's same.txt was edited and undone in its own history only.
+        let (_, same) = result(i, 9);
+        assert_eq!(same, format!("same name, root {i}\n"));
+        let (ok, t) = result(i, 10);
+        assert!(
+            !ok && t.starts_with("NotFound"),
+            "root {i} read a neighbour's file: {t}"
+        );
+        for step in 11..15 {
+            let (ok, t) = result(i, step);
+            assert!(
+                !ok && t.starts_with("PathEscape"),
+                "root {i} step {step}: {t}"
+            );
+        }
+        // Independent trash counters: each root's first delete is its id 1.
+        let (_, trash) = result(i, 15);
+        assert!(trash.contains(&format!("gone{i}.txt")), "{trash}");
+        for j in (0..ROOTS).filter(|&j| j != i) {
+            assert!(
+                !trash.contains(&format!("gone{j}.txt")),
+                "root {i} lists {j}'s trash: {trash}"
+            );
+        }
+        assert!(!roots[other].join("planted.txt").exists());
+        assert!(!roots[other].join("stolen.txt").exists());
+
+        // On disk: the move, the delete and the history landed in this root's own store.
+        let state = root.join(".filesystem");
+        let moves = log_lines(&state.join(".moves"));
+        assert_eq!(
+            moves
+                .iter()
+                .map(|l| (l[1].clone(), l[2].clone()))
+                .collect::<Vec<_>>(),
+            [(format!("mine{i}.txt"), format!("dir{i}/moved{i}.txt"))]
+        );
+        let deletes = log_lines(&state.join(".deletes"));
+        assert_eq!(deletes.len(), 1, "{deletes:?}");
+        assert_eq!(
+            deletes[0][1..],
+            ["delete".to_string(), "1".into(), format!("gone{i}.txt")]
+        );
+        assert!(state.join(".trash/00001").is_file());
+        assert!(state
+            .join(format!("files/dir{i}/moved{i}.txt/#versions/head"))
+            .is_file());
+        let mut files = BTreeMap::new();
+        workspace_files(root, Path::new(""), &mut files);
+        assert_eq!(
+            files.keys().cloned().collect::<Vec<_>>(),
+            [format!("dir{i}/moved{i}.txt"), "same.txt".to_string()]
+        );
+
+        // The call log of this root holds exactly its own calls.
+        let calls = std::fs::read_to_string(state.join(".calls.jsonl")).expect("call log");
+        let lines: Vec<Value> = calls
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("call log line is JSON"))
+            .collect();
+        assert_eq!(
+            lines.len(),
+            n_steps,
+            "root {i} logged {} calls",
+            lines.len()
+        );
+        for l in &lines {
+            assert_eq!(
+                l["args"]["root"],
+                json!(root),
+                "root {i} logged a foreign call: {l}"
+            );
+        }
+        let tools: Vec<&str> = lines
+            .iter()
+            .map(|l| l["tool"].as_str().expect("tool"))
+            .collect();
+        let sent_tools: Vec<&str> = per_root[i].iter().map(|(t, _)| *t).collect();
+        assert_eq!(tools, sent_tools);
+    }
 }
