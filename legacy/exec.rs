@@ -442,6 +442,10 @@ fn spawn_stage(
         .env("PATH", STAGE_PATH)
         .env("LC_ALL", STAGE_LOCALE)
         .env("HOME", home)
+        // Scratch files (sort's spill runs) go into the per-call directory too: a stage killed at
+        // the time limit cannot clean up after itself, and the directory is removed when the call
+        // ends. Left to the default, a runaway `sort` strewed its runs over the shared /tmp.
+        .env("TMPDIR", home)
         .stdin(stdin.map(Stdio::from).unwrap_or_else(Stdio::null))
         .stdout(out_w)
         .stderr(err_w)
@@ -601,7 +605,7 @@ mod tests {
             .filter_map(|l| l.split_once('=').map(|(k, _)| k))
             .collect();
         names.sort();
-        assert_eq!(names, ["HOME", "LC_ALL", "PATH"], "{text}");
+        assert_eq!(names, ["HOME", "LC_ALL", "PATH", "TMPDIR"], "{text}");
         assert!(!text.contains("hunter2"));
         assert!(text.contains("PATH=/usr/bin:/bin\n"));
         let home = text

@@ -102,7 +102,7 @@ RULES
     also appended to the audit mirror .shelpa/<path>.
   - Writes over 2 KiB need \"confirm_oversize\": true; writes are cut at 1 MiB (truncated: true).
   - Output is capped at 1 MiB (truncated: true); each call has a wall-clock limit (default 30 s).
-  - Stages run with an empty environment (PATH=/usr/bin:/bin, LC_ALL=C.UTF-8, an empty HOME).
+  - Stages run with an empty environment (PATH=/usr/bin:/bin, LC_ALL=C.UTF-8, an empty HOME that is also TMPDIR).
 ",
         commands.join(" ")
     )
