@@ -216,8 +216,7 @@ pub fn main() -> i32 {
     // shelpa had its own help; `--legacy-pipe --help` reproduces it.
     if argv.iter().any(|a| a == "--legacy-pipe") && argv.iter().any(|a| a == "--help" || a == "-h")
     {
-        print!("{}", crate::legacy::help_text());
-        return 0;
+        return print_out(&crate::legacy::help_text());
     }
     let cli = Cli::parse();
     match &cli.command {
@@ -289,8 +288,8 @@ fn list_tools(cli: &Cli) -> i32 {
         }
     };
     let tools = toolset.tools();
-    println!(
-        "{} tools (mode: {}, root: {})",
+    let mut text = format!(
+        "{} tools (mode: {}, root: {})\n",
         tools.len(),
         toolset.mode(),
         root.map(|r| r.display().to_string())
@@ -299,15 +298,16 @@ fn list_tools(cli: &Cli) -> i32 {
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
     for t in &tools {
         let first = t.description.lines().next().unwrap_or("");
-        println!("  {:width$}  {first}", t.name);
+        text.push_str(&format!("  {:width$}  {first}\n", t.name));
     }
     if cli.legacy_pipe {
         let status = crate::legacy::tool_status_line();
         if !status.is_empty() {
-            println!("{status}");
+            text.push_str(&status);
+            text.push('\n');
         }
     }
-    0
+    print_out(&text)
 }
 
 fn call_once(cli: &Cli, tool: &str, raw_args: &str) -> i32 {
@@ -344,10 +344,25 @@ fn call_once(cli: &Cli, tool: &str, raw_args: &str) -> i32 {
         eprintln!("{}", output.text);
         1
     } else {
-        print!("{}", output.text);
-        if !output.text.ends_with('\n') {
-            println!();
+        let mut text = output.text;
+        if !text.ends_with('\n') {
+            text.push('\n');
         }
-        0
+        print_out(&text)
+    }
+}
+
+/// Prints to stdout. A reader that stops early (`filesystem call … | head`) is not an error, and
+/// must not make the program panic the way `print!` does on a closed pipe.
+fn print_out(text: &str) -> i32 {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => 0,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            eprintln!("filesystem: cannot write stdout: {e}");
+            1
+        }
     }
 }
