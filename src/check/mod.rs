@@ -249,3 +249,133 @@ pub fn run(root: Option<&Path>, allow_root_slash: bool, args: &CheckArgs) -> i32
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        (dir, root)
+    }
+
+    fn write(root: &Path, rel: &str, content: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, content).expect("write");
+    }
+
+    fn find<'a>(r: &'a Report, place: &str) -> &'a Finding {
+        r.findings
+            .iter()
+            .find(|f| f.place.starts_with(place))
+            .unwrap_or_else(|| panic!("no finding at {place}: {:#?}", r.findings))
+    }
+
+    #[test]
+    fn a_head_past_the_newest_snapshot_is_lowered_and_a_gap_is_only_reported() {
+        let (_d, root) = root();
+        write(&root, ".filesystem/files/a/#versions/00001", "1");
+        write(&root, ".filesystem/files/a/#versions/00002", "2");
+        write(&root, ".filesystem/files/a/#versions/head", "4 4\n");
+        write(&root, ".filesystem/files/b/#versions/00001", "1");
+        write(&root, ".filesystem/files/b/#versions/00003", "3");
+        write(&root, ".filesystem/files/b/#versions/head", "3 3\n");
+        let r = check(&root, false, false).expect("check");
+        assert!(matches!(
+            find(&r, ".filesystem/files/a/#versions/head").fix,
+            Fix::WouldRepair(_)
+        ));
+        assert!(matches!(
+            find(&r, ".filesystem/files/b/#versions").fix,
+            Fix::Manual(_)
+        ));
+        let r = check(&root, false, true).expect("repair");
+        assert!(!r.clean(), "the gap in b remains");
+        let head = std::fs::read_to_string(root.join(".filesystem/files/a/#versions/head"));
+        assert_eq!(head.expect("head"), "2 2\n");
+    }
+
+    #[test]
+    fn a_torn_log_line_is_cut_and_a_bad_middle_line_is_left() {
+        let (_d, root) = root();
+        let t = "2024-01-01T00:00:00.000000Z";
+        write(
+            &root,
+            ".filesystem/.moves",
+            &format!("{t}\ta\tb\ngarbage\n{t}\tb\tc\n{t}\tc\t"),
+        );
+        let r = check(&root, false, true).expect("repair");
+        assert_eq!(find(&r, ".filesystem/.moves:2").severity, Severity::Error);
+        assert!(matches!(
+            find(&r, ".filesystem/.moves:4").fix,
+            Fix::Repaired(_)
+        ));
+        let log = std::fs::read_to_string(root.join(".filesystem/.moves")).expect("log");
+        assert_eq!(log, format!("{t}\ta\tb\ngarbage\n{t}\tb\tc\n"));
+    }
+
+    #[test]
+    fn trash_and_delete_log_disagreements_are_reported_and_the_counter_raised() {
+        let (_d, root) = root();
+        let t = "2024-01-01T00:00:00.000000Z";
+        write(
+            &root,
+            ".filesystem/.deletes",
+            &format!("{t}\tdelete\t1\tgone.txt\n{t}\tdelete\t2\tkept.txt\n"),
+        );
+        write(&root, ".filesystem/.trash/00002", "kept");
+        write(&root, ".filesystem/.trash/00007", "nobody logged me");
+        write(&root, ".filesystem/.trash/00009.history/00001", "v1");
+        write(&root, ".filesystem/.next-trash-id", "3\n");
+        let r = check(&root, false, true).expect("repair");
+        assert_eq!(
+            find(&r, ".filesystem/.trash/00001").severity,
+            Severity::Info
+        );
+        assert!(matches!(
+            find(&r, ".filesystem/.trash/00007").fix,
+            Fix::Manual(_)
+        ));
+        assert!(r
+            .findings
+            .iter()
+            .any(|f| f.place == ".filesystem/.trash/00009.history"
+                && matches!(f.fix, Fix::Repaired(_))));
+        let counter = std::fs::read_to_string(root.join(".filesystem/.next-trash-id"));
+        assert_eq!(counter.expect("counter"), "10\n");
+        // User data in the trash is never touched; the orphaned history was moved, not deleted.
+        assert!(root.join(".filesystem/.trash/00007").exists());
+        assert!(!root.join(".filesystem/.trash/00009.history").exists());
+    }
+
+    #[test]
+    fn links_are_reported_never_followed_and_temporaries_are_cleared() {
+        let (_d, root) = root();
+        let outside = tempfile::tempdir().expect("outside");
+        write(&root, ".filesystem/files/a/#versions/head", "1 1\n");
+        write(&root, ".filesystem/files/a/#versions/00001", "1");
+        write(
+            &root,
+            ".filesystem/files/a/#versions/.filesystem-tmp-Ab12Cd",
+            "half",
+        );
+        write(&root, "src/.filesystem-tmp-Zz9Yy8", "half");
+        write(&root, "src/.main.rs.shelpa-tmp-4000000-17-0", "half");
+        std::os::unix::fs::symlink(outside.path(), root.join(".filesystem/files/evil"))
+            .expect("link");
+        let r = check(&root, false, true).expect("repair");
+        assert_eq!(find(&r, ".filesystem/files/evil").severity, Severity::Error);
+        assert!(!root
+            .join(".filesystem/files/a/#versions/.filesystem-tmp-Ab12Cd")
+            .exists());
+        assert!(!root.join("src/.filesystem-tmp-Zz9Yy8").exists());
+        assert!(!root.join("src/.main.rs.shelpa-tmp-4000000-17-0").exists());
+        assert!(std::fs::read_dir(outside.path())
+            .expect("outside")
+            .next()
+            .is_none());
+        assert!(!r.clean(), "the link still needs a person");
+    }
+}
