@@ -472,12 +472,31 @@ fn open_regular(
     Ok(std::fs::File::from(fd))
 }
 
+/// What marks a name as one of [`create_temp`]'s temporaries: `.{name}.shelpa-tmp-{pid}-{nanos}-{attempt}`.
+const TEMP_MARKER: &str = ".shelpa-tmp-";
+
+/// The process id inside a name [`create_temp`] produced, or `None` if `name` does not have
+/// exactly that shape. `filesystem check` uses it to tell an interrupted overwrite's leftover
+/// (its process is gone) from one still being written.
+pub(crate) fn temp_owner_pid(name: &str) -> Option<u32> {
+    let at = name.rfind(TEMP_MARKER)?;
+    if !name.starts_with('.') || at < 2 {
+        return None;
+    }
+    let mut parts = name[at + TEMP_MARKER.len()..].split('-');
+    let pid = parts.next()?.parse::<u32>().ok()?;
+    let nanos = parts.next()?;
+    let attempt = parts.next()?;
+    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (numeric(nanos) && numeric(attempt) && parts.next().is_none()).then_some(pid)
+}
+
 /// Creates a fresh temporary file in `dir` next to `name`, for the atomic overwrite.
 fn create_temp(dir: &OwnedFd, name: &Path) -> io::Result<(PathBuf, std::fs::File)> {
     let base = name.to_string_lossy();
     for attempt in 0..100u32 {
         let tmp = PathBuf::from(format!(
-            ".{base}.shelpa-tmp-{}-{}-{attempt}",
+            ".{base}{TEMP_MARKER}{}-{}-{attempt}",
             std::process::id(),
             now_nanos()
         ));

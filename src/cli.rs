@@ -147,6 +147,9 @@ pub enum Command {
     Audit(crate::legacy::audit::AuditArgs),
     /// Report tool adoption, errors and retries from call logs and client transcripts.
     Report(crate::report::ReportArgs),
+    /// Verify .filesystem/ and .shelpa/ after a crash; --repair fixes what is safe (exit 1 if
+    /// problems remain).
+    Check(crate::check::CheckArgs),
 }
 
 impl Cli {
@@ -227,6 +230,9 @@ pub fn main() -> i32 {
             crate::legacy::audit::run(cli.root.as_deref(), cli.allow_root_slash, args)
         }
         Some(Command::Report(args)) => crate::report::run(args),
+        Some(Command::Check(args)) => {
+            crate::check::run(cli.root.as_deref(), cli.allow_root_slash, args)
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 //! the same core and share the one path guard.
 
 pub mod calllog;
+pub mod check;
 pub mod cli;
 pub mod daemon;
 pub mod fs;

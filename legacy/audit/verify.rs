@@ -17,15 +17,20 @@ use super::tree::{self, MIRROR_DIR};
 use super::AuditError;
 
 /// One problem, located.
-struct Problem {
-    severity: Severity,
-    path: String,
-    line: usize,
-    message: String,
+pub struct Problem {
+    /// How bad it is.
+    pub severity: Severity,
+    /// `.shelpa/<mirrored path>`.
+    pub path: String,
+    /// 1-based line in the mirror, 0 when the problem is not about one line.
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
 }
 
-/// Checks every mirror; prints the findings and returns 1 if there are any, else 0.
-pub fn verify(audit: &Audit, json_out: bool, out: &mut dyn Write) -> Result<i32, AuditError> {
+/// Checks every mirror and returns how many were read and what is wrong with them; shared by
+/// `audit verify` and `filesystem check`, so both judge mirrors the same way.
+pub fn problems(audit: &Audit) -> Result<(usize, Vec<Problem>), AuditError> {
     let scan = tree::scan(&audit.root).map_err(|source| AuditError::Io {
         what: "cannot walk .shelpa/".into(),
         source,
@@ -72,6 +77,12 @@ pub fn verify(audit: &Audit, json_out: bool, out: &mut dyn Write) -> Result<i32,
             });
         }
     }
+    Ok((checked, problems))
+}
+
+/// Checks every mirror; prints the findings and returns 1 if there are any, else 0.
+pub fn verify(audit: &Audit, json_out: bool, out: &mut dyn Write) -> Result<i32, AuditError> {
+    let (checked, problems) = problems(audit)?;
     let errors = problems
         .iter()
         .filter(|p| p.severity == Severity::Error)

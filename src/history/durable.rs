@@ -15,6 +15,23 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// The name prefix of every temporary file [`replace_file`] creates (beside the file it replaces,
+/// in the workspace or in the store). `filesystem check` relies on it to recognise leftovers of
+/// an interrupted replacement.
+pub(crate) const TEMP_PREFIX: &str = ".filesystem-tmp-";
+
+/// How many random characters the temporary-file library appends to [`TEMP_PREFIX`].
+pub(crate) const TEMP_RANDOM_LEN: usize = 6;
+
+/// True when `name` has exactly the shape of a [`replace_file`] temporary: the prefix, then
+/// [`TEMP_RANDOM_LEN`] ASCII letters or digits.
+pub(crate) fn is_temp_name(name: &[u8]) -> bool {
+    match name.strip_prefix(TEMP_PREFIX.as_bytes()) {
+        Some(rest) => rest.len() == TEMP_RANDOM_LEN && rest.iter().all(u8::is_ascii_alphanumeric),
+        None => false,
+    }
+}
+
 /// Replaces (or creates) `path` with `content` so that a crash leaves either the old or the new
 /// file, never a torn one. `mode` sets the exact permission bits (to keep an overwritten file's
 /// mode); `None` gives a new file the usual `0666 & !umask`. With `no_clobber`, anything already
@@ -27,7 +44,8 @@ pub(crate) fn replace_file(
 ) -> io::Result<()> {
     let dir = parent_of(path)?;
     let mut tmp = tempfile::Builder::new()
-        .prefix(".filesystem-tmp-")
+        .prefix(TEMP_PREFIX)
+        .rand_bytes(TEMP_RANDOM_LEN)
         .permissions(Permissions::from_mode(0o666))
         .tempfile_in(dir)?;
     if let Some(bits) = mode {

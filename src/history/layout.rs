@@ -55,6 +55,30 @@ pub(crate) fn components(rel: &Path) -> Result<Vec<&std::ffi::OsStr>, HistoryErr
     Ok(out)
 }
 
+/// The workspace name a history-tree entry stands for, or `None` for one of the store's own names
+/// (a single leading `#`). Reverses [`encode`].
+pub(crate) fn decode(name: &std::ffi::OsStr) -> Option<OsString> {
+    let bytes = name.as_bytes();
+    match bytes.first() {
+        Some(b'#') if bytes.get(1) == Some(&b'#') => Some(OsString::from_vec(bytes[1..].to_vec())),
+        Some(b'#') => None,
+        _ => Some(name.to_os_string()),
+    }
+}
+
+/// The trash id a `.trash/` entry name stands for (`00012` → 12), or `None` for any name
+/// [`trash_name`] would not produce.
+pub(crate) fn trash_id(name: &[u8]) -> Option<u64> {
+    if name.len() < 5 || !name.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n: u64 = std::str::from_utf8(name).ok()?.parse().ok()?;
+    (trash_name(n).as_bytes() == name).then_some(n)
+}
+
+/// The suffix of the directory beside a trash entry that holds its history.
+pub(crate) const TRASH_HISTORY_SUFFIX: &str = ".history";
+
 /// One workspace name as stored in a history tree.
 fn encode(name: &std::ffi::OsStr) -> OsString {
     let bytes = name.as_bytes();

@@ -37,13 +37,15 @@
 //! is always listed); a restore and a move rename first and then log. Two processes never
 //! interleave mutations: each one holds the exclusive `flock` on `.lock`.
 
-mod durable;
+// `durable`, `layout`, `log` and `versions` are crate-visible so `filesystem check` reads the
+// store with the store's own layout knowledge instead of a second copy of it.
+pub(crate) mod durable;
 mod import;
-mod layout;
-mod log;
+pub(crate) mod layout;
+pub(crate) mod log;
 mod story;
-mod trash;
-mod versions;
+pub(crate) mod trash;
+pub(crate) mod versions;
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -337,13 +339,19 @@ impl Store {
             "version {target} of {shown} is missing from the store; try a different number of steps"
         ))
         })?;
-        let head = v.move_head(head, target)?;
+        // The file is written before the head moves. The other order loses work on a crash in
+        // between: the file would still hold the newer content while the head already named an
+        // older version, so the next call would take that content for an outside change and
+        // record it right after the head, overwriting (and dropping) the versions the undo
+        // skipped. In this order a crash leaves the head where it was and the file at an older
+        // version, which the next call saves as a new version: nothing is dropped.
         if let Some(parent) = path.parent() {
             create_dirs(parent).map_err(io_err(format!("cannot create the parent of {shown}")))?;
         }
         let mode = meta.as_ref().map(|m| m.permissions().mode());
         replace_file(&path, &content, mode, false)
             .map_err(io_err(format!("cannot write {shown}")))?;
+        let head = v.move_head(head, target)?;
         Ok(StepReport {
             version: head.current,
             newest: head.newest,
@@ -489,7 +497,7 @@ pub(crate) struct MoveEvent {
     pub to: PathBuf,
 }
 
-fn read_moves(state: &Path) -> Result<Vec<MoveEvent>, HistoryError> {
+pub(crate) fn read_moves(state: &Path) -> Result<Vec<MoveEvent>, HistoryError> {
     let lines = LogFile::new(state.join(layout::MOVES_LOG))
         .read()
         .map_err(io_err("cannot read the move log"))?;

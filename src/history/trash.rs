@@ -190,7 +190,11 @@ impl Store {
         )))?;
         let history = history_of(&state, rel, kind)?;
         if occupied(&history) {
-            let dest = trash.join(format!("{}.history", layout::trash_name(id)));
+            let dest = trash.join(format!(
+                "{}{}",
+                layout::trash_name(id),
+                layout::TRASH_HISTORY_SUFFIX
+            ));
             rename_no_replace(&history, &dest).map_err(io_err(format!(
                 "cannot move the history of {shown} into the trash"
             )))?;
@@ -272,7 +276,11 @@ impl Store {
         }
         rename_no_replace(&slot, &path)
             .map_err(|e| already_exists_or_io(e, &shown, &format!("cannot restore {shown}")))?;
-        let history = trash.join(format!("{}.history", layout::trash_name(id)));
+        let history = trash.join(format!(
+            "{}{}",
+            layout::trash_name(id),
+            layout::TRASH_HISTORY_SUFFIX
+        ));
         let history_restored =
             self.place_history(&state, &history, &history_of(&state, &rel, kind)?)?;
         LogFile::new(state.join(layout::DELETES_LOG))

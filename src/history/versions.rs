@@ -13,6 +13,19 @@ use std::path::{Path, PathBuf};
 use super::durable::{create_dirs, replace_file};
 use super::HistoryError;
 
+/// The file in a versions directory naming the current and the newest version.
+pub(crate) const HEAD_FILE: &str = "head";
+
+/// The version number a snapshot file name stands for (`00007` → 7), or `None` for any name the
+/// store would not have written (it must read back exactly as [`Versions`] formats it).
+pub(crate) fn snapshot_version(name: &[u8]) -> Option<u64> {
+    if name.len() < 5 || !name.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n: u64 = std::str::from_utf8(name).ok()?.parse().ok()?;
+    (n >= 1 && format!("{n:05}").as_bytes() == name).then_some(n)
+}
+
 /// Where a file's history stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Head {
@@ -45,7 +58,7 @@ impl Versions {
 
     /// The head, or `None` when the file has no history yet.
     pub(crate) fn head(&self) -> Result<Option<Head>, HistoryError> {
-        let text = match read_no_follow(&self.dir.join("head")) {
+        let text = match read_no_follow(&self.dir.join(HEAD_FILE)) {
             Ok(t) => String::from_utf8_lossy(&t).into_owned(),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(self.io("read")(e)),
@@ -59,7 +72,7 @@ impl Versions {
                 io::ErrorKind::InvalidData,
                 format!(
                     "its head file {} is damaged; the snapshots beside it are intact and can be copied back by hand",
-                    self.dir.join("head").display()
+                    self.dir.join(HEAD_FILE).display()
                 ),
             ))),
         }
@@ -67,7 +80,7 @@ impl Versions {
 
     fn set_head(&self, head: Head) -> Result<(), HistoryError> {
         let text = format!("{} {}\n", head.current, head.newest);
-        replace_file(&self.dir.join("head"), text.as_bytes(), None, false)
+        replace_file(&self.dir.join(HEAD_FILE), text.as_bytes(), None, false)
             .map_err(self.io("update"))
     }
 

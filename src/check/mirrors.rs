@@ -1,0 +1,49 @@
+//! `.shelpa/` mirrors, judged by the audit's own verifier so `check` and `audit verify` never
+//! disagree. Mirrors are evidence: nothing here is ever repaired.
+
+use std::path::Path;
+
+use crate::legacy::audit::commands::Audit;
+use crate::legacy::audit::mirror::Severity as MirrorSeverity;
+use crate::legacy::audit::tree::MIRROR_DIR;
+use crate::legacy::audit::verify;
+
+use super::{Fix, Report, Severity};
+
+/// Adds the verifier's findings about the mirrors under `root` to `report`.
+pub(crate) fn check(root: &Path, allow_root_slash: bool, report: &mut Report) {
+    if std::fs::symlink_metadata(root.join(MIRROR_DIR)).is_err() {
+        return;
+    }
+    let result = Audit::open(Some(root), allow_root_slash).and_then(|a| verify::problems(&a));
+    let (checked, problems) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            report.push(
+                Severity::Error,
+                MIRROR_DIR.into(),
+                format!("the mirrors could not be checked: {e}"),
+                Fix::Manual("run `filesystem audit verify` for details".into()),
+            );
+            return;
+        }
+    };
+    report.mirrors_checked = checked;
+    for p in problems {
+        let place = if p.line == 0 {
+            p.path
+        } else {
+            format!("{}:{}", p.path, p.line)
+        };
+        let severity = match p.severity {
+            MirrorSeverity::Error => Severity::Error,
+            MirrorSeverity::Warning => Severity::Warning,
+        };
+        report.push(
+            severity,
+            place,
+            p.message,
+            Fix::Manual("mirrors are evidence and are never changed by check; `filesystem audit` reads around the damage".into()),
+        );
+    }
+}

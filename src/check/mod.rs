@@ -1,0 +1,381 @@
+//! `filesystem check [--repair]`: verifying the server's own state after a crash, a careless copy
+//! or tampering, and repairing only what can be repaired without losing anything.
+//!
+//! The store is designed so that a process killed at any instant leaves it usable; this command
+//! is how a person (or a test) confirms that, and how the few harmless leftovers of a crash —
+//! a torn last log line, a temporary file that was never renamed, a head that names a snapshot
+//! that is not there — are cleaned up. Each area has its own module: [`logs`] (the append-only
+//! logs), [`store`] (histories, trash, counter, links and debris inside `.filesystem/`),
+//! [`workspace`] (temporary files beside workspace files) and [`mirrors`] (`.shelpa/`, judged by
+//! the audit's own verifier). [`render`] prints the report.
+//!
+//! Repairs are an allow-list: cutting a torn last log line, lowering a head to the newest
+//! snapshot that exists, raising a trash counter, removing temporaries that are provably ours and
+//! stale, and moving unexplained store debris into `.filesystem/.orphans/`. Nothing a user wrote
+//! is ever deleted; everything else is reported with what to do by hand.
+
+mod logs;
+mod mirrors;
+mod render;
+mod repair;
+mod store;
+mod workspace;
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::history::Store;
+
+/// `filesystem check` flags.
+#[derive(Args, Debug, Clone)]
+pub struct CheckArgs {
+    /// Repair what can be repaired safely (takes the store lock); report the rest.
+    #[arg(long)]
+    pub repair: bool,
+
+    /// Print JSON for scripts instead of one line per finding.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How bad a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// A leftover the store already handles by design; nothing needs doing.
+    Info,
+    /// Harmless to the data, but something should be cleaned up or looked at.
+    Warning,
+    /// Something the server may trip over, or that may mean lost or tampered data.
+    Error,
+}
+
+impl Severity {
+    /// The word the report shows.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// What `--repair` does (or did) about a finding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fix {
+    /// Nothing is needed.
+    Nothing,
+    /// `--repair` would do this (the check ran without it).
+    WouldRepair(String),
+    /// `--repair` did this.
+    Repaired(String),
+    /// `--repair` tried and failed; the text says why.
+    Failed(String),
+    /// Not safe to repair automatically; the text says what a person should do.
+    Manual(String),
+}
+
+impl Fix {
+    /// The machine-readable name of the kind of fix.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Fix::Nothing => "none",
+            Fix::WouldRepair(_) => "would_repair",
+            Fix::Repaired(_) => "repaired",
+            Fix::Failed(_) => "failed",
+            Fix::Manual(_) => "manual",
+        }
+    }
+}
+
+/// One problem found, located.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    /// How bad it is.
+    pub severity: Severity,
+    /// Where, relative to the workspace root (`.filesystem/.moves:12`, `src/.x.shelpa-tmp-…`).
+    pub place: String,
+    /// What is wrong.
+    pub problem: String,
+    /// What repair did, would do, or what to do by hand.
+    pub fix: Fix,
+}
+
+impl Finding {
+    /// True when this finding still needs attention after the run (it is not merely informative
+    /// and was not repaired).
+    pub fn remains(&self) -> bool {
+        self.severity != Severity::Info && !matches!(self.fix, Fix::Repaired(_))
+    }
+}
+
+/// Everything one run found.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// The findings, in the order the areas were checked.
+    pub findings: Vec<Finding>,
+    /// Whether repairs were attempted.
+    pub repair: bool,
+    /// How many `.shelpa/` mirrors were read.
+    pub mirrors_checked: usize,
+    /// How many version histories were read.
+    pub histories_checked: usize,
+}
+
+impl Report {
+    /// True when nothing needs attention any more.
+    pub fn clean(&self) -> bool {
+        !self.findings.iter().any(Finding::remains)
+    }
+
+    /// Findings of `severity`.
+    pub fn count(&self, severity: Severity) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == severity)
+            .count()
+    }
+
+    pub(crate) fn push(&mut self, severity: Severity, place: String, problem: String, fix: Fix) {
+        self.findings.push(Finding {
+            severity,
+            place,
+            problem,
+            fix,
+        });
+    }
+}
+
+/// Why the check itself could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// The root is unusable.
+    #[error("{0}")]
+    Root(String),
+    /// The store lock could not be taken for `--repair`.
+    #[error("cannot take the history store's lock for --repair ({0}); rerun without --repair to only report")]
+    Lock(String),
+    /// Reading something failed outright.
+    #[error("{what}: {source}; check permissions and rerun")]
+    Io {
+        /// What was being read.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// Checks (and with `repair`, repairs) the state of the workspace at canonical `root`.
+pub fn check(root: &Path, allow_root_slash: bool, repair: bool) -> Result<Report, CheckError> {
+    let mut report = Report {
+        repair,
+        ..Report::default()
+    };
+    let state = root.join(crate::guard::STATE_DIRS[0]);
+    let has_store = std::fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir());
+    // Holding the lock means no server is between the steps of a mutation, so a temporary file
+    // older than this moment cannot belong to a write still in progress.
+    let _lock = if repair && has_store {
+        Some(
+            Store::new(root, false)
+                .lock()
+                .map_err(|e| CheckError::Lock(e.to_string()))?,
+        )
+    } else {
+        None
+    };
+    let mut fixer = repair::Fixer::new(root, repair);
+    match std::fs::symlink_metadata(&state) {
+        Ok(m) if m.is_dir() => {
+            logs::check(&state, &mut fixer, &mut report);
+            store::check(&state, &mut fixer, &mut report)?;
+        }
+        Ok(_) => report.push(
+            Severity::Error,
+            ".filesystem".into(),
+            "is not a plain directory (a symlink or a file); the server refuses to use it".into(),
+            Fix::Manual("move it out of the workspace so the server can create its own".into()),
+        ),
+        Err(_) => {}
+    }
+    workspace::check(root, &mut fixer, &mut report)?;
+    mirrors::check(root, allow_root_slash, &mut report);
+    Ok(report)
+}
+
+/// Runs `filesystem check` for `--root` (or the current directory); returns the exit status:
+/// 0 clean, 1 problems remain, 2 the root is unusable.
+pub fn run(root: Option<&Path>, allow_root_slash: bool, args: &CheckArgs) -> i32 {
+    let given: PathBuf = match root {
+        Some(r) => r.to_path_buf(),
+        None => {
+            match std::env::current_dir() {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("filesystem check: cannot read the current directory ({e}); pass --root DIR");
+                    return 2;
+                }
+            }
+        }
+    };
+    let root = match crate::root::validate(&given, allow_root_slash) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("filesystem check: {e}");
+            return 2;
+        }
+    };
+    match check(&root, allow_root_slash, args.repair) {
+        Ok(report) => {
+            let text = if args.json {
+                render::json(&root, &report)
+            } else {
+                render::text(&report)
+            };
+            print!("{text}");
+            if report.clean() {
+                0
+            } else {
+                1
+            }
+        }
+        Err(e) => {
+            eprintln!("filesystem check: {e}");
+            match e {
+                CheckError::Root(_) => 2,
+                _ => 1,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        (dir, root)
+    }
+
+    fn write(root: &Path, rel: &str, content: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, content).expect("write");
+    }
+
+    fn find<'a>(r: &'a Report, place: &str) -> &'a Finding {
+        r.findings
+            .iter()
+            .find(|f| f.place.starts_with(place))
+            .unwrap_or_else(|| panic!("no finding at {place}: {:#?}", r.findings))
+    }
+
+    #[test]
+    fn a_head_past_the_newest_snapshot_is_lowered_and_a_gap_is_only_reported() {
+        let (_d, root) = root();
+        write(&root, ".filesystem/files/a/#versions/00001", "1");
+        write(&root, ".filesystem/files/a/#versions/00002", "2");
+        write(&root, ".filesystem/files/a/#versions/head", "4 4\n");
+        write(&root, ".filesystem/files/b/#versions/00001", "1");
+        write(&root, ".filesystem/files/b/#versions/00003", "3");
+        write(&root, ".filesystem/files/b/#versions/head", "3 3\n");
+        let r = check(&root, false, false).expect("check");
+        assert!(matches!(
+            find(&r, ".filesystem/files/a/#versions/head").fix,
+            Fix::WouldRepair(_)
+        ));
+        assert!(matches!(
+            find(&r, ".filesystem/files/b/#versions").fix,
+            Fix::Manual(_)
+        ));
+        let r = check(&root, false, true).expect("repair");
+        assert!(!r.clean(), "the gap in b remains");
+        let head = std::fs::read_to_string(root.join(".filesystem/files/a/#versions/head"));
+        assert_eq!(head.expect("head"), "2 2\n");
+    }
+
+    #[test]
+    fn a_torn_log_line_is_cut_and_a_bad_middle_line_is_left() {
+        let (_d, root) = root();
+        let t = "2024-01-01T00:00:00.000000Z";
+        write(
+            &root,
+            ".filesystem/.moves",
+            &format!("{t}\ta\tb\ngarbage\n{t}\tb\tc\n{t}\tc\t"),
+        );
+        let r = check(&root, false, true).expect("repair");
+        assert_eq!(find(&r, ".filesystem/.moves:2").severity, Severity::Error);
+        assert!(matches!(
+            find(&r, ".filesystem/.moves:4").fix,
+            Fix::Repaired(_)
+        ));
+        let log = std::fs::read_to_string(root.join(".filesystem/.moves")).expect("log");
+        assert_eq!(log, format!("{t}\ta\tb\ngarbage\n{t}\tb\tc\n"));
+    }
+
+    #[test]
+    fn trash_and_delete_log_disagreements_are_reported_and_the_counter_raised() {
+        let (_d, root) = root();
+        let t = "2024-01-01T00:00:00.000000Z";
+        write(
+            &root,
+            ".filesystem/.deletes",
+            &format!("{t}\tdelete\t1\tgone.txt\n{t}\tdelete\t2\tkept.txt\n"),
+        );
+        write(&root, ".filesystem/.trash/00002", "kept");
+        write(&root, ".filesystem/.trash/00007", "nobody logged me");
+        write(&root, ".filesystem/.trash/00009.history/00001", "v1");
+        write(&root, ".filesystem/.next-trash-id", "3\n");
+        let r = check(&root, false, true).expect("repair");
+        assert_eq!(
+            find(&r, ".filesystem/.trash/00001").severity,
+            Severity::Info
+        );
+        assert!(matches!(
+            find(&r, ".filesystem/.trash/00007").fix,
+            Fix::Manual(_)
+        ));
+        assert!(r
+            .findings
+            .iter()
+            .any(|f| f.place == ".filesystem/.trash/00009.history"
+                && matches!(f.fix, Fix::Repaired(_))));
+        let counter = std::fs::read_to_string(root.join(".filesystem/.next-trash-id"));
+        assert_eq!(counter.expect("counter"), "10\n");
+        // User data in the trash is never touched; the orphaned history was moved, not deleted.
+        assert!(root.join(".filesystem/.trash/00007").exists());
+        assert!(!root.join(".filesystem/.trash/00009.history").exists());
+    }
+
+    #[test]
+    fn links_are_reported_never_followed_and_temporaries_are_cleared() {
+        let (_d, root) = root();
+        let outside = tempfile::tempdir().expect("outside");
+        write(&root, ".filesystem/files/a/#versions/head", "1 1\n");
+        write(&root, ".filesystem/files/a/#versions/00001", "1");
+        write(
+            &root,
+            ".filesystem/files/a/#versions/.filesystem-tmp-Ab12Cd",
+            "half",
+        );
+        write(&root, "src/.filesystem-tmp-Zz9Yy8", "half");
+        write(&root, "src/.main.rs.shelpa-tmp-4000000-17-0", "half");
+        std::os::unix::fs::symlink(outside.path(), root.join(".filesystem/files/evil"))
+            .expect("link");
+        let r = check(&root, false, true).expect("repair");
+        assert_eq!(find(&r, ".filesystem/files/evil").severity, Severity::Error);
+        assert!(!root
+            .join(".filesystem/files/a/#versions/.filesystem-tmp-Ab12Cd")
+            .exists());
+        assert!(!root.join("src/.filesystem-tmp-Zz9Yy8").exists());
+        assert!(!root.join("src/.main.rs.shelpa-tmp-4000000-17-0").exists());
+        assert!(std::fs::read_dir(outside.path())
+            .expect("outside")
+            .next()
+            .is_none());
+        assert!(!r.clean(), "the link still needs a person");
+    }
+}

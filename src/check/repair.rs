@@ -1,0 +1,146 @@
+//! The only ways `--repair` changes anything: removing a stale temporary, moving debris aside
+//! into `.filesystem/.orphans/`, truncating a log to its complete lines, and replacing a small
+//! store file atomically. Keeping them in one place keeps the allow-list of repairs auditable.
+
+use std::fs::OpenOptions;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::history::durable::{create_dirs, rename_no_replace, replace_file};
+use crate::history::layout::ORPHANS_DIR;
+use crate::history::log::now;
+
+use super::Fix;
+
+/// Carries out repairs (or describes them when not repairing).
+pub(crate) struct Fixer {
+    root: PathBuf,
+    repair: bool,
+    /// When the check started (after taking the lock when repairing): temporaries modified
+    /// before it cannot belong to a mutation still running.
+    pub(crate) started: SystemTime,
+    /// `.filesystem/.orphans/check-<time>-<pid>/`, made on first use.
+    batch: Option<PathBuf>,
+}
+
+impl Fixer {
+    pub(crate) fn new(root: &Path, repair: bool) -> Fixer {
+        Fixer {
+            root: root.to_path_buf(),
+            repair,
+            started: SystemTime::now(),
+            batch: None,
+        }
+    }
+
+    /// `what` done by `act` when repairing, or described as what would be done.
+    pub(crate) fn apply(&self, what: String, act: impl FnOnce() -> io::Result<()>) -> Fix {
+        if !self.repair {
+            return Fix::WouldRepair(what);
+        }
+        match act() {
+            Ok(()) => Fix::Repaired(what),
+            Err(e) => Fix::Failed(format!("{what} failed: {e}")),
+        }
+    }
+
+    /// True when `path` (not followed) was last modified before the check started.
+    pub(crate) fn older_than_start(&self, path: &Path) -> bool {
+        std::fs::symlink_metadata(path)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t < self.started)
+    }
+
+    /// Removes the stale temporary file at `path`.
+    pub(crate) fn remove_temp(&self, path: &Path) -> Fix {
+        self.apply("removed it".into(), || {
+            // Only a regular file is ever removed: the walk saw one, and a swap since then is
+            // refused rather than followed.
+            let m = std::fs::symlink_metadata(path)?;
+            if !m.file_type().is_file() {
+                return Err(io::Error::other("it is no longer a regular file"));
+            }
+            std::fs::remove_file(path)
+        })
+    }
+
+    /// Moves `path` (root-relative `rel`) into this run's directory under `.orphans/`, keeping
+    /// its relative path so a person can tell where it came from.
+    pub(crate) fn move_aside(&mut self, path: &Path, rel: &Path) -> Fix {
+        let shown_batch = self
+            .batch
+            .as_ref()
+            .and_then(|b| b.strip_prefix(&self.root).ok())
+            .map(|b| b.display().to_string())
+            .unwrap_or_else(|| format!(".filesystem/{ORPHANS_DIR}/check-…"));
+        if !self.repair {
+            return Fix::WouldRepair(format!("move it aside into {shown_batch}/"));
+        }
+        let batch = match self.batch_dir() {
+            Ok(b) => b,
+            Err(e) => return Fix::Failed(format!("cannot create the orphans directory: {e}")),
+        };
+        let dest = batch.join(rel);
+        let shown = dest
+            .strip_prefix(&self.root)
+            .unwrap_or(&dest)
+            .display()
+            .to_string();
+        let moved = dest
+            .parent()
+            .map_or(Ok(()), create_dirs)
+            .and_then(|()| rename_no_replace(path, &dest));
+        match moved {
+            Ok(()) => Fix::Repaired(format!("moved it aside to {shown}")),
+            Err(e) => Fix::Failed(format!("moving it aside to {shown} failed: {e}")),
+        }
+    }
+
+    fn batch_dir(&mut self) -> io::Result<PathBuf> {
+        if let Some(b) = &self.batch {
+            return Ok(b.clone());
+        }
+        let stamp: String = now()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let dir = self
+            .root
+            .join(crate::guard::STATE_DIRS[0])
+            .join(ORPHANS_DIR)
+            .join(format!("check-{stamp}-{}", std::process::id()));
+        create_dirs(&dir)?;
+        self.batch = Some(dir.clone());
+        Ok(dir)
+    }
+
+    /// Cuts the file at `path` back to its first `keep` bytes and makes that durable.
+    pub(crate) fn truncate(&self, path: &Path, keep: u64, what: String) -> Fix {
+        self.apply(what, || {
+            let file = OpenOptions::new()
+                .write(true)
+                .custom_nofollow()
+                .open(path)?;
+            file.set_len(keep)?;
+            file.sync_all()
+        })
+    }
+
+    /// Replaces the small store file at `path` with `content`, atomically.
+    pub(crate) fn rewrite(&self, path: &Path, content: &[u8], what: String) -> Fix {
+        self.apply(what, || replace_file(path, content, None, false))
+    }
+}
+
+/// `O_NOFOLLOW` for the one file repair opens for writing.
+trait NoFollow {
+    fn custom_nofollow(&mut self) -> &mut Self;
+}
+
+impl NoFollow for OpenOptions {
+    fn custom_nofollow(&mut self) -> &mut Self {
+        use std::os::unix::fs::OpenOptionsExt;
+        self.custom_flags(libc::O_NOFOLLOW)
+    }
+}

@@ -1,0 +1,510 @@
+//! The `.filesystem/` store: every name in it is on an allow-list, every version history's head
+//! must name snapshots that exist, the trash must agree with `.deletes`, and the trash counter
+//! must be ahead of every id in use. Nothing is followed: entries are inspected with `lstat`.
+//!
+//! The one exception to "no links inside the store" is a trash entry itself (`.trash/00007`):
+//! it is whatever the user deleted, a symlink included, so it is never looked into.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::FileType;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::history::durable::is_temp_name;
+use crate::history::layout::{
+    self, DELETES_LOG, FILES_DIR, IMPORTS_LOG, LOCK_FILE, MOVES_LOG, ORPHANS_DIR, TRASH_COUNTER,
+    TRASH_DIR, TRASH_HISTORY_SUFFIX, VERSIONS_DIR,
+};
+use crate::history::versions::{snapshot_version, Versions, HEAD_FILE};
+
+use super::repair::Fixer;
+use super::{CheckError, Fix, Report, Severity};
+
+/// What an entry is, without following it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    File,
+    Dir,
+    Link,
+    Special,
+}
+
+impl Kind {
+    fn of(t: FileType) -> Kind {
+        if t.is_symlink() {
+            Kind::Link
+        } else if t.is_dir() {
+            Kind::Dir
+        } else if t.is_file() {
+            Kind::File
+        } else {
+            Kind::Special
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::File => "file",
+            Kind::Dir => "directory",
+            Kind::Link => "symlink",
+            Kind::Special => "special file",
+        }
+    }
+}
+
+/// One store walk: the store's path, and the repairer and report it writes to.
+struct Walk<'a> {
+    state: &'a Path,
+    fixer: &'a mut Fixer,
+    report: &'a mut Report,
+}
+
+/// The entries of a directory (names and kinds, not followed), sorted by name.
+fn entries(dir: &Path) -> io::Result<Vec<(std::ffi::OsString, Kind)>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        out.push((e.file_name(), Kind::of(e.file_type()?)));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// Checks everything inside `.filesystem/` at `state` except the logs' lines.
+pub(crate) fn check(
+    state: &Path,
+    fixer: &mut Fixer,
+    report: &mut Report,
+) -> Result<(), CheckError> {
+    let mut walk = Walk {
+        state,
+        fixer,
+        report,
+    };
+    walk.top_level()?;
+    walk.history_tree(Path::new(FILES_DIR), Path::new(""));
+    walk.trash();
+    walk.orphans(Path::new(ORPHANS_DIR));
+    Ok(())
+}
+
+impl Walk<'_> {
+    fn place(rel: &Path) -> String {
+        format!(".filesystem/{}", rel.display())
+    }
+
+    fn unreadable(&mut self, rel: &Path, e: io::Error) {
+        self.report.push(
+            Severity::Error,
+            Self::place(rel),
+            format!("cannot be read: {e}"),
+            Fix::Manual("check its permissions, then rerun".into()),
+        );
+    }
+
+    /// A symlink or special file: never followed, never moved (moving it would keep it inside
+    /// the store anyway), reported for a person to remove.
+    fn link(&mut self, rel: &Path, kind: Kind) {
+        self.report.push(
+            Severity::Error,
+            Self::place(rel),
+            format!("a {} inside the history store; it was not followed (the server never creates one, so it was planted or copied in)", kind.name()),
+            Fix::Manual("remove it by hand after looking at where it points".into()),
+        );
+    }
+
+    /// An entry the store never writes at that place.
+    fn debris(&mut self, rel: &Path, kind: Kind, why: &str) {
+        let fix = self.fixer.move_aside(&self.state.join(rel), rel);
+        self.report.push(
+            Severity::Warning,
+            Self::place(rel),
+            format!("an unexpected {} ({why})", kind.name()),
+            fix,
+        );
+    }
+
+    /// A leftover of `replace_file`: removed when provably stale.
+    fn temp(&mut self, rel: &Path) {
+        let path = self.state.join(rel);
+        if self.fixer.older_than_start(&path) {
+            let fix = self.fixer.remove_temp(&path);
+            self.report.push(
+                Severity::Warning,
+                Self::place(rel),
+                "a temporary file left by an interrupted atomic write (it was never renamed into place, so nothing acknowledged depends on it)".into(),
+                fix,
+            );
+        } else {
+            self.report.push(
+                Severity::Info,
+                Self::place(rel),
+                "a temporary file newer than this check: a write is probably in progress".into(),
+                Fix::Nothing,
+            );
+        }
+    }
+
+    /// The fixed names at the top of the store.
+    fn top_level(&mut self) -> Result<(), CheckError> {
+        let list = entries(self.state).map_err(|source| CheckError::Io {
+            what: "cannot list .filesystem/".into(),
+            source,
+        })?;
+        for (name, kind) in list {
+            let rel = PathBuf::from(&name);
+            let expected = match name.to_str() {
+                Some(FILES_DIR | TRASH_DIR | ORPHANS_DIR) => Some(Kind::Dir),
+                Some(
+                    MOVES_LOG
+                    | DELETES_LOG
+                    | IMPORTS_LOG
+                    | TRASH_COUNTER
+                    | LOCK_FILE
+                    | crate::calllog::DEFAULT_LOG_NAME,
+                ) => Some(Kind::File),
+                _ => None,
+            };
+            match (expected, kind) {
+                (Some(want), got) if want == got => {}
+                (_, Kind::Link | Kind::Special) => self.link(&rel, kind),
+                (Some(want), got) => self.report.push(
+                    Severity::Error,
+                    Self::place(&rel),
+                    format!(
+                        "is a {} where the store keeps a {}",
+                        got.name(),
+                        want.name()
+                    ),
+                    Fix::Manual(
+                        "rename it out of .filesystem/ by hand so the server can recreate it"
+                            .into(),
+                    ),
+                ),
+                (None, Kind::File) if is_temp_name(name.as_bytes()) => self.temp(&rel),
+                (None, _) => self.debris(&rel, kind, "not one of the store's own names"),
+            }
+        }
+        Ok(())
+    }
+
+    /// A history tree: directories named after workspace names, each possibly holding the
+    /// `#versions` of the file once at that path.
+    fn history_tree(&mut self, dir: &Path, workspace: &Path) {
+        let list = match entries(&self.state.join(dir)) {
+            Ok(l) => l,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+            Err(e) => return self.unreadable(dir, e),
+        };
+        for (name, kind) in list {
+            let rel = dir.join(&name);
+            match kind {
+                Kind::Link | Kind::Special => self.link(&rel, kind),
+                Kind::File if is_temp_name(name.as_bytes()) => self.temp(&rel),
+                Kind::Dir if name == VERSIONS_DIR => self.versions(&rel, workspace),
+                Kind::Dir => match layout::decode(&name) {
+                    Some(ws_name) => self.history_tree(&rel, &workspace.join(ws_name)),
+                    None => self.debris(&rel, kind, "a store-reserved name the store never uses"),
+                },
+                Kind::File => self.debris(
+                    &rel,
+                    kind,
+                    "history trees hold only directories; versions live in #versions",
+                ),
+            }
+        }
+    }
+
+    /// One file's `#versions`: its snapshots and head.
+    fn versions(&mut self, dir: &Path, workspace: &Path) {
+        let list = match entries(&self.state.join(dir)) {
+            Ok(l) => l,
+            Err(e) => return self.unreadable(dir, e),
+        };
+        self.report.histories_checked += 1;
+        let mut snapshots = BTreeSet::new();
+        let mut has_head = false;
+        for (name, kind) in list {
+            let rel = dir.join(&name);
+            match kind {
+                Kind::Link | Kind::Special => self.link(&rel, kind),
+                Kind::File if name == HEAD_FILE => has_head = true,
+                Kind::File if is_temp_name(name.as_bytes()) => self.temp(&rel),
+                Kind::File => match snapshot_version(name.as_bytes()) {
+                    Some(v) => {
+                        snapshots.insert(v);
+                    }
+                    None => self.debris(&rel, kind, "not a snapshot, the head, or a temporary"),
+                },
+                Kind::Dir => self.debris(&rel, kind, "a versions directory holds only files"),
+            }
+        }
+        let shown = if workspace.as_os_str().is_empty() {
+            "?".to_string()
+        } else {
+            workspace.display().to_string()
+        };
+        let head_rel = dir.join(HEAD_FILE);
+        let history = Versions::new(self.state.join(dir), shown.clone());
+        let head = if has_head { history.head() } else { Ok(None) };
+        let head = match head {
+            Ok(Some(h)) => h,
+            Ok(None) => {
+                if !snapshots.is_empty() {
+                    self.report.push(
+                        Severity::Info,
+                        Self::place(dir),
+                        format!("the history of {shown} has snapshot(s) {} but no head (its first write was cut short); the next write replaces them", list_numbers(&snapshots)),
+                        Fix::Nothing,
+                    );
+                }
+                return;
+            }
+            Err(e) => {
+                self.report.push(
+                    Severity::Error,
+                    Self::place(&head_rel),
+                    format!("the head of {shown} cannot be used: {e}"),
+                    Fix::Manual(format!(
+                        "write 'CURRENT NEWEST' into it by hand; snapshots present: {}",
+                        list_numbers(&snapshots)
+                    )),
+                );
+                return;
+            }
+        };
+        let newest_present = snapshots.range(..=head.newest).next_back().copied();
+        if !snapshots.contains(&head.newest) {
+            match newest_present {
+                Some(m) => {
+                    let current = head.current.min(m);
+                    let fix = self.fixer.rewrite(
+                        &self.state.join(&head_rel),
+                        format!("{current} {m}\n").as_bytes(),
+                        format!("set the head to version {current} of {m}"),
+                    );
+                    self.report.push(
+                        Severity::Error,
+                        Self::place(&head_rel),
+                        format!("the head of {shown} names version {} of {}, but the newest snapshot present is {m}", head.current, head.newest),
+                        fix,
+                    );
+                }
+                None => self.report.push(
+                    Severity::Error,
+                    Self::place(&head_rel),
+                    format!("the head of {shown} names version {} of {}, but none of its snapshots exist", head.current, head.newest),
+                    Fix::Manual("undo is impossible for this file; move its #versions directory out of the store by hand".into()),
+                ),
+            }
+        }
+        let top = newest_present.unwrap_or(0);
+        let gaps: BTreeSet<u64> = (1..top).filter(|v| !snapshots.contains(v)).collect();
+        if !gaps.is_empty() {
+            self.report.push(
+                Severity::Error,
+                Self::place(dir),
+                format!(
+                    "the history of {shown} is missing snapshot(s) {} below its head; undo cannot step past them",
+                    list_numbers(&gaps)
+                ),
+                Fix::Manual("restore them from a backup if one exists; otherwise only the versions above the gap can be undone to".into()),
+            );
+        }
+        let strays: BTreeSet<u64> = snapshots.range(head.newest + 1..).copied().collect();
+        if !strays.is_empty() {
+            self.report.push(
+                Severity::Info,
+                Self::place(dir),
+                format!(
+                    "the history of {shown} has stray snapshot(s) {} beyond its newest version (a write cut short before its head moved); the next write replaces them",
+                    list_numbers(&strays)
+                ),
+                Fix::Nothing,
+            );
+        }
+    }
+
+    /// `.trash/`: entries, their histories, and their agreement with `.deletes` and the counter.
+    fn trash(&mut self) {
+        let dir = Path::new(TRASH_DIR);
+        let list = match entries(&self.state.join(dir)) {
+            Ok(l) => l,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return self.unreadable(dir, e),
+        };
+        let events = match crate::history::trash::read_deletes(self.state) {
+            Ok(e) => e,
+            Err(e) => {
+                self.report.push(
+                    Severity::Error,
+                    Self::place(Path::new(DELETES_LOG)),
+                    format!("cannot be read: {e}"),
+                    Fix::Manual("check its permissions, then rerun".into()),
+                );
+                Vec::new()
+            }
+        };
+        let mut deleted: BTreeMap<u64, Vec<PathBuf>> = BTreeMap::new();
+        let mut restored = BTreeSet::new();
+        for e in &events {
+            if e.restore {
+                restored.insert(e.id);
+            } else {
+                deleted.entry(e.id).or_default().push(e.path.clone());
+            }
+        }
+        let mut slots = BTreeSet::new();
+        let mut histories = BTreeSet::new();
+        for (name, kind) in list {
+            let rel = dir.join(&name);
+            let bytes = name.as_bytes();
+            if let Some(id) = layout::trash_id(bytes) {
+                slots.insert(id);
+                continue;
+            }
+            let history_id = bytes
+                .strip_suffix(TRASH_HISTORY_SUFFIX.as_bytes())
+                .and_then(layout::trash_id);
+            match (history_id, kind) {
+                (_, Kind::Link | Kind::Special) => self.link(&rel, kind),
+                (Some(id), Kind::Dir) => {
+                    histories.insert(id);
+                    let was = deleted
+                        .get(&id)
+                        .and_then(|p| p.first())
+                        .cloned()
+                        .unwrap_or_else(|| PathBuf::from(format!("trash entry {id}")));
+                    // A deleted file's history is its `#versions` directory itself; a deleted
+                    // directory's is a whole tree. Only a versions directory holds files.
+                    let holds_files = entries(&self.state.join(&rel))
+                        .is_ok_and(|l| l.iter().any(|(_, k)| *k == Kind::File));
+                    if holds_files {
+                        self.versions(&rel, &was);
+                    } else {
+                        self.history_tree(&rel, &was);
+                    }
+                }
+                (None, Kind::File) if is_temp_name(bytes) => self.temp(&rel),
+                _ => self.debris(&rel, kind, "not a trash entry or a trash entry's history"),
+            }
+        }
+        for (id, paths) in &deleted {
+            let rel = dir.join(layout::trash_name(*id));
+            let shown = paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            if paths.len() > 1 {
+                self.report.push(
+                    Severity::Error,
+                    Self::place(Path::new(DELETES_LOG)),
+                    format!("trash id {id} was logged for {} deletes ({shown}); ids must never repeat, and restore_file {id} would use the first", paths.len()),
+                    Fix::Manual(format!("look in {} by hand to see which of them it holds", Self::place(&rel))),
+                );
+            }
+            if !restored.contains(id) && !slots.contains(id) {
+                self.report.push(
+                    Severity::Info,
+                    Self::place(&rel),
+                    format!("the delete of {shown} (trash id {id}) was logged but nothing is in the trash under that id: the delete was cut short (the file stayed in place) or a restore was cut short before it was logged"),
+                    Fix::Nothing,
+                );
+            }
+        }
+        for id in &slots {
+            let rel = dir.join(layout::trash_name(*id));
+            if !deleted.contains_key(id) {
+                self.report.push(
+                    Severity::Warning,
+                    Self::place(&rel),
+                    format!("trash entry {id} was never logged in .deletes, so list_trash does not show it and restore_file cannot bring it back"),
+                    Fix::Manual("move it back into the workspace by hand (it is user data; check will not touch it)".into()),
+                );
+            } else if restored.contains(id) {
+                self.report.push(
+                    Severity::Warning,
+                    Self::place(&rel),
+                    format!("trash entry {id} is logged as restored but is still in the trash, so restore_file refuses it"),
+                    Fix::Manual("move it back into the workspace by hand (it is user data; check will not touch it)".into()),
+                );
+            }
+        }
+        for id in histories.difference(&slots) {
+            let name = format!("{}{TRASH_HISTORY_SUFFIX}", layout::trash_name(*id));
+            let rel = dir.join(name);
+            self.debris(&rel, Kind::Dir, "the history of a trash entry that is no longer in the trash: its restore was cut short before the history followed");
+        }
+        let largest = slots
+            .iter()
+            .chain(&histories)
+            .chain(deleted.keys())
+            .chain(&restored)
+            .max()
+            .copied()
+            .unwrap_or(0);
+        self.counter(largest);
+    }
+
+    /// `.next-trash-id` must be above every id in use, or an id could be handed out twice.
+    fn counter(&mut self, largest: u64) {
+        let rel = Path::new(TRASH_COUNTER);
+        let path = self.state.join(rel);
+        let saved = match std::fs::symlink_metadata(&path) {
+            Ok(m) if !m.file_type().is_file() => return,
+            Ok(_) => std::fs::read_to_string(&path)
+                .ok()
+                .map(|t| t.trim().parse::<u64>().ok()),
+            Err(_) => None,
+        };
+        let needed = largest + 1;
+        let problem = match saved {
+            None if largest == 0 => return,
+            None => "is missing while trash ids are in use".to_string(),
+            Some(None) => "does not hold a number".to_string(),
+            Some(Some(n)) if n < needed => {
+                format!("says the next id is {n}, but id {largest} is already in use")
+            }
+            Some(Some(_)) => return,
+        };
+        let fix = self.fixer.rewrite(
+            &path,
+            format!("{needed}\n").as_bytes(),
+            format!("set it to {needed}"),
+        );
+        self.report.push(
+            Severity::Warning,
+            Self::place(rel),
+            format!("the trash counter {problem} (the next delete skips used ids anyway, but the counter is what keeps ids from ever repeating)"),
+            fix,
+        );
+    }
+
+    /// `.orphans/` holds anything, but never a link or special file.
+    fn orphans(&mut self, dir: &Path) {
+        let list = match entries(&self.state.join(dir)) {
+            Ok(l) => l,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+            Err(e) => return self.unreadable(dir, e),
+        };
+        for (name, kind) in list {
+            let rel = dir.join(&name);
+            match kind {
+                Kind::Link | Kind::Special => self.link(&rel, kind),
+                Kind::Dir => self.orphans(&rel),
+                Kind::File => {}
+            }
+        }
+    }
+}
+
+/// `1, 2, 5` — at most ten numbers, then how many more.
+fn list_numbers(set: &BTreeSet<u64>) -> String {
+    let mut parts: Vec<String> = set.iter().take(10).map(u64::to_string).collect();
+    if set.len() > 10 {
+        parts.push(format!("and {} more", set.len() - 10));
+    }
+    parts.join(", ")
+}

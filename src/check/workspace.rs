@@ -1,0 +1,113 @@
+//! Temporary files beside workspace files, left when a process died between writing the
+//! temporary and renaming it over the real file.
+//!
+//! Two writers make them: the store's atomic replace (`.filesystem-tmp-XXXXXX`, only ever under
+//! the store lock) and the legacy `tee` (`.NAME.shelpa-tmp-PID-NANOS-N`, under the mirror's own
+//! lock, not the store's). A leftover was never renamed into place, so no acknowledged write
+//! depends on it; still, it may be the only copy of an unacknowledged write, so `--repair` moves
+//! it aside into `.filesystem/.orphans/` rather than deleting it. The walk never follows a link
+//! and skips the server's own state directories (checked elsewhere).
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use crate::history::durable::is_temp_name;
+use crate::legacy::tee::temp_owner_pid;
+
+use super::repair::Fixer;
+use super::{CheckError, Fix, Report, Severity};
+
+/// Walks the workspace at `root` for leftover temporaries.
+pub(crate) fn check(root: &Path, fixer: &mut Fixer, report: &mut Report) -> Result<(), CheckError> {
+    walk(root, Path::new(""), fixer, report).map_err(|source| CheckError::Io {
+        what: "cannot walk the workspace".into(),
+        source,
+    })
+}
+
+fn walk(root: &Path, dir: &Path, fixer: &mut Fixer, report: &mut Report) -> io::Result<()> {
+    let mut list = Vec::new();
+    for e in std::fs::read_dir(root.join(dir))? {
+        let e = e?;
+        list.push((e.file_name(), e.file_type()?));
+    }
+    list.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, kind) in list {
+        let rel = dir.join(&name);
+        if dir.as_os_str().is_empty() && crate::guard::STATE_DIRS.iter().any(|s| name == *s) {
+            continue;
+        }
+        if kind.is_dir() {
+            // A directory that cannot be read is reported, not fatal: the rest still gets checked.
+            if let Err(e) = walk(root, &rel, fixer, report) {
+                report.push(
+                    Severity::Warning,
+                    rel.display().to_string(),
+                    format!("cannot be read ({e}), so it was not checked for leftover temporaries"),
+                    Fix::Manual("check its permissions, then rerun".into()),
+                );
+            }
+        } else if kind.is_file() {
+            temp(root, &rel, &name, fixer, report);
+        }
+    }
+    Ok(())
+}
+
+/// Reports (and with `--repair` moves aside) `rel` if it is one of our temporaries.
+fn temp(root: &Path, rel: &Path, name: &OsStr, fixer: &mut Fixer, report: &mut Report) {
+    let path = root.join(rel);
+    let shown = rel.display().to_string();
+    let owner = if is_temp_name(name.as_bytes()) {
+        Owner::Store
+    } else if let Some(pid) = name.to_str().and_then(temp_owner_pid) {
+        Owner::Tee(pid)
+    } else {
+        return;
+    };
+    let busy = match owner {
+        // Store temporaries are only made under the store lock, which --repair holds.
+        Owner::Store => !fixer.older_than_start(&path),
+        Owner::Tee(pid) => !fixer.older_than_start(&path) || process_alive(pid),
+    };
+    if busy {
+        report.push(
+            Severity::Info,
+            shown,
+            "a temporary file of a write that may still be running; left alone".into(),
+            Fix::Nothing,
+        );
+        return;
+    }
+    let fix = fixer.move_aside(&path, &Path::new("workspace").join(rel));
+    report.push(
+        Severity::Warning,
+        shown,
+        "a temporary file left by an interrupted overwrite (never renamed into place, so never acknowledged)".into(),
+        fix,
+    );
+}
+
+/// Who made a temporary.
+enum Owner {
+    /// The store's atomic replace.
+    Store,
+    /// Legacy `tee`, in the process with this id.
+    Tee(u32),
+}
+
+/// True when a process with `pid` exists (a process we may not signal still exists).
+fn process_alive(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    match rustix::process::test_kill_process(pid) {
+        Ok(()) => true,
+        Err(e) => e != rustix::io::Errno::SRCH,
+    }
+}
