@@ -125,6 +125,39 @@ fn undo_after_an_outside_change_saves_it_and_redo_brings_it_back() {
 }
 
 #[test]
+fn an_outside_change_after_undo_keeps_the_undone_versions() {
+    let ws = Ws::new();
+    for v in ["v1", "v2", "v3", "v4"] {
+        ws.write("f.txt", v);
+    }
+    ws.ok("undo_file", r#"{"path":"f.txt","steps":2}"#);
+    assert_eq!(ws.read("f.txt"), "v2");
+    // Changed outside while v3 and v4 are undone (a crash in the middle of a redo looks the same).
+    std::fs::write(ws.path("f.txt"), "outside").expect("outside edit");
+    ws.ok("undo_file", r#"{"path":"f.txt"}"#);
+    assert_eq!(
+        ws.read("f.txt"),
+        "v2",
+        "one undo returns to what the server last wrote"
+    );
+    ws.ok("redo_file", r#"{"path":"f.txt"}"#);
+    assert_eq!(ws.read("f.txt"), "outside");
+    // Walking back finds the undone versions too: nothing was dropped.
+    let mut seen = Vec::new();
+    loop {
+        seen.push(ws.read("f.txt"));
+        if !ws
+            .run(true, "undo_file", r#"{"path":"f.txt"}"#)
+            .status
+            .success()
+        {
+            break;
+        }
+    }
+    assert_eq!(seen, ["outside", "v2", "v4", "v3", "v2", "v1"]);
+}
+
+#[test]
 fn undo_keeps_the_file_mode_and_needs_a_history() {
     use std::os::unix::fs::PermissionsExt;
     let ws = Ws::new();

@@ -311,10 +311,16 @@ impl Store {
             Some(c) => !v.matches_head(head, c)?,
             None => false,
         };
-        let (at, newest) = if changed {
-            (head.current + 1, head.current + 1)
-        } else {
-            (head.current, head.newest)
+        // With an undone future (head below newest), the outside change is recorded after the
+        // newest version, preceded by a copy of the head's version, so the undone versions stay
+        // reachable and one undo still returns to the version the server last wrote. (A crash
+        // in the middle of a redo leaves exactly this: newer content in the file, the head
+        // unmoved.)
+        let keep_future = changed && head.current < head.newest;
+        let (at, newest) = match (changed, keep_future) {
+            (false, _) => (head.current, head.newest),
+            (true, false) => (head.current + 1, head.current + 1),
+            (true, true) => (head.newest + 2, head.newest + 2),
         };
         let possible = if forward { newest - at } else { at - 1 };
         if steps > possible {
@@ -330,6 +336,19 @@ impl Store {
         let mut head = head;
         let mut saved = None;
         if let (true, Some(c)) = (changed, &current) {
+            if keep_future {
+                let last_written = v.snapshot(head.current)?.ok_or_else(|| {
+                    HistoryError::NotFound(format!(
+                        "version {} of {shown} is missing from the store",
+                        head.current
+                    ))
+                })?;
+                let end = versions::Head {
+                    current: head.newest,
+                    newest: head.newest,
+                };
+                head = v.append(Some(end), &last_written)?;
+            }
             head = v.append(Some(head), c)?;
             saved = Some(head.current);
         }
