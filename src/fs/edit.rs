@@ -198,18 +198,26 @@ fn read_text(cx: &FsContext, resolved: &crate::guard::Resolved) -> Result<String
 
 /// True when CRLF line breaks outnumber bare LF ones.
 fn is_crlf(text: &str) -> bool {
-    let lf = text.bytes().filter(|&b| b == b'\n').count();
-    let crlf = text.matches("\r\n").count();
+    // One vectorised pass over the line breaks; this runs on every edit of every file.
+    let bytes = text.as_bytes();
+    let (mut lf, mut crlf) = (0usize, 0usize);
+    for at in memchr::memchr_iter(b'\n', bytes) {
+        lf += 1;
+        if at > 0 && bytes[at - 1] == b'\r' {
+            crlf += 1;
+        }
+    }
     crlf > 0 && crlf * 2 > lf
 }
 
 /// Applies `edits` in order to LF text; the first failure fails the whole set.
 pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String, EditError> {
-    let mut current = text.to_owned();
+    // Each edit builds the next text from the previous one; the original is never copied first.
+    let mut current: Option<String> = None;
     for (i, edit) in edits.iter().enumerate() {
-        current = apply_one(&current, edit, i + 1)?;
+        current = Some(apply_one(current.as_deref().unwrap_or(text), edit, i + 1)?);
     }
-    Ok(current)
+    Ok(current.unwrap_or_else(|| text.to_owned()))
 }
 
 fn apply_one(text: &str, edit: &Edit, index: usize) -> Result<String, EditError> {
@@ -217,10 +225,12 @@ fn apply_one(text: &str, edit: &Edit, index: usize) -> Result<String, EditError>
     if old.trim().is_empty() {
         return Err(EditError::Empty { index });
     }
-    if let Some(at) = text.find(old) {
+    // The whole file is scanned to prove the match unique, so the search is the vectorised one.
+    let finder = memchr::memmem::Finder::new(old.as_bytes());
+    if let Some(at) = finder.find(text.as_bytes()) {
         // A second, possibly overlapping, occurrence makes the edit ambiguous.
         let step = old.chars().next().map_or(1, char::len_utf8);
-        if let Some(again) = text[at + step..].find(old) {
+        if let Some(again) = finder.find(&text.as_bytes()[at + step..]) {
             let second = at + step + again;
             return Err(EditError::Ambiguous {
                 index,
@@ -508,11 +518,7 @@ pub fn unified_diff(old: &str, new: &str, name: &str) -> String {
 /// Byte offset where the diff window starts (the beginning of a line `CONTEXT` lines before the
 /// first difference) and how many lines precede it.
 fn window_start(old: &str, new: &str) -> (usize, usize) {
-    let common = old
-        .bytes()
-        .zip(new.bytes())
-        .take_while(|(a, b)| a == b)
-        .count();
+    let common = common_prefix(old.as_bytes(), new.as_bytes());
     // Back to the start of the line holding the first difference, then CONTEXT more lines.
     let mut start = old[..common].rfind('\n').map_or(0, |i| i + 1);
     for _ in 0..CONTEXT {
@@ -521,21 +527,48 @@ fn window_start(old: &str, new: &str) -> (usize, usize) {
         }
         start = old[..start - 1].rfind('\n').map_or(0, |i| i + 1);
     }
-    let skipped = old[..start].bytes().filter(|&b| b == b'\n').count();
+    let skipped = memchr::memchr_iter(b'\n', &old.as_bytes()[..start]).count();
     (start, skipped)
+}
+
+/// Length of the common prefix of two byte strings, compared a block at a time (a 10 MiB file
+/// edited near its end is compared in full on every edit).
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 4096;
+    let max = a.len().min(b.len());
+    let mut at = 0;
+    while at + BLOCK <= max && a[at..at + BLOCK] == b[at..at + BLOCK] {
+        at += BLOCK;
+    }
+    at + a[at..max]
+        .iter()
+        .zip(&b[at..max])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// Length of the common suffix of two byte strings, at most `max`, a block at a time.
+fn common_suffix(a: &[u8], b: &[u8], max: usize) -> usize {
+    const BLOCK: usize = 4096;
+    let (la, lb) = (a.len(), b.len());
+    let mut n = 0;
+    while n + BLOCK <= max && a[la - n - BLOCK..la - n] == b[lb - n - BLOCK..lb - n] {
+        n += BLOCK;
+    }
+    n + a[..la - n]
+        .iter()
+        .rev()
+        .zip(b[..lb - n].iter().rev())
+        .take(max - n)
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 /// How many bytes at the end of both texts lie outside the diff window: whole common lines after
 /// the last difference, minus `CONTEXT` lines of context.
 fn window_end_trim(old: &str, new: &str, start: usize) -> usize {
     let max = old.len().min(new.len()) - start;
-    let common = old
-        .bytes()
-        .rev()
-        .zip(new.bytes().rev())
-        .take(max)
-        .take_while(|(a, b)| a == b)
-        .count();
+    let common = common_suffix(old.as_bytes(), new.as_bytes(), max);
     // The trimmed part must begin at a line start, and keep CONTEXT whole lines for context.
     let tail = &old[old.len() - common..];
     // The byte before the cut is inside the common suffix, so the cut is a line start in both.
@@ -601,6 +634,44 @@ pub fn fence(diff: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blockwise_common_prefix_and_suffix_agree_with_a_byte_by_byte_count() {
+        let naive_prefix = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        let naive_suffix = |a: &[u8], b: &[u8], max: usize| {
+            a.iter()
+                .rev()
+                .zip(b.iter().rev())
+                .take(max)
+                .take_while(|(x, y)| x == y)
+                .count()
+        };
+        let base: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        for len in [0, 1, 4095, 4096, 4097, 8192, 9999] {
+            for diff_at in [0, 1, 4095, 4096, 4097, 8191, 9998] {
+                let a = &base[..len];
+                let mut b = a.to_vec();
+                if diff_at < len {
+                    b[diff_at] ^= 0xff;
+                }
+                b.extend_from_slice(b"tail");
+                assert_eq!(common_prefix(a, &b), naive_prefix(a, &b), "{len} {diff_at}");
+                let mut c = a.to_vec();
+                if diff_at < len {
+                    c[len - 1 - diff_at] ^= 0xff;
+                }
+                c.insert(0, b'x');
+                for max in [0, 3, 4096, len] {
+                    let max = max.min(len);
+                    assert_eq!(
+                        common_suffix(a, &c, max),
+                        naive_suffix(a, &c, max),
+                        "{len} {diff_at} {max}"
+                    );
+                }
+            }
+        }
+    }
 
     fn edit(old: &str, new: &str) -> Edit {
         Edit {
