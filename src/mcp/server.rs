@@ -134,7 +134,7 @@ struct Executor {
 impl Executor {
     /// Runs one call and returns its response, or `None` when it was cancelled (MCP forbids a
     /// response to a cancelled request).
-    fn run(&self, job: &CallJob) -> Option<Value> {
+    fn run(&self, job: &CallJob) -> Option<Vec<u8>> {
         let result = if job.cancel.is_cancelled() {
             None
         } else {
@@ -145,6 +145,7 @@ impl Executor {
             let outcome = catch_unwind(AssertUnwindSafe(|| {
                 self.toolset.call(&job.name, &job.args, &ctx)
             }));
+            let id = job.id.to_json();
             match outcome {
                 Ok(output) => {
                     if let Some(observer) = &self.observer {
@@ -156,20 +157,24 @@ impl Executor {
                             duration: started.elapsed(),
                         });
                     }
-                    Some(message::response(
-                        &job.id.to_json(),
-                        call_result(&output, &job.client.protocol_version, job.modern),
-                    ))
+                    let result = CallResult::of(&output, &job.client.protocol_version, job.modern);
+                    serde_json::to_vec(&ResponseOut {
+                        jsonrpc: "2.0",
+                        id: &id,
+                        result,
+                    })
+                    .ok()
                 }
-                Err(_) => Some(message::error(
-                    &job.id.to_json(),
+                Err(_) => serde_json::to_vec(&message::error(
+                    &id,
                     code::INTERNAL_ERROR,
                     format!(
                         "internal error while running tool '{}'; nothing was reported as done — please report this bug",
                         job.name
                     ),
                     None,
-                )),
+                ))
+                .ok(),
             }
         };
         if let Ok(mut map) = self.in_flight.lock() {
@@ -183,21 +188,51 @@ impl Executor {
     }
 }
 
-/// Builds the `CallToolResult` for a tool's output.
-fn call_result(output: &ToolOutput, protocol_version: &str, modern: bool) -> Value {
-    let mut result = json!({
-        "content": [{"type": "text", "text": output.text}],
-        "isError": output.is_error,
-    });
-    if let Some(structured) = &output.structured {
-        if protocol_version >= "2025-06-18" {
-            result["structuredContent"] = structured.clone();
+/// A success response, serialised straight from borrowed parts (a reply is built for every call,
+/// and copying a file's text into an intermediate JSON value first was measurable).
+#[derive(serde::Serialize)]
+struct ResponseOut<'a, T: serde::Serialize> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    result: T,
+}
+
+/// A `CallToolResult`.
+#[derive(serde::Serialize)]
+struct CallResult<'a> {
+    content: [TextBlock<'a>; 1],
+    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
+    structured_content: Option<&'a Value>,
+    #[serde(rename = "isError")]
+    is_error: bool,
+    #[serde(rename = "resultType", skip_serializing_if = "Option::is_none")]
+    result_type: Option<&'static str>,
+}
+
+/// A text content block.
+#[derive(serde::Serialize)]
+struct TextBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+impl<'a> CallResult<'a> {
+    /// The result for a tool's output, with the fields the negotiated revision knows.
+    fn of(output: &'a ToolOutput, protocol_version: &str, modern: bool) -> Self {
+        CallResult {
+            content: [TextBlock {
+                kind: "text",
+                text: &output.text,
+            }],
+            structured_content: output
+                .structured
+                .as_ref()
+                .filter(|_| protocol_version >= "2025-06-18"),
+            is_error: output.is_error,
+            result_type: modern.then_some("complete"),
         }
     }
-    if modern {
-        result["resultType"] = json!("complete");
-    }
-    result
 }
 
 /// The session state and the dispatch rules of the protocol.
@@ -647,7 +682,11 @@ fn run_batch(
         }
         match dispatcher.dispatch(item, framing) {
             Step::Reply(r) => replies.push(r),
-            Step::Call(job) => replies.extend(executor.run(&job)),
+            Step::Call(job) => replies.extend(
+                executor
+                    .run(&job)
+                    .and_then(|bytes| serde_json::from_slice(&bytes).ok()),
+            ),
             Step::Nothing => {}
         }
     }
@@ -692,10 +731,7 @@ fn run_calls(
             }
             Err(mpsc::TryRecvError::Disconnected) => break,
         };
-        let Some(reply) = executor.run(&job) else {
-            continue;
-        };
-        let Ok(body) = serde_json::to_vec(&reply) else {
+        let Some(body) = executor.run(&job) else {
             continue;
         };
         let was_empty = match outbox.lock() {
