@@ -246,7 +246,7 @@ fn a_huge_sort_is_killed_at_the_limit_and_leaves_no_scratch_files() {
             .args(["--root".as_ref(), ws.path().as_os_str()])
             .args(["--legacy-pipe", "--timeout", TIMEOUT_SECS, "--no-call-log"])
             .env("TMPDIR", scratch.path());
-        spawn_session(child)
+        Session::from_command(child)
     };
     s.initialize("2025-06-18");
     let mut p = Pipe { s, next_id: 10 };
@@ -268,27 +268,6 @@ fn a_huge_sort_is_killed_at_the_limit_and_leaves_no_scratch_files() {
         .collect();
     assert!(left.is_empty(), "the call left files behind: {left:?}");
     p.assert_still_serving();
-}
-
-/// A session on a prepared command (for an environment the shared helper does not set).
-fn spawn_session(mut cmd: std::process::Command) -> Session {
-    use std::io::BufReader;
-    use std::process::Stdio;
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn server");
-    let stdin = child.stdin.take();
-    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    Session {
-        child,
-        stdin,
-        stdout,
-        dir: None,
-        root: std::path::PathBuf::new(),
-    }
 }
 
 #[test]

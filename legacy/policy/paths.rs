@@ -35,17 +35,7 @@ pub(super) fn read_operand(cx: &PolicyContext, word: &Word) -> Result<Vec<OsStri
 pub(super) fn read_path(cx: &PolicyContext, typed: &str) -> Result<OsString, Refusal> {
     let resolved = guard(cx, typed, FinalLink::Follow, false)?;
     if let Ok(meta) = std::fs::metadata(&resolved.path) {
-        let ft = meta.file_type();
-        let kind = if ft.is_fifo() {
-            Some("a FIFO")
-        } else if ft.is_socket() {
-            Some("a socket")
-        } else if ft.is_char_device() || ft.is_block_device() {
-            Some("a device")
-        } else {
-            None
-        };
-        if let Some(kind) = kind {
+        if let Some(kind) = special_kind(&meta.file_type()) {
             return Err(Refusal::new(
                 GuardReason::DisallowedTarget,
                 typed,
@@ -117,14 +107,8 @@ pub(super) fn tee_target(cx: &PolicyContext, word: &Word) -> Result<PathBuf, Ref
         Some("a symlink")
     } else if ft.is_dir() {
         Some("a directory")
-    } else if ft.is_fifo() {
-        Some("a FIFO")
-    } else if ft.is_socket() {
-        Some("a socket")
-    } else if ft.is_char_device() || ft.is_block_device() {
-        Some("a device")
     } else {
-        None
+        special_kind(&ft)
     };
     if let Some(kind) = kind {
         return Err(Refusal::new(
@@ -360,4 +344,19 @@ fn glob_pattern(component: &str, globby: &[bool]) -> String {
         }
     }
     out
+}
+
+/// What a special file is (FIFO, socket, device), named for a message; `None` for anything else.
+/// Reading one can hang a stage and writing one reaches beyond the workspace, so both the operand
+/// check and the tee target check refuse them.
+fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {
+    if ft.is_fifo() {
+        Some("a FIFO")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else if ft.is_char_device() || ft.is_block_device() {
+        Some("a device")
+    } else {
+        None
+    }
 }

@@ -41,9 +41,14 @@ impl Session {
 
     /// A server with exactly these arguments (e.g. `--server`).
     pub fn spawn(leading: &[&std::ffi::OsStr], extra: &[&str]) -> Session {
-        let mut child = Command::new(BIN)
-            .args(leading)
-            .args(extra)
+        let mut cmd = Command::new(BIN);
+        cmd.args(leading).args(extra);
+        Session::from_command(cmd)
+    }
+
+    /// A server started from a prepared command (e.g. one with its own environment).
+    pub fn from_command(mut cmd: Command) -> Session {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
