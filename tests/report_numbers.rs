@@ -1,6 +1,6 @@
 //! `filesystem report` on the fixtures, checked against counts worked out by hand.
 //!
-//! Transcripts (fixtures/transcripts/-work-demo), calls in order, `[d]` = decile of position:
+//! Transcripts (fixtures/transcripts/-home-dev-demo), calls in order, `[d]` = decile of position:
 //!
 //! sess-a.jsonl (10 calls, decile = index)
 //!   0 pipe shelpa_pipe `tail|rg|awk|sort` ok                         stages 4
@@ -210,14 +210,14 @@ fn subagent_transcripts_are_their_own_sessions_with_a_parent() {
             .unwrap_or_else(|| panic!("no session {id}"))
             .clone()
     };
-    let sub = find("-work-demo/sess-a/subagents/agent-a1");
-    assert_eq!(sub["parent"], "-work-demo/sess-a");
+    let sub = find("-home-dev-demo/sess-a/subagents/agent-a1");
+    assert_eq!(sub["parent"], "-home-dev-demo/sess-a");
     assert_eq!(n(&sub["calls"]), 5);
     assert_eq!(sub["adoption"]["share"].as_f64(), Some(1.0));
-    let a = find("-work-demo/sess-a");
+    let a = find("-home-dev-demo/sess-a");
     assert_eq!(n(&a["calls"]), 10);
     assert_eq!(a["adoption"]["share"].as_f64(), Some(0.4));
-    let b = find("-work-demo/sess-b");
+    let b = find("-home-dev-demo/sess-b");
     assert_eq!(n(&b["calls"]), 8);
     assert_eq!(b["adoption"]["share"].as_f64(), Some(0.5));
 }

@@ -354,6 +354,16 @@ impl<'a> Bench<'a> {
         self.check_within_floor(i, 1.3, "within 1.3× of the floor");
     }
 
+    /// A message with this machine's directories replaced by placeholders, so the report says what
+    /// happened without naming where the run took place.
+    fn without_machine_paths(&self, text: &str) -> String {
+        let mut out = text.replace(&self.data.root.display().to_string(), "<workspace>");
+        if let Ok(cwd) = std::env::current_dir() {
+            out = out.replace(&cwd.display().to_string(), "<cwd>");
+        }
+        out
+    }
+
     /// Relative paths: does each server accept a path relative to its root?
     pub fn relative_paths(&mut self) -> Vec<String> {
         let mut notes = Vec::new();
@@ -373,7 +383,11 @@ impl<'a> Bench<'a> {
                     "{}: a path relative to the root (`read.txt`) works",
                     subject.label
                 ),
-                Err(e) => format!("{}: a relative path does not work ({e})", subject.label),
+                Err(e) => format!(
+                    "{}: a relative path does not work ({})",
+                    subject.label,
+                    self.without_machine_paths(&e.to_string())
+                ),
             });
         }
         notes
