@@ -84,10 +84,10 @@ impl<R: BufRead> FrameReader<R> {
     /// consuming it.
     fn skip_blank(&mut self) -> io::Result<Option<u8>> {
         loop {
-            let buf = fill(&mut self.inner)?;
-            if buf.is_empty() {
+            if buffered(&mut self.inner)? == 0 {
                 return Ok(None);
             }
+            let buf = self.inner.fill_buf()?;
             if buf.starts_with(&[0xEF, 0xBB, 0xBF]) {
                 self.inner.consume(3);
                 continue;
@@ -110,10 +110,10 @@ impl<R: BufRead> FrameReader<R> {
         let mut line = Vec::new();
         let mut overflow = false;
         loop {
-            let buf = fill(&mut self.inner)?;
-            if buf.is_empty() {
+            if buffered(&mut self.inner)? == 0 {
                 return Ok((line, overflow, false));
             }
+            let buf = self.inner.fill_buf()?;
             let (chunk, found) = match buf.iter().position(|&b| b == b'\n') {
                 Some(i) => (&buf[..i], true),
                 None => (buf, false),
@@ -212,16 +212,17 @@ impl<R: BufRead> FrameReader<R> {
     }
 }
 
-/// The reader's buffered bytes, retrying reads interrupted by a signal.
-fn fill<R: BufRead>(inner: &mut R) -> io::Result<&[u8]> {
+/// Fills the reader's buffer if it is empty, retrying reads interrupted by a signal, and returns
+/// how many bytes it holds; 0 means end of input. Only one read is made per call: a terminal
+/// reports Ctrl-D once, so reading again after an empty read would wait for more typing.
+fn buffered<R: BufRead>(inner: &mut R) -> io::Result<usize> {
     loop {
         match inner.fill_buf() {
-            Ok(_) => break,
+            Ok(buf) => return Ok(buf.len()),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         }
     }
-    inner.fill_buf()
 }
 
 fn truncate(s: &str, max: usize) -> String {
