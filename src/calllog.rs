@@ -183,19 +183,47 @@ fn append_line(
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir)?;
             }
-            e.insert(
-                OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .custom_flags(libc::O_NOFOLLOW)
-                    .open(path)?,
-            )
+            let file = OpenOptions::new()
+                .create(true)
+                .read(true)
+                .append(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(path)?;
+            rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+            let cut = cut_torn_tail(&file);
+            rustix::fs::flock(&file, rustix::fs::FlockOperation::Unlock)?;
+            cut?;
+            e.insert(file)
         }
     };
     rustix::fs::flock(&*file, rustix::fs::FlockOperation::LockExclusive)?;
     let written = file.write_all(bytes);
     rustix::fs::flock(&*file, rustix::fs::FlockOperation::Unlock)?;
     written
+}
+
+/// A server killed in the middle of an append can leave a partial last line (a write that spans
+/// a page boundary can be cut there); the first append of the next process cuts it off, so it
+/// is neither glued to the next line nor left in the middle of the log.
+fn cut_torn_tail(file: &File) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let len = file.metadata()?.len();
+    let mut end = len;
+    let mut buf = [0u8; 4096];
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        let chunk = &mut buf[..(end - start) as usize];
+        file.read_exact_at(chunk, start)?;
+        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+            end = start + i as u64 + 1;
+            break;
+        }
+        end = start;
+    }
+    if end != len {
+        file.set_len(end)?;
+    }
+    Ok(())
 }
 
 /// A session id unique enough to tell processes apart: start time and pid.

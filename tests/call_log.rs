@@ -191,3 +191,20 @@ fn the_combined_mode_serves_both_interfaces_and_the_log_shows_which_was_used() {
         json!(1)
     );
 }
+
+#[test]
+fn a_line_torn_by_a_killed_server_is_cut_before_the_next_append() {
+    let ws = tempfile::tempdir().expect("tmp");
+    std::fs::write(ws.path().join("hello.txt"), "hello\n").expect("write");
+    std::fs::create_dir_all(ws.path().join(".filesystem")).expect("mkdir");
+    let log = ws.path().join(".filesystem/.calls.jsonl");
+    std::fs::write(&log, "{\"whole\":1}\n{\"torn\":").expect("seed");
+    let mut s = Session::start_in(ws.path(), &[]);
+    s.initialize("2025-11-25");
+    s.call(2, "read_text_file", json!({"path": "hello.txt"}));
+    assert!(s.close_and_wait().success());
+    let lines = log_lines(&log);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0], json!({"whole": 1}));
+    assert_eq!(lines[1]["tool"], json!("read_text_file"));
+}

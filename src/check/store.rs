@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 
 use crate::history::durable::is_temp_name;
 use crate::history::layout::{
-    self, DELETES_LOG, FILES_DIR, IMPORTS_LOG, LOCK_FILE, MOVES_LOG, ORPHANS_DIR, TRASH_COUNTER,
-    TRASH_DIR, TRASH_HISTORY_SUFFIX, VERSIONS_DIR,
+    self, DELETES_LOG, FILES_DIR, IMPORTS_LOG, LOCK_FILE, MOVES_LOG, ORPHANS_DIR, PENDING_DELETE,
+    PENDING_MOVE, TRASH_COUNTER, TRASH_DIR, TRASH_HISTORY_SUFFIX, VERSIONS_DIR,
 };
-use crate::history::versions::{snapshot_version, Versions, HEAD_FILE};
+use crate::history::versions::{snapshot_version, Versions, HEAD_FILE, UNDONE_SUFFIX};
 
 use super::repair::Fixer;
 use super::{CheckError, Fix, Report, Severity};
@@ -160,12 +160,22 @@ impl Walk<'_> {
                     MOVES_LOG
                     | DELETES_LOG
                     | IMPORTS_LOG
+                    | PENDING_MOVE
+                    | PENDING_DELETE
                     | TRASH_COUNTER
                     | LOCK_FILE
                     | crate::calllog::DEFAULT_LOG_NAME,
                 ) => Some(Kind::File),
                 _ => None,
             };
+            if (name == PENDING_MOVE || name == PENDING_DELETE) && kind == Kind::File {
+                self.report.push(
+                    Severity::Info,
+                    Self::place(&rel),
+                    "a move or delete was cut short; the next change to the store finishes it (or finds it never happened)".to_string(),
+                    Fix::Nothing,
+                );
+            }
             match (expected, kind) {
                 (Some(want), got) if want == got => {}
                 (_, Kind::Link | Kind::Special) => self.link(&rel, kind),
@@ -231,6 +241,20 @@ impl Walk<'_> {
                 Kind::Link | Kind::Special => self.link(&rel, kind),
                 Kind::File if name == HEAD_FILE => has_head = true,
                 Kind::File if is_temp_name(name.as_bytes()) => self.temp(&rel),
+                Kind::File
+                    if name
+                        .as_bytes()
+                        .strip_suffix(UNDONE_SUFFIX.as_bytes())
+                        .and_then(snapshot_version)
+                        .is_some() =>
+                {
+                    self.report.push(
+                        Severity::Info,
+                        Self::place(&rel),
+                        "a write after an undo was cut short; the undone version is kept under this second name, and the next change to the file puts it back or drops it".to_string(),
+                        Fix::Nothing,
+                    );
+                }
                 Kind::File => match snapshot_version(name.as_bytes()) {
                     Some(v) => {
                         snapshots.insert(v);

@@ -142,10 +142,22 @@ pub(crate) fn refuse_links(state: &Path, path: &Path) -> Result<(), HistoryError
 /// line, so importing twice adds nothing.
 pub(crate) const IMPORTS_LOG: &str = ".imports";
 
+/// A move in progress (`from \t to`): written before a move starts and removed when it is
+/// logged, so a move cut short by a crash is finished (or found not to have happened) under the
+/// next lock instead of leaving the history at the old path.
+pub(crate) const PENDING_MOVE: &str = ".pending-move";
+
+/// A delete in progress (`id \t path`): like [`PENDING_MOVE`], so that a delete cut short after
+/// the entry went into the trash also takes its history there, instead of leaving it behind for
+/// whatever is next created at that path.
+pub(crate) const PENDING_DELETE: &str = ".pending-delete";
+
 /// Every fixed name at the top of `.filesystem/`, for the symlink check when the store opens.
-pub(crate) const TOP_LEVEL: [&str; 8] = [
+pub(crate) const TOP_LEVEL: [&str; 10] = [
     FILES_DIR,
     IMPORTS_LOG,
+    PENDING_MOVE,
+    PENDING_DELETE,
     TRASH_DIR,
     ORPHANS_DIR,
     MOVES_LOG,

@@ -189,7 +189,42 @@ impl Store {
             .map_err(io_err("cannot open the history store's lock file"))?;
         rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
             .map_err(|e| io_err("cannot lock the history store")(e.into()))?;
-        Ok(StoreLock { _file: Some(file) })
+        let lock = StoreLock { _file: Some(file) };
+        self.finish_pending_move(&state)?;
+        self.finish_pending_delete(&state)?;
+        Ok(lock)
+    }
+
+    /// Completes a move a crash cut short (see [`layout::PENDING_MOVE`]). If the workspace entry
+    /// reached its destination, its history follows and the move is logged (unless it already
+    /// was); if it did not, nothing moved and the note is simply dropped.
+    fn finish_pending_move(&self, state: &Path) -> Result<(), HistoryError> {
+        let note = state.join(layout::PENDING_MOVE);
+        let fields = match LogFile::new(note.clone()).read() {
+            Ok(mut lines) if !lines.is_empty() => lines.swap_remove(0),
+            Ok(_) => return Ok(()),
+            Err(e) => return Err(io_err("cannot read the pending-move note")(e)),
+        };
+        if let [from, to] = fields.as_slice() {
+            let (from, to) = (field_path(from), field_path(to));
+            let (src, dst) = (self.root.join(&from), self.root.join(&to));
+            if let (false, Ok(meta)) = (occupied(&src), std::fs::symlink_metadata(&dst)) {
+                self.move_history(state, &from, &to, EntryKind::of(&meta))?;
+                let logged = read_moves(state)?
+                    .last()
+                    .is_some_and(|m| m.from == from && m.to == to);
+                if !logged {
+                    LogFile::new(state.join(layout::MOVES_LOG))
+                        .append(&[log::now().as_bytes(), path_field(&from), path_field(&to)])
+                        .map_err(io_err("cannot append to the move log"))?;
+                }
+            }
+        }
+        match std::fs::remove_file(&note) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_err("cannot remove the pending-move note")(e)),
+        }
     }
 
     fn abs(&self, rel: &Path) -> Result<PathBuf, HistoryError> {
@@ -301,6 +336,7 @@ impl Store {
                 "{shown} has no version history; only files written through this server with --backup can be undone"
             )));
         };
+        v.settle(Some(head))?;
         // An outside change is saved as a new version before stepping, so undo never destroys
         // work. A missing file is simply recreated from the version stepped to.
         let current = match meta {
@@ -405,14 +441,26 @@ impl Store {
         if let Some(parent) = dst.parent() {
             create_dirs(parent).map_err(io_err(format!("cannot create the parent of {to_s}")))?;
         }
-        rename_no_replace(&src, &dst).map_err(|e| {
-            already_exists_or_io(e, &to_s, &format!("cannot move {from_s} to {to_s}"))
-        })?;
+        // The entry, its history and the log line move in three steps; the note makes them one
+        // for a crash (the next lock finishes what was started).
         let state = self.state_dir(true)?;
+        let note = state.join(layout::PENDING_MOVE);
+        LogFile::new(note.clone())
+            .append(&[path_field(from), path_field(to)])
+            .map_err(io_err("cannot record the move before making it"))?;
+        if let Err(e) = rename_no_replace(&src, &dst) {
+            let _ = std::fs::remove_file(&note);
+            return Err(already_exists_or_io(
+                e,
+                &to_s,
+                &format!("cannot move {from_s} to {to_s}"),
+            ));
+        }
         let history_moved = self.move_history(&state, from, to, kind)?;
         LogFile::new(state.join(layout::MOVES_LOG))
             .append(&[log::now().as_bytes(), path_field(from), path_field(to)])
             .map_err(io_err("cannot append to the move log"))?;
+        std::fs::remove_file(&note).map_err(io_err("cannot remove the pending-move note"))?;
         Ok(MoveReport {
             kind,
             history_moved,
@@ -541,6 +589,89 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().canonicalize().expect("canonical");
         (dir, Store::new(&root, backup))
+    }
+
+    #[test]
+    fn a_move_cut_short_after_the_file_moved_is_finished_under_the_next_lock() {
+        let (dir, s) = store(true);
+        {
+            let lock = s.lock().expect("lock");
+            s.write(&lock, Path::new("a"), b"one", false)
+                .expect("write");
+            s.write(&lock, Path::new("a"), b"two", false)
+                .expect("write");
+        }
+        // The crash state: the note written, the file renamed, nothing else.
+        let state = dir.path().join(".filesystem");
+        std::fs::write(state.join(layout::PENDING_MOVE), "a\tb\n").expect("note");
+        std::fs::rename(dir.path().join("a"), dir.path().join("b")).expect("rename");
+        let lock = s.lock().expect("lock");
+        assert!(!state.join(layout::PENDING_MOVE).exists());
+        let moves = read_moves(&state).expect("moves");
+        assert_eq!(
+            moves.last().map(|m| (m.from.clone(), m.to.clone())),
+            Some((PathBuf::from("a"), PathBuf::from("b")))
+        );
+        s.undo(&lock, Path::new("b"), 1)
+            .expect("the history followed the file");
+        assert_eq!(std::fs::read(dir.path().join("b")).expect("read"), b"one");
+    }
+
+    #[test]
+    fn a_move_cut_short_before_the_file_moved_leaves_everything_in_place() {
+        let (dir, s) = store(true);
+        {
+            let lock = s.lock().expect("lock");
+            s.write(&lock, Path::new("a"), b"one", false)
+                .expect("write");
+            s.write(&lock, Path::new("a"), b"two", false)
+                .expect("write");
+        }
+        let state = dir.path().join(".filesystem");
+        std::fs::write(state.join(layout::PENDING_MOVE), "a\tb\n").expect("note");
+        let lock = s.lock().expect("lock");
+        assert!(!state.join(layout::PENDING_MOVE).exists());
+        assert!(read_moves(&state).expect("moves").is_empty());
+        s.undo(&lock, Path::new("a"), 1)
+            .expect("history still at a");
+        assert_eq!(std::fs::read(dir.path().join("a")).expect("read"), b"one");
+    }
+
+    #[test]
+    fn a_delete_cut_short_after_the_file_went_to_the_trash_takes_its_history_along() {
+        let (dir, s) = store(true);
+        {
+            let lock = s.lock().expect("lock");
+            s.write(&lock, Path::new("a"), b"one", false)
+                .expect("write");
+            s.write(&lock, Path::new("a"), b"two", false)
+                .expect("write");
+        }
+        // The crash state: logged, noted, the file in its slot, the history still behind.
+        let state = dir.path().join(".filesystem");
+        std::fs::create_dir_all(state.join(layout::TRASH_DIR)).expect("trash");
+        LogFile::new(state.join(layout::DELETES_LOG))
+            .append(&[log::now().as_bytes(), b"delete", b"1", b"a"])
+            .expect("log");
+        std::fs::write(state.join(layout::PENDING_DELETE), "1\ta\n").expect("note");
+        std::fs::rename(
+            dir.path().join("a"),
+            state.join(layout::TRASH_DIR).join("00001"),
+        )
+        .expect("rename");
+        let lock = s.lock().expect("lock");
+        assert!(!state.join(layout::PENDING_DELETE).exists());
+        // A new file at the old path starts a history of its own...
+        let created = s
+            .write(&lock, Path::new("a"), b"new", false)
+            .expect("write");
+        assert_eq!(created.version, Some(1));
+        s.trash(&lock, Path::new("a")).expect("trash the new one");
+        // ...and the old one comes back with its versions.
+        s.restore(&lock, 1, None).expect("restore");
+        s.undo(&lock, Path::new("a"), 1)
+            .expect("its history came along");
+        assert_eq!(std::fs::read(dir.path().join("a")).expect("read"), b"one");
     }
 
     #[test]

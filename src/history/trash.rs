@@ -162,6 +162,55 @@ impl Store {
 
     /// Moves the file, directory or symlink at `rel` (never what a symlink points to) into the
     /// trash with its history, logs it in `.deletes`, and returns its entry.
+    /// Moves the history of `rel` (an entry of `kind`, now trash entry `id`) beside it.
+    fn trash_history(
+        &self,
+        state: &Path,
+        id: u64,
+        rel: &Path,
+        kind: EntryKind,
+    ) -> Result<(), HistoryError> {
+        let history = history_of(state, rel, kind)?;
+        if occupied(&history) {
+            let dest = self.trash_dir(state).join(format!(
+                "{}{}",
+                layout::trash_name(id),
+                layout::TRASH_HISTORY_SUFFIX
+            ));
+            rename_no_replace(&history, &dest).map_err(io_err(format!(
+                "cannot move the history of {} into the trash",
+                display_relative(rel)
+            )))?;
+        }
+        Ok(())
+    }
+
+    /// Completes a delete a crash cut short (see [`layout::PENDING_DELETE`]): if the entry
+    /// reached its trash slot, its history follows; if not, nothing moved.
+    pub(crate) fn finish_pending_delete(&self, state: &Path) -> Result<(), HistoryError> {
+        let note = state.join(layout::PENDING_DELETE);
+        let fields = match LogFile::new(note.clone()).read() {
+            Ok(mut lines) if !lines.is_empty() => lines.swap_remove(0),
+            Ok(_) => return Ok(()),
+            Err(e) => return Err(io_err("cannot read the pending-delete note")(e)),
+        };
+        if let [id, rel] = fields.as_slice() {
+            let id = String::from_utf8_lossy(id).parse::<u64>().ok();
+            let rel = field_path(rel);
+            let slot = id.map(|id| (id, self.trash_dir(state).join(layout::trash_name(id))));
+            if let Some((id, Ok(meta))) = slot.map(|(id, p)| (id, std::fs::symlink_metadata(p))) {
+                if !occupied(&self.root.join(&rel)) {
+                    self.trash_history(state, id, &rel, EntryKind::of(&meta))?;
+                }
+            }
+        }
+        match std::fs::remove_file(&note) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_err("cannot remove the pending-delete note")(e)),
+        }
+    }
+
     pub fn trash(&self, _lock: &StoreLock, rel: &Path) -> Result<TrashEntry, HistoryError> {
         let path = self.abs(rel)?;
         let shown = display_relative(rel);
@@ -185,20 +234,18 @@ impl Store {
             ])
             .map_err(io_err("cannot append to the delete log"))?;
         let slot = trash.join(layout::trash_name(id));
-        rename_no_replace(&path, &slot).map_err(io_err(format!(
-            "cannot move {shown} into the trash (is it on another file system?)"
-        )))?;
-        let history = history_of(&state, rel, kind)?;
-        if occupied(&history) {
-            let dest = trash.join(format!(
-                "{}{}",
-                layout::trash_name(id),
-                layout::TRASH_HISTORY_SUFFIX
-            ));
-            rename_no_replace(&history, &dest).map_err(io_err(format!(
-                "cannot move the history of {shown} into the trash"
-            )))?;
+        let note = state.join(layout::PENDING_DELETE);
+        LogFile::new(note.clone())
+            .append(&[id.to_string().as_bytes(), path_field(rel)])
+            .map_err(io_err("cannot record the delete before making it"))?;
+        if let Err(e) = rename_no_replace(&path, &slot) {
+            let _ = std::fs::remove_file(&note);
+            return Err(io_err(format!(
+                "cannot move {shown} into the trash (is it on another file system?)"
+            ))(e));
         }
+        self.trash_history(&state, id, rel, kind)?;
+        std::fs::remove_file(&note).map_err(io_err("cannot remove the pending-delete note"))?;
         Ok(TrashEntry {
             id,
             path: rel.to_path_buf(),

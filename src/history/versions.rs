@@ -10,11 +10,15 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::durable::{create_dirs, replace_file};
+use super::durable::{create_dirs, replace_file, sync_dir};
 use super::HistoryError;
 
 /// The file in a versions directory naming the current and the newest version.
 pub(crate) const HEAD_FILE: &str = "head";
+
+/// Suffix of the second name an undone snapshot gets while a write after an undo takes its
+/// number (`00003.undone`); see [`Versions::append`].
+pub(crate) const UNDONE_SUFFIX: &str = ".undone";
 
 /// The version number a snapshot file name stands for (`00007` → 7), or `None` for any name the
 /// store would not have written (it must read back exactly as [`Versions`] formats it).
@@ -98,6 +102,36 @@ impl Versions {
         self.dir.join(format!("{version:05}"))
     }
 
+    fn undone_path(&self, version: u64) -> PathBuf {
+        self.dir.join(format!("{version:05}{UNDONE_SUFFIX}"))
+    }
+
+    /// Finishes what a crash interrupted in [`Versions::append`] over an undone version: if the
+    /// head reached the new version, the kept copy of the old one is no longer needed; if it did
+    /// not, the old version goes back under its number, as if the write had never started.
+    /// Called (under the store lock) before every change to this history.
+    pub(crate) fn settle(&self, head: Option<Head>) -> Result<(), HistoryError> {
+        let Some(h) = head else {
+            return Ok(());
+        };
+        let committed = self.undone_path(h.current);
+        if h.current == h.newest && committed.exists() {
+            std::fs::remove_file(&committed).map_err(self.io("tidy"))?;
+        }
+        let pending = self.undone_path(h.current + 1);
+        if h.newest > h.current && pending.exists() {
+            std::fs::rename(&pending, self.snapshot_path(h.current + 1))
+                .map_err(self.io("restore an undone version in"))?;
+            // Cut short before the new snapshot replaced it, both names are still the same
+            // file, and rename(2) between two links of one file does nothing: drop the spare.
+            if pending.exists() {
+                std::fs::remove_file(&pending).map_err(self.io("tidy"))?;
+            }
+            sync_dir(&self.dir).map_err(self.io("sync"))?;
+        }
+        Ok(())
+    }
+
     /// The content of `version`; `None` if that snapshot is missing.
     pub(crate) fn snapshot(&self, version: u64) -> Result<Option<Vec<u8>>, HistoryError> {
         match read_no_follow(&self.snapshot_path(version)) {
@@ -114,9 +148,24 @@ impl Versions {
 
     /// Records `content` as the version after the current one, dropping any versions after the
     /// head (a new write after an undo forgets the undone future, as editors do).
+    ///
+    /// The new snapshot takes the number of the first undone version. Until the head has moved,
+    /// that undone version must stay reachable (a crash in between must not lose it to a write
+    /// that was never acknowledged), so it first gets a second name, `NNNNN.undone`, which
+    /// [`Versions::settle`] either drops (the write committed) or puts back (it did not).
     pub(crate) fn append(&self, head: Option<Head>, content: &[u8]) -> Result<Head, HistoryError> {
         create_dirs(&self.dir).map_err(self.io("create"))?;
+        self.settle(head)?;
         let version = head.map_or(1, |h| h.current + 1);
+        let keep_undone = head.is_some_and(|h| h.newest >= version)
+            && match std::fs::hard_link(self.snapshot_path(version), self.undone_path(version)) {
+                Ok(()) => true,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+                Err(e) => return Err(self.io("keep an undone version of")(e)),
+            };
+        if keep_undone {
+            sync_dir(&self.dir).map_err(self.io("sync"))?;
+        }
         replace_file(&self.snapshot_path(version), content, Some(0o600), false)
             .map_err(self.io("write"))?;
         let new = Head {
@@ -124,6 +173,9 @@ impl Versions {
             newest: version,
         };
         self.set_head(new)?;
+        if keep_undone {
+            std::fs::remove_file(self.undone_path(version)).map_err(self.io("tidy"))?;
+        }
         // Only the dropped range is touched, never the whole directory.
         if let Some(old) = head {
             for stale in version + 1..=old.newest {
@@ -162,6 +214,89 @@ pub(crate) fn for_path(state: &Path, rel: &Path) -> Result<Versions, HistoryErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Three versions with the head moved back to the first, as after `undo_file` steps: 2.
+    fn undone_history() -> (tempfile::TempDir, Versions) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let v = Versions::new(dir.path().join("v"), "f".into());
+        let mut h = v.append(None, b"one").expect("1");
+        h = v.append(Some(h), b"two").expect("2");
+        h = v.append(Some(h), b"three").expect("3");
+        v.move_head(h, 1).expect("undo");
+        (dir, v)
+    }
+
+    #[test]
+    fn a_write_after_undo_cut_short_before_the_head_moved_loses_no_undone_version() {
+        let (_dir, v) = undone_history();
+        // The crash state: the undone version 2 was given its second name and the new snapshot
+        // took number 2, but the head still says 1 of 3.
+        std::fs::hard_link(v.snapshot_path(2), v.undone_path(2)).expect("link");
+        replace_file(&v.snapshot_path(2), b"never acknowledged", None, false).expect("write");
+        let head = v.head().expect("head");
+        v.settle(head).expect("settle");
+        assert_eq!(v.snapshot(2).expect("read").as_deref(), Some(&b"two"[..]));
+        assert!(!v.undone_path(2).exists());
+        assert_eq!(
+            head,
+            Some(Head {
+                current: 1,
+                newest: 3
+            })
+        );
+    }
+
+    #[test]
+    fn a_write_after_undo_cut_short_right_after_the_second_name_loses_nothing() {
+        let (_dir, v) = undone_history();
+        std::fs::hard_link(v.snapshot_path(2), v.undone_path(2)).expect("link");
+        let head = v.head().expect("head");
+        v.settle(head).expect("settle");
+        assert!(!v.undone_path(2).exists());
+        assert_eq!(v.snapshot(2).expect("read").as_deref(), Some(&b"two"[..]));
+        // And the next write goes through.
+        let new = v.append(head, b"new").expect("append");
+        assert_eq!(
+            new,
+            Head {
+                current: 2,
+                newest: 2
+            }
+        );
+    }
+
+    #[test]
+    fn a_write_after_undo_cut_short_after_the_head_moved_keeps_the_new_version() {
+        let (_dir, v) = undone_history();
+        std::fs::hard_link(v.snapshot_path(2), v.undone_path(2)).expect("link");
+        replace_file(&v.snapshot_path(2), b"new", None, false).expect("write");
+        v.set_head(Head {
+            current: 2,
+            newest: 2,
+        })
+        .expect("head");
+        let head = v.head().expect("head");
+        v.settle(head).expect("settle");
+        assert_eq!(v.snapshot(2).expect("read").as_deref(), Some(&b"new"[..]));
+        assert!(!v.undone_path(2).exists());
+    }
+
+    #[test]
+    fn a_completed_write_after_undo_leaves_no_second_name() {
+        let (_dir, v) = undone_history();
+        let head = v.head().expect("head");
+        let new = v.append(head, b"new").expect("append");
+        assert_eq!(
+            new,
+            Head {
+                current: 2,
+                newest: 2
+            }
+        );
+        assert!(!v.undone_path(2).exists());
+        assert_eq!(v.snapshot(2).expect("read").as_deref(), Some(&b"new"[..]));
+        assert_eq!(v.snapshot(3).expect("read"), None);
+    }
 
     #[test]
     fn append_after_undo_drops_the_undone_future() {
