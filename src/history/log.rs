@@ -121,6 +121,37 @@ impl LogFile {
     }
 }
 
+/// A one-line note of a multi-step operation in progress (a move, a delete), written before its
+/// first step and cleared after its last, so a crash in between is finished under the next lock.
+pub(crate) struct PendingNote {
+    path: PathBuf,
+}
+
+impl PendingNote {
+    /// The note kept at `path`.
+    pub(crate) fn new(path: PathBuf) -> Self {
+        PendingNote { path }
+    }
+
+    /// Records the operation (durably) before it starts.
+    pub(crate) fn write(&self, fields: &[&[u8]]) -> io::Result<()> {
+        LogFile::new(self.path.clone()).append(fields)
+    }
+
+    /// The fields of an operation a crash cut short, if any.
+    pub(crate) fn read(&self) -> io::Result<Option<Vec<Vec<u8>>>> {
+        Ok(LogFile::new(self.path.clone()).read()?.into_iter().next())
+    }
+
+    /// Forgets the note (finished, or found never to have started).
+    pub(crate) fn clear(&self) -> io::Result<()> {
+        match std::fs::remove_file(&self.path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Length of the file up to and including its last newline (0 if it has none), reading
 /// backwards from `len` in small chunks so a long log is not read whole.
 fn complete_prefix_len(file: &mut std::fs::File, len: u64) -> io::Result<u64> {

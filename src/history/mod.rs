@@ -58,7 +58,7 @@ pub use trash::{EntryKind, RestoreReport, TrashEntry};
 
 use crate::guard::display_relative;
 use durable::{create_dirs, occupied, rename_no_replace, replace_file};
-use log::{field_path, path_field, LogFile};
+use log::{field_path, path_field, LogFile, PendingNote};
 
 /// Why a history operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -199,11 +199,12 @@ impl Store {
     /// reached its destination, its history follows and the move is logged (unless it already
     /// was); if it did not, nothing moved and the note is simply dropped.
     fn finish_pending_move(&self, state: &Path) -> Result<(), HistoryError> {
-        let note = state.join(layout::PENDING_MOVE);
-        let fields = match LogFile::new(note.clone()).read() {
-            Ok(mut lines) if !lines.is_empty() => lines.swap_remove(0),
-            Ok(_) => return Ok(()),
-            Err(e) => return Err(io_err("cannot read the pending-move note")(e)),
+        let note = PendingNote::new(state.join(layout::PENDING_MOVE));
+        let Some(fields) = note
+            .read()
+            .map_err(io_err("cannot read the pending-move note"))?
+        else {
+            return Ok(());
         };
         if let [from, to] = fields.as_slice() {
             let (from, to) = (field_path(from), field_path(to));
@@ -220,11 +221,8 @@ impl Store {
                 }
             }
         }
-        match std::fs::remove_file(&note) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io_err("cannot remove the pending-move note")(e)),
-        }
+        note.clear()
+            .map_err(io_err("cannot remove the pending-move note"))
     }
 
     fn abs(&self, rel: &Path) -> Result<PathBuf, HistoryError> {
@@ -444,12 +442,11 @@ impl Store {
         // The entry, its history and the log line move in three steps; the note makes them one
         // for a crash (the next lock finishes what was started).
         let state = self.state_dir(true)?;
-        let note = state.join(layout::PENDING_MOVE);
-        LogFile::new(note.clone())
-            .append(&[path_field(from), path_field(to)])
+        let note = PendingNote::new(state.join(layout::PENDING_MOVE));
+        note.write(&[path_field(from), path_field(to)])
             .map_err(io_err("cannot record the move before making it"))?;
         if let Err(e) = rename_no_replace(&src, &dst) {
-            let _ = std::fs::remove_file(&note);
+            let _ = note.clear();
             return Err(already_exists_or_io(
                 e,
                 &to_s,
@@ -460,7 +457,8 @@ impl Store {
         LogFile::new(state.join(layout::MOVES_LOG))
             .append(&[log::now().as_bytes(), path_field(from), path_field(to)])
             .map_err(io_err("cannot append to the move log"))?;
-        std::fs::remove_file(&note).map_err(io_err("cannot remove the pending-move note"))?;
+        note.clear()
+            .map_err(io_err("cannot remove the pending-move note"))?;
         Ok(MoveReport {
             kind,
             history_moved,
@@ -591,8 +589,8 @@ mod tests {
         (dir, Store::new(&root, backup))
     }
 
-    #[test]
-    fn a_move_cut_short_after_the_file_moved_is_finished_under_the_next_lock() {
+    /// A `--backup` store whose file `a` has versions "one" and "two".
+    fn store_with_two_versions_of_a() -> (tempfile::TempDir, Store) {
         let (dir, s) = store(true);
         {
             let lock = s.lock().expect("lock");
@@ -601,6 +599,12 @@ mod tests {
             s.write(&lock, Path::new("a"), b"two", false)
                 .expect("write");
         }
+        (dir, s)
+    }
+
+    #[test]
+    fn a_move_cut_short_after_the_file_moved_is_finished_under_the_next_lock() {
+        let (dir, s) = store_with_two_versions_of_a();
         // The crash state: the note written, the file renamed, nothing else.
         let state = dir.path().join(".filesystem");
         std::fs::write(state.join(layout::PENDING_MOVE), "a\tb\n").expect("note");
@@ -619,14 +623,7 @@ mod tests {
 
     #[test]
     fn a_move_cut_short_before_the_file_moved_leaves_everything_in_place() {
-        let (dir, s) = store(true);
-        {
-            let lock = s.lock().expect("lock");
-            s.write(&lock, Path::new("a"), b"one", false)
-                .expect("write");
-            s.write(&lock, Path::new("a"), b"two", false)
-                .expect("write");
-        }
+        let (dir, s) = store_with_two_versions_of_a();
         let state = dir.path().join(".filesystem");
         std::fs::write(state.join(layout::PENDING_MOVE), "a\tb\n").expect("note");
         let lock = s.lock().expect("lock");
@@ -639,14 +636,7 @@ mod tests {
 
     #[test]
     fn a_delete_cut_short_after_the_file_went_to_the_trash_takes_its_history_along() {
-        let (dir, s) = store(true);
-        {
-            let lock = s.lock().expect("lock");
-            s.write(&lock, Path::new("a"), b"one", false)
-                .expect("write");
-            s.write(&lock, Path::new("a"), b"two", false)
-                .expect("write");
-        }
+        let (dir, s) = store_with_two_versions_of_a();
         // The crash state: logged, noted, the file in its slot, the history still behind.
         let state = dir.path().join(".filesystem");
         std::fs::create_dir_all(state.join(layout::TRASH_DIR)).expect("trash");

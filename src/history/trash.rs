@@ -5,7 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::durable::{create_dirs, occupied, rename_no_replace, replace_file};
-use super::log::{field_path, path_field, LogFile};
+use super::log::{field_path, path_field, LogFile, PendingNote};
 use super::{
     already_exists_or_io, history_of, io_err, layout, log, not_found_or_io, HistoryError, Store,
     StoreLock,
@@ -188,11 +188,12 @@ impl Store {
     /// Completes a delete a crash cut short (see [`layout::PENDING_DELETE`]): if the entry
     /// reached its trash slot, its history follows; if not, nothing moved.
     pub(crate) fn finish_pending_delete(&self, state: &Path) -> Result<(), HistoryError> {
-        let note = state.join(layout::PENDING_DELETE);
-        let fields = match LogFile::new(note.clone()).read() {
-            Ok(mut lines) if !lines.is_empty() => lines.swap_remove(0),
-            Ok(_) => return Ok(()),
-            Err(e) => return Err(io_err("cannot read the pending-delete note")(e)),
+        let note = PendingNote::new(state.join(layout::PENDING_DELETE));
+        let Some(fields) = note
+            .read()
+            .map_err(io_err("cannot read the pending-delete note"))?
+        else {
+            return Ok(());
         };
         if let [id, rel] = fields.as_slice() {
             let id = String::from_utf8_lossy(id).parse::<u64>().ok();
@@ -204,11 +205,8 @@ impl Store {
                 }
             }
         }
-        match std::fs::remove_file(&note) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io_err("cannot remove the pending-delete note")(e)),
-        }
+        note.clear()
+            .map_err(io_err("cannot remove the pending-delete note"))
     }
 
     pub fn trash(&self, _lock: &StoreLock, rel: &Path) -> Result<TrashEntry, HistoryError> {
@@ -234,18 +232,18 @@ impl Store {
             ])
             .map_err(io_err("cannot append to the delete log"))?;
         let slot = trash.join(layout::trash_name(id));
-        let note = state.join(layout::PENDING_DELETE);
-        LogFile::new(note.clone())
-            .append(&[id.to_string().as_bytes(), path_field(rel)])
+        let note = PendingNote::new(state.join(layout::PENDING_DELETE));
+        note.write(&[id.to_string().as_bytes(), path_field(rel)])
             .map_err(io_err("cannot record the delete before making it"))?;
         if let Err(e) = rename_no_replace(&path, &slot) {
-            let _ = std::fs::remove_file(&note);
+            let _ = note.clear();
             return Err(io_err(format!(
                 "cannot move {shown} into the trash (is it on another file system?)"
             ))(e));
         }
         self.trash_history(&state, id, rel, kind)?;
-        std::fs::remove_file(&note).map_err(io_err("cannot remove the pending-delete note"))?;
+        note.clear()
+            .map_err(io_err("cannot remove the pending-delete note"))?;
         Ok(TrashEntry {
             id,
             path: rel.to_path_buf(),
