@@ -94,7 +94,11 @@ fn run(opts: &Opts) -> Result<(), String> {
     let mut peers = vec![Peer {
         label: "filesystem".into(),
         kind: Kind::Ours,
-        version: machine::first_line(&ours, &["--version"]).unwrap_or_default(),
+        version: format!(
+            "{}, {}",
+            machine::first_line(&ours, &["--version"]).unwrap_or_default(),
+            machine::linkage(&ours)
+        ),
         program: ours,
         leading: vec![],
     }];
@@ -104,9 +108,9 @@ fn run(opts: &Opts) -> Result<(), String> {
         peers.push(Peer {
             label: "floor".into(),
             kind: Kind::Floor,
+            version: format!("this harness (no validation), {}", machine::linkage(&me)),
             program: me,
             leading: vec![],
-            version: "this harness (no validation)".into(),
         });
     }
     if let Some(script) = &opts.reference {

@@ -31,14 +31,25 @@ pub enum LogTarget {
 }
 
 /// Appends one line per tool call.
+///
+/// Lines are collected as calls finish and written when the server core is about to send their
+/// replies ([`CallObserver::release`]): a client that pipelines calls gets many lines per
+/// `write(2)` instead of one each, and no reply ever reaches a client before its call's line is
+/// in the log.
 pub struct CallLog {
     target: LogTarget,
     session: String,
     mode: String,
     include_args: bool,
-    /// Log files already opened, kept open: reopening per call cost a third of the time of a
-    /// small read.
-    open: Mutex<HashMap<PathBuf, File>>,
+    /// Log files already opened, kept open (reopening per call cost a third of the time of a small
+    /// read), each with the lines waiting to be appended to it.
+    open: Mutex<HashMap<PathBuf, LogFile>>,
+}
+
+/// One open log file and its lines not yet written.
+struct LogFile {
+    file: File,
+    pending: Vec<u8>,
 }
 
 impl CallLog {
@@ -152,53 +163,75 @@ impl CallObserver for CallLog {
         let Some(path) = self.path_for(record.args) else {
             return;
         };
-        let Ok(mut line) = serde_json::to_vec(&self.entry(record)) else {
+        let Ok(mut files) = self.open.lock() else {
             return;
         };
-        line.push(b'\n');
-        let appended = match self.open.lock() {
-            Ok(mut files) => append_line(&mut files, &path, &line),
-            Err(_) => return,
+        let log = match files.entry(path) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => match open_log(e.key()) {
+                Ok(file) => e.insert(LogFile {
+                    file,
+                    pending: Vec::new(),
+                }),
+                Err(err) => {
+                    // A broken log must never break the call it describes.
+                    eprintln!(
+                        "filesystem: cannot open call log {}: {err}",
+                        e.key().display()
+                    );
+                    return;
+                }
+            },
         };
-        if let Err(e) = appended {
-            // A broken log must never break the call it describes.
-            eprintln!(
-                "filesystem: cannot append to call log {}: {e}",
-                path.display()
-            );
+        if serde_json::to_writer(&mut log.pending, &self.entry(record)).is_ok() {
+            log.pending.push(b'\n');
+        }
+    }
+
+    fn release(&self) {
+        let Ok(mut files) = self.open.lock() else {
+            return;
+        };
+        for (path, log) in files.iter_mut() {
+            if log.pending.is_empty() {
+                continue;
+            }
+            if let Err(e) = append_lines(&log.file, &log.pending) {
+                eprintln!(
+                    "filesystem: cannot append to call log {}: {e}",
+                    path.display()
+                );
+            }
+            log.pending.clear();
         }
     }
 }
 
-/// Appends one line with a single `write` on an `O_APPEND` descriptor under an exclusive lock, so
-/// concurrent servers sharing a log never interleave or tear lines.
-fn append_line(
-    files: &mut HashMap<PathBuf, File>,
-    path: &Path,
-    bytes: &[u8],
-) -> std::io::Result<()> {
-    let file = match files.entry(path.to_path_buf()) {
-        Entry::Occupied(e) => e.into_mut(),
-        Entry::Vacant(e) => {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            let file = OpenOptions::new()
-                .create(true)
-                .read(true)
-                .append(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(path)?;
-            rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
-            let cut = cut_torn_tail(&file);
-            rustix::fs::flock(&file, rustix::fs::FlockOperation::Unlock)?;
-            cut?;
-            e.insert(file)
-        }
-    };
-    rustix::fs::flock(&*file, rustix::fs::FlockOperation::LockExclusive)?;
+/// Opens (creating it and its directory) a log file for appending, and cuts a torn last line a
+/// killed server may have left.
+fn open_log(path: &Path) -> std::io::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let file = OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+    let cut = cut_torn_tail(&file);
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::Unlock)?;
+    cut?;
+    Ok(file)
+}
+
+/// Appends whole lines with a single `write` on an `O_APPEND` descriptor under an exclusive lock,
+/// so concurrent servers sharing a log never interleave or tear lines.
+fn append_lines(mut file: &File, bytes: &[u8]) -> std::io::Result<()> {
+    rustix::fs::flock(file, rustix::fs::FlockOperation::LockExclusive)?;
     let written = file.write_all(bytes);
-    rustix::fs::flock(&*file, rustix::fs::FlockOperation::Unlock)?;
+    rustix::fs::flock(file, rustix::fs::FlockOperation::Unlock)?;
     written
 }
 

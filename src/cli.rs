@@ -5,7 +5,9 @@ use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+
+use clap::{Args, FromArgMatches, Parser, Subcommand};
 use serde_json::{Map, Value};
 
 use crate::calllog::{CallLog, LogTarget};
@@ -46,6 +48,16 @@ Examples:
 #[derive(Parser, Debug)]
 #[command(name = "filesystem", version, about = ABOUT, long_about = LONG_ABOUT)]
 pub struct Cli {
+    #[command(flatten)]
+    pub options: Options,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The flags: mode, root, limits. Global, so they work before or after a subcommand.
+#[derive(Args, Debug)]
+pub struct Options {
     /// Serve the filesystem toolset over MCP on stdio (the default; accepted for explicitness).
     #[arg(long, global = true)]
     pub mcp: bool,
@@ -125,9 +137,6 @@ pub struct Cli {
         hide = true
     )]
     pub page_size: usize,
-
-    #[command(subcommand)]
-    pub command: Option<Command>,
 }
 
 /// Things to do instead of serving MCP.
@@ -152,7 +161,49 @@ pub enum Command {
     Check(crate::check::CheckArgs),
 }
 
+/// Names that make a command line more than "serve with these flags": the subcommands (and
+/// clap's `help`) and the help and version flags. Kept in step with [`Command`] by a test.
+const NOT_LEAN: [&str; 10] = [
+    "call",
+    "tools",
+    "audit",
+    "report",
+    "check",
+    "help",
+    "-h",
+    "--help",
+    "-V",
+    "--version",
+];
+
 impl Cli {
+    /// Parses a command line. Starting the server is what every MCP client does at the start of
+    /// every session, so that case is parsed by a command that holds only the flags: building the
+    /// whole tree (five subcommands, each given every global flag) was a fifth of the time from
+    /// exec to the answer to `initialize`. Anything else, and anything the lean parse refuses,
+    /// goes through the full command, so help, errors and suggestions are the same either way.
+    pub fn parse_args(argv: Vec<OsString>) -> Cli {
+        let lean = argv
+            .iter()
+            .skip(1)
+            .all(|a| a.to_str().is_some_and(|a| !NOT_LEAN.contains(&a)));
+        if lean {
+            let command = Options::augment_args(clap::Command::new("filesystem"));
+            if let Ok(options) = command
+                .try_get_matches_from(&argv)
+                .and_then(|m| Options::from_arg_matches(&m))
+            {
+                return Cli {
+                    options,
+                    command: None,
+                };
+            }
+        }
+        Cli::parse_from(argv)
+    }
+}
+
+impl Options {
     fn factory(&self) -> Box<dyn ToolsetFactory> {
         let fs = || -> Box<dyn ToolsetFactory> {
             Box::new(FsFactory {
@@ -215,28 +266,29 @@ impl Cli {
 
 /// Runs the program and returns its exit status.
 pub fn main() -> i32 {
-    let argv: Vec<String> = std::env::args().collect();
+    let argv: Vec<OsString> = std::env::args_os().collect();
     // shelpa had its own help; `--legacy-pipe --help` reproduces it.
     if argv.iter().any(|a| a == "--legacy-pipe") && argv.iter().any(|a| a == "--help" || a == "-h")
     {
         return print_out(&crate::legacy::help_text());
     }
-    let cli = Cli::parse();
+    let cli = Cli::parse_args(argv);
+    let opts = &cli.options;
     match &cli.command {
-        None => run_server(&cli),
-        Some(Command::Tools) => list_tools(&cli),
-        Some(Command::Call { tool, args }) => call_once(&cli, tool, args),
+        None => run_server(opts),
+        Some(Command::Tools) => list_tools(opts),
+        Some(Command::Call { tool, args }) => call_once(opts, tool, args),
         Some(Command::Audit(args)) => {
-            crate::legacy::audit::run(cli.root.as_deref(), cli.allow_root_slash, args)
+            crate::legacy::audit::run(opts.root.as_deref(), opts.allow_root_slash, args)
         }
         Some(Command::Report(args)) => crate::report::run(args),
         Some(Command::Check(args)) => {
-            crate::check::run(cli.root.as_deref(), cli.allow_root_slash, args)
+            crate::check::run(opts.root.as_deref(), opts.allow_root_slash, args)
         }
     }
 }
 
-fn run_server(cli: &Cli) -> i32 {
+fn run_server(cli: &Options) -> i32 {
     let (toolset, root) = match cli.toolset() {
         Ok(t) => t,
         Err(msg) => {
@@ -285,7 +337,7 @@ fn run_server(cli: &Cli) -> i32 {
     }
 }
 
-fn list_tools(cli: &Cli) -> i32 {
+fn list_tools(cli: &Options) -> i32 {
     let (toolset, root) = match cli.toolset() {
         Ok(t) => t,
         Err(msg) => {
@@ -316,7 +368,7 @@ fn list_tools(cli: &Cli) -> i32 {
     print_out(&text)
 }
 
-fn call_once(cli: &Cli, tool: &str, raw_args: &str) -> i32 {
+fn call_once(cli: &Options, tool: &str, raw_args: &str) -> i32 {
     let args: Map<String, Value> = match serde_json::from_str(raw_args) {
         Ok(Value::Object(m)) => m,
         Ok(_) => {
@@ -370,5 +422,82 @@ fn print_out(text: &str) -> i32 {
             eprintln!("filesystem: cannot write stdout: {e}");
             1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn argv(args: &[&str]) -> Vec<OsString> {
+        std::iter::once("filesystem")
+            .chain(args.iter().copied())
+            .map(OsString::from)
+            .collect()
+    }
+
+    #[test]
+    fn every_subcommand_leaves_the_lean_path() {
+        let command = Cli::command();
+        for sub in command.get_subcommands() {
+            let name = sub.get_name();
+            assert!(NOT_LEAN.contains(&name), "NOT_LEAN lacks subcommand {name}");
+            for alias in sub.get_all_aliases() {
+                assert!(NOT_LEAN.contains(&alias), "NOT_LEAN lacks alias {alias}");
+            }
+        }
+        assert!(NOT_LEAN.contains(&"help"), "clap adds a help subcommand");
+    }
+
+    #[test]
+    fn lean_and_full_parses_agree() {
+        let lines: [&[&str]; 6] = [
+            &[],
+            &["--root", "/tmp/x", "--backup", "--no-call-log"],
+            &["--legacy-pipe", "--with-filesystem", "--timeout=5"],
+            &[
+                "--server",
+                "--call-log",
+                "/tmp/log",
+                "--max-read-bytes",
+                "10",
+            ],
+            &["--root", "/w", "--page-size", "3", "--call-log-args"],
+            &["--mcp", "--allow-root-slash", "--root=/"],
+        ];
+        for line in lines {
+            let lean = format!("{:?}", Cli::parse_args(argv(line)));
+            let full = format!("{:?}", Cli::parse_from(argv(line)));
+            assert_eq!(lean, full, "for {line:?}");
+        }
+    }
+
+    #[test]
+    fn subcommands_still_parse() {
+        let cli = Cli::parse_args(argv(&["--root", "/w", "call", "read_text_file"]));
+        assert!(
+            matches!(cli.command, Some(Command::Call { ref tool, .. }) if tool == "read_text_file")
+        );
+        assert_eq!(
+            cli.options.root.as_deref(),
+            Some(std::path::Path::new("/w"))
+        );
+        let cli = Cli::parse_args(argv(&["tools", "--legacy-pipe"]));
+        assert!(matches!(cli.command, Some(Command::Tools)));
+        assert!(cli.options.legacy_pipe);
+    }
+
+    #[test]
+    fn a_flag_the_lean_parse_refuses_gets_the_full_error() {
+        // Conflicting flags: the lean parse fails, the full parse reports it.
+        let lean = Cli::command().try_get_matches_from(argv(&["--server", "--root", "/w"]));
+        assert!(lean.is_err());
+        let options = Options::augment_args(clap::Command::new("filesystem"))
+            .try_get_matches_from(argv(&["--server", "--root", "/w"]));
+        assert!(
+            options.is_err(),
+            "conflicts are enforced by the lean command too"
+        );
     }
 }

@@ -76,3 +76,38 @@ pub fn tool_versions() -> Vec<(String, String)> {
     })
     .collect()
 }
+
+/// How an executable is linked, read from its ELF program headers: a start-up ratio means little
+/// unless both sides were linked the same way, so the report says how each was.
+pub fn linkage(path: &Path) -> &'static str {
+    const PT_INTERP: u32 = 3;
+    let Ok(bytes) = std::fs::read(path) else {
+        return "unknown linkage";
+    };
+    // 64-bit little-endian ELF only; anything else is reported as unknown.
+    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 || bytes[5] != 1 {
+        return "unknown linkage";
+    }
+    let word = |at: usize, len: usize| -> Option<u64> {
+        let mut v = 0u64;
+        for (i, b) in bytes.get(at..at + len)?.iter().enumerate() {
+            v |= u64::from(*b) << (8 * i);
+        }
+        Some(v)
+    };
+    let (Some(phoff), Some(phentsize), Some(phnum)) = (word(32, 8), word(54, 2), word(56, 2))
+    else {
+        return "unknown linkage";
+    };
+    let interp = (0..phnum).any(|i| {
+        usize::try_from(phoff + i * phentsize)
+            .ok()
+            .and_then(|at| word(at, 4))
+            == Some(u64::from(PT_INTERP))
+    });
+    if interp {
+        "dynamically linked"
+    } else {
+        "statically linked"
+    }
+}

@@ -2,5 +2,6 @@
 //! nothing about files; tools come from a [`crate::toolset::Toolset`].
 
 pub mod message;
+pub mod reply;
 pub mod server;
 pub mod wire;

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use super::message::{self, classify, code, Incoming, RequestId};
+use super::reply;
 use super::wire::{write_frame, Frame, FrameReader, Framing};
 use crate::toolset::{CallContext, CancelToken, ToolDef, ToolOutput, Toolset};
 
@@ -102,6 +103,11 @@ pub struct CallRecord<'a> {
 pub trait CallObserver: Send + Sync {
     /// Called after each tool call, before its response is written.
     fn observe(&self, record: &CallRecord<'_>);
+
+    /// Called before replies go to the client: whatever [`observe`](Self::observe) kept back must
+    /// be recorded by the time this returns, so no client sees a reply to a call that left no
+    /// record. Observers that record at once need not implement it.
+    fn release(&self) {}
 }
 
 /// A tool call waiting for the worker.
@@ -132,12 +138,11 @@ struct Executor {
 }
 
 impl Executor {
-    /// Runs one call and returns its response, or `None` when it was cancelled (MCP forbids a
-    /// response to a cancelled request).
-    fn run(&self, job: &CallJob) -> Option<Vec<u8>> {
-        let result = if job.cancel.is_cancelled() {
-            None
-        } else {
+    /// Runs one call and appends its response to `out`; returns false, with nothing appended,
+    /// when it was cancelled (MCP forbids a response to a cancelled request).
+    fn run(&self, job: &CallJob, out: &mut Vec<u8>) -> bool {
+        let start = out.len();
+        if !job.cancel.is_cancelled() {
             let started = std::time::Instant::now();
             let ctx = CallContext {
                 cancel: job.cancel.clone(),
@@ -157,81 +162,36 @@ impl Executor {
                             duration: started.elapsed(),
                         });
                     }
-                    let result = CallResult::of(&output, &job.client.protocol_version, job.modern);
-                    serde_json::to_vec(&ResponseOut {
-                        jsonrpc: "2.0",
-                        id: &id,
-                        result,
-                    })
-                    .ok()
+                    reply::write_call_response(
+                        out,
+                        &id,
+                        &output,
+                        &job.client.protocol_version,
+                        job.modern,
+                    );
                 }
-                Err(_) => serde_json::to_vec(&message::error(
-                    &id,
-                    code::INTERNAL_ERROR,
-                    format!(
-                        "internal error while running tool '{}'; nothing was reported as done — please report this bug",
-                        job.name
-                    ),
-                    None,
-                ))
-                .ok(),
+                Err(_) => {
+                    let error = message::error(
+                        &id,
+                        code::INTERNAL_ERROR,
+                        format!(
+                            "internal error while running tool '{}'; nothing was reported as done — please report this bug",
+                            job.name
+                        ),
+                        None,
+                    );
+                    let _ = serde_json::to_writer(&mut *out, &error);
+                }
             }
-        };
+        }
         if let Ok(mut map) = self.in_flight.lock() {
             map.remove(&job.id);
         }
         if job.cancel.is_cancelled() {
-            None
-        } else {
-            result
+            out.truncate(start);
+            return false;
         }
-    }
-}
-
-/// A success response, serialised straight from borrowed parts (a reply is built for every call,
-/// and copying a file's text into an intermediate JSON value first was measurable).
-#[derive(serde::Serialize)]
-struct ResponseOut<'a, T: serde::Serialize> {
-    jsonrpc: &'static str,
-    id: &'a Value,
-    result: T,
-}
-
-/// A `CallToolResult`.
-#[derive(serde::Serialize)]
-struct CallResult<'a> {
-    content: [TextBlock<'a>; 1],
-    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
-    structured_content: Option<&'a Value>,
-    #[serde(rename = "isError")]
-    is_error: bool,
-    #[serde(rename = "resultType", skip_serializing_if = "Option::is_none")]
-    result_type: Option<&'static str>,
-}
-
-/// A text content block.
-#[derive(serde::Serialize)]
-struct TextBlock<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    text: &'a str,
-}
-
-impl<'a> CallResult<'a> {
-    /// The result for a tool's output, with the fields the negotiated revision knows.
-    fn of(output: &'a ToolOutput, protocol_version: &str, modern: bool) -> Self {
-        CallResult {
-            content: [TextBlock {
-                kind: "text",
-                text: &output.text,
-            }],
-            structured_content: output
-                .structured
-                .as_ref()
-                .filter(|_| protocol_version >= "2025-06-18"),
-            is_error: output.is_error,
-            result_type: modern.then_some("complete"),
-        }
+        out.len() > start
     }
 }
 
@@ -554,9 +514,10 @@ where
     let (out_tx, out_rx) = mpsc::channel::<Out>();
     let outbox: Outbox = Arc::default();
     let writer_outbox = outbox.clone();
+    let writer_observer = executor.observer.clone();
     let writer = thread::Builder::new()
         .name("mcp-writer".into())
-        .spawn(move || write_loop(output, out_rx, writer_outbox))?;
+        .spawn(move || write_loop(output, out_rx, writer_outbox, writer_observer))?;
 
     let (job_tx, job_rx) = mpsc::channel::<Box<CallJob>>();
     let worker_out = out_tx.clone();
@@ -596,6 +557,11 @@ where
     let _ = worker.join();
     drop(out_tx);
     let _ = writer.join();
+    // The writer releases before every write; this is for a writer that stopped early (the client
+    // closed our output), whose last calls still ran and still deserve their record.
+    if let Some(observer) = &executor.observer {
+        observer.release();
+    }
     result
 }
 
@@ -682,11 +648,12 @@ fn run_batch(
         }
         match dispatcher.dispatch(item, framing) {
             Step::Reply(r) => replies.push(r),
-            Step::Call(job) => replies.extend(
-                executor
-                    .run(&job)
-                    .and_then(|bytes| serde_json::from_slice(&bytes).ok()),
-            ),
+            Step::Call(job) => {
+                let mut bytes = Vec::new();
+                if executor.run(&job, &mut bytes) {
+                    replies.extend(serde_json::from_slice::<Value>(&bytes).ok());
+                }
+            }
             Step::Nothing => {}
         }
     }
@@ -709,6 +676,9 @@ enum Out {
 /// Replies the worker has finished but the writer has not yet taken.
 type Outbox = Arc<Mutex<Vec<u8>>>;
 
+/// The largest reply buffer the worker keeps between calls; one huge read must not pin its size.
+const BODY_KEEP: usize = 1 << 20;
+
 /// Runs tool calls in arrival order. While more calls are already queued (a client pipelining
 /// requests), replies collect in the outbox and go out together — one thread wake-up and one
 /// `write(2)` for many replies — but never later than [`REPLY_HOLD`] after they were ready, even
@@ -719,6 +689,9 @@ fn run_calls(
     outbox: &Outbox,
     out: &mpsc::Sender<Out>,
 ) {
+    // One buffer for every reply body: a reply to a read is as long as the file, and growing a
+    // fresh vector to that size on every call showed up in profiles.
+    let mut body = Vec::new();
     loop {
         let job = match jobs.try_recv() {
             Ok(job) => job,
@@ -731,9 +704,14 @@ fn run_calls(
             }
             Err(mpsc::TryRecvError::Disconnected) => break,
         };
-        let Some(body) = executor.run(&job) else {
+        if body.capacity() > BODY_KEEP {
+            body = Vec::new();
+        } else {
+            body.clear();
+        }
+        if !executor.run(&job, &mut body) {
             continue;
-        };
+        }
         let was_empty = match outbox.lock() {
             Ok(mut buf) => {
                 let was_empty = buf.is_empty();
@@ -762,15 +740,30 @@ fn send(tx: &mpsc::Sender<Out>, framing: Framing, value: &Value) {
 }
 
 /// Writes replies: framed messages from the dispatcher at once, the worker's outbox when asked or
-/// when its hold time is up, and flushes whenever there is nothing more to do right now.
-fn write_loop<W: Write>(output: W, rx: mpsc::Receiver<Out>, outbox: Outbox) {
+/// when its hold time is up, and flushes whenever there is nothing more to do right now. The
+/// observer is released before any reply it may have seen is written.
+fn write_loop<W: Write>(
+    output: W,
+    rx: mpsc::Receiver<Out>,
+    outbox: Outbox,
+    observer: Option<Arc<dyn CallObserver>>,
+) {
     let mut out = BufWriter::with_capacity(64 * 1024, output);
     let mut deadline: Option<Instant> = None;
+    let release = || {
+        if let Some(observer) = &observer {
+            observer.release();
+        }
+    };
     let take = |out: &mut BufWriter<W>| -> io::Result<()> {
         let batch = match outbox.lock() {
             Ok(mut buf) => std::mem::take(&mut *buf),
             Err(_) => return Err(io::Error::other("outbox poisoned")),
         };
+        if batch.is_empty() {
+            return Ok(());
+        }
+        release();
         out.write_all(&batch)
     };
     loop {
@@ -789,7 +782,11 @@ fn write_loop<W: Write>(output: W, rx: mpsc::Receiver<Out>, outbox: Outbox) {
         let mut next = Some(first);
         while let Some(msg) = next {
             let written = match msg {
-                Out::Frame(bytes) => out.write_all(&bytes),
+                Out::Frame(bytes) => {
+                    // A batch's frame can hold call results.
+                    release();
+                    out.write_all(&bytes)
+                }
                 Out::Pending => {
                     deadline.get_or_insert_with(|| Instant::now() + REPLY_HOLD);
                     Ok(())
