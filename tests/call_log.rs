@@ -208,3 +208,34 @@ fn a_line_torn_by_a_killed_server_is_cut_before_the_next_append() {
     assert_eq!(lines[0], json!({"whole": 1}));
     assert_eq!(lines[1]["tool"], json!("read_text_file"));
 }
+
+#[test]
+fn a_call_is_in_the_log_by_the_time_its_reply_arrives() {
+    let mut s = Session::start(&[]);
+    s.initialize("2025-06-18");
+    let log = s.root.join(".filesystem/.calls.jsonl");
+    // One call at a time: each reply finds its own line already written.
+    for id in 2..5 {
+        let reply = s.call(id, "read_text_file", json!({"path": "hello.txt"}));
+        assert_eq!(reply["isError"], json!(false), "{reply}");
+        assert_eq!(log_lines(&log).len() as i64, id - 1, "after reply {id}");
+    }
+    // Pipelined: all requests first, then every reply; lines go out in batches, but never after
+    // the replies they describe.
+    for id in 10..60 {
+        s.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "list_directory", "arguments": {"path": "."}}}));
+    }
+    for n in 1..=50 {
+        let reply = s.recv();
+        assert!(reply.get("result").is_some(), "{reply}");
+        assert!(
+            log_lines(&log).len() >= 3 + n,
+            "reply {n} of the pipelined calls arrived before its log line"
+        );
+    }
+    let dir = s.dir.take();
+    assert!(s.close_and_wait().success());
+    assert_eq!(log_lines(&log).len(), 53);
+    drop(dir);
+}
