@@ -202,7 +202,7 @@ impl CallObserver for CallLog {
                     path.display()
                 );
             }
-            log.pending.clear();
+            crate::buffer::recycle(&mut log.pending);
         }
     }
 }

@@ -676,9 +676,6 @@ enum Out {
 /// Replies the worker has finished but the writer has not yet taken.
 type Outbox = Arc<Mutex<Vec<u8>>>;
 
-/// The largest reply buffer the worker keeps between calls; one huge read must not pin its size.
-const BODY_KEEP: usize = 1 << 20;
-
 /// Runs tool calls in arrival order. While more calls are already queued (a client pipelining
 /// requests), replies collect in the outbox and go out together — one thread wake-up and one
 /// `write(2)` for many replies — but never later than [`REPLY_HOLD`] after they were ready, even
@@ -704,11 +701,7 @@ fn run_calls(
             }
             Err(mpsc::TryRecvError::Disconnected) => break,
         };
-        if body.capacity() > BODY_KEEP {
-            body = Vec::new();
-        } else {
-            body.clear();
-        }
+        crate::buffer::recycle(&mut body);
         if !executor.run(&job, &mut body) {
             continue;
         }
