@@ -256,13 +256,13 @@ impl Store {
             let v = versions::for_path(&self.state_dir(true)?, rel)?;
             let mut head = v.head()?;
             if meta.is_some() {
-                let current =
-                    std::fs::read(&path).map_err(io_err(format!("cannot read {shown}")))?;
                 let known = match head {
-                    Some(h) => v.matches_head(h, &current)?,
+                    Some(h) => v.matches_file(h, &path)?,
                     None => false,
                 };
                 if !known {
+                    let current =
+                        std::fs::read(&path).map_err(io_err(format!("cannot read {shown}")))?;
                     head = Some(v.append(head, &current)?);
                 }
             }
@@ -337,13 +337,11 @@ impl Store {
         v.settle(Some(head))?;
         // An outside change is saved as a new version before stepping, so undo never destroys
         // work. A missing file is simply recreated from the version stepped to.
-        let current = match meta {
-            Some(_) => Some(std::fs::read(&path).map_err(io_err(format!("cannot read {shown}")))?),
-            None => None,
-        };
-        let changed = match &current {
-            Some(c) => !v.matches_head(head, c)?,
-            None => false,
+        let changed = meta.is_some() && !v.matches_file(head, &path)?;
+        let current = if changed {
+            Some(std::fs::read(&path).map_err(io_err(format!("cannot read {shown}")))?)
+        } else {
+            None
         };
         // With an undone future (head below newest), the outside change is recorded after the
         // newest version, preceded by a copy of the head's version, so the undone versions stay

@@ -141,9 +141,18 @@ impl Versions {
         }
     }
 
-    /// True when `content` is exactly the snapshot the head points at.
-    pub(crate) fn matches_head(&self, head: Head, content: &[u8]) -> Result<bool, HistoryError> {
-        Ok(self.snapshot(head.current)?.as_deref() == Some(content))
+    /// True when the file at `path` holds exactly the snapshot the head points at (a missing
+    /// snapshot matches nothing). Every versioned write and every undo asks this of the file it
+    /// replaces; the two are compared a block at a time after their sizes, because reading both
+    /// whole into memory was most of what `--backup` added to writing a large file.
+    pub(crate) fn matches_file(&self, head: Head, path: &Path) -> Result<bool, HistoryError> {
+        let snapshot = match open_no_follow(&self.snapshot_path(head.current)) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(self.io("read")(e)),
+        };
+        let file = std::fs::File::open(path).map_err(self.io("compare a file with"))?;
+        same_content(file, snapshot).map_err(self.io("compare a file with"))
     }
 
     /// Records `content` as the version after the current one, dropping any versions after the
@@ -193,14 +202,43 @@ impl Versions {
 /// Reads a store file, refusing a symlink in its place (see [`super::layout::refuse_links`]).
 fn read_no_follow(path: &Path) -> io::Result<Vec<u8>> {
     use std::io::Read;
+    let mut out = Vec::new();
+    open_no_follow(path)?.read_to_end(&mut out)?;
+    Ok(out)
+}
+
+fn open_no_follow(path: &Path) -> io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
+    std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW)
-        .open(path)?;
-    let mut out = Vec::new();
-    file.read_to_end(&mut out)?;
-    Ok(out)
+        .open(path)
+}
+
+/// True when two open files have the same bytes: sizes first, then block by block.
+fn same_content(mut a: std::fs::File, mut b: std::fs::File) -> io::Result<bool> {
+    use std::io::Read;
+    const BLOCK: usize = 64 * 1024;
+    if a.metadata()?.len() != b.metadata()?.len() {
+        return Ok(false);
+    }
+    let mut left = vec![0u8; BLOCK];
+    let mut right = vec![0u8; BLOCK];
+    loop {
+        let n = a.read(&mut left)?;
+        if n == 0 {
+            // Both must end here (either may have changed size since it was measured).
+            return Ok(b.read(&mut right[..1])? == 0);
+        }
+        match b.read_exact(&mut right[..n]) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        if left[..n] != right[..n] {
+            return Ok(false);
+        }
+    }
 }
 
 /// The versions directory of `rel` inside `state`, wrapped.
@@ -216,6 +254,26 @@ mod tests {
     use super::*;
 
     /// Three versions with the head moved back to the first, as after `undo_file` steps: 2.
+    #[test]
+    fn files_compare_equal_only_when_every_byte_matches() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let file = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).expect("write");
+            std::fs::File::open(path).expect("open")
+        };
+        // Several blocks, so the comparison crosses block boundaries.
+        let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let mut late = big.clone();
+        late[150_000] ^= 1;
+        let same = |a: &[u8], b: &[u8]| same_content(file("a", a), file("b", b)).expect("compare");
+        assert!(same(&big, &big));
+        assert!(same(b"", b""));
+        assert!(!same(&big, &late), "a difference in a later block");
+        assert!(!same(&big, &big[..big.len() - 1]), "a shorter file");
+        assert!(!same(b"abc", b"abd"));
+    }
+
     fn undone_history() -> (tempfile::TempDir, Versions) {
         let dir = tempfile::tempdir().expect("tempdir");
         let v = Versions::new(dir.path().join("v"), "f".into());

@@ -114,7 +114,8 @@ impl<R: BufRead> FrameReader<R> {
                 return Ok((line, overflow, false));
             }
             let buf = self.inner.fill_buf()?;
-            let (chunk, found) = match buf.iter().position(|&b| b == b'\n') {
+            // memchr: a write_file of a large file is one line of megabytes.
+            let (chunk, found) = match memchr::memchr(b'\n', buf) {
                 Some(i) => (&buf[..i], true),
                 None => (buf, false),
             };
