@@ -4,7 +4,7 @@
 //! call is recorded the same way in every mode. Argument and file contents stay out of the log
 //! unless explicitly asked for (`--call-log-args`): the log must be safe to share.
 
-use std::collections::hash_map::Entry;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -37,13 +37,21 @@ pub enum LogTarget {
 /// `write(2)` instead of one each, and no reply ever reaches a client before its call's line is
 /// in the log.
 pub struct CallLog {
-    target: LogTarget,
+    destination: Destination,
     session: String,
     mode: String,
     include_args: bool,
     /// Log files already opened, kept open (reopening per call cost a third of the time of a small
     /// read), each with the lines waiting to be appended to it.
     open: Mutex<HashMap<PathBuf, LogFile>>,
+}
+
+/// Where lines go, as settled when the log is created.
+enum Destination {
+    /// One file for every call.
+    Fixed(PathBuf),
+    /// The log of the root each call names (daemon mode).
+    RootOfEachCall,
 }
 
 /// One open log file and its lines not yet written.
@@ -55,8 +63,14 @@ struct LogFile {
 impl CallLog {
     /// A log for one server process. `mode` is the toolset's mode name.
     pub fn new(target: LogTarget, mode: String, include_args: bool) -> Self {
+        // A fixed root has a fixed log: worked out once, not on every call.
+        let destination = match target {
+            LogTarget::File(path) => Destination::Fixed(path),
+            LogTarget::PerRoot(Some(root)) => Destination::Fixed(root_log(&root)),
+            LogTarget::PerRoot(None) => Destination::RootOfEachCall,
+        };
         CallLog {
-            target,
+            destination,
             session: session_id(),
             mode,
             include_args,
@@ -69,16 +83,15 @@ impl CallLog {
         &self.session
     }
 
-    fn path_for(&self, args: &Map<String, Value>) -> Option<PathBuf> {
-        match &self.target {
-            LogTarget::File(p) => Some(p.clone()),
-            LogTarget::PerRoot(Some(root)) => Some(root.join(".filesystem").join(DEFAULT_LOG_NAME)),
+    fn path_for(&self, args: &Map<String, Value>) -> Option<Cow<'_, Path>> {
+        match &self.destination {
+            Destination::Fixed(p) => Some(Cow::Borrowed(p)),
             // Daemon mode: the call names its root; an invalid root was refused by the toolset and
             // the call still deserves a line, but there is no workspace to put it in.
-            LogTarget::PerRoot(None) => {
+            Destination::RootOfEachCall => {
                 let root = args.get("root")?.as_str()?;
                 let root = crate::root::validate_absolute(root, false).ok()?;
-                Some(root.join(".filesystem").join(DEFAULT_LOG_NAME))
+                Some(Cow::Owned(root_log(&root)))
             }
         }
     }
@@ -166,25 +179,26 @@ impl CallObserver for CallLog {
         let Ok(mut files) = self.open.lock() else {
             return;
         };
-        let log = match files.entry(path) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => match open_log(e.key()) {
-                Ok(file) => e.insert(LogFile {
-                    file,
-                    pending: Vec::new(),
-                }),
+        if !files.contains_key(&*path) {
+            match open_log(&path) {
+                Ok(file) => {
+                    let log = LogFile {
+                        file,
+                        pending: Vec::new(),
+                    };
+                    files.insert(path.to_path_buf(), log);
+                }
                 Err(err) => {
                     // A broken log must never break the call it describes.
-                    eprintln!(
-                        "filesystem: cannot open call log {}: {err}",
-                        e.key().display()
-                    );
+                    eprintln!("filesystem: cannot open call log {}: {err}", path.display());
                     return;
                 }
-            },
-        };
-        if serde_json::to_writer(&mut log.pending, &self.entry(record)).is_ok() {
-            log.pending.push(b'\n');
+            }
+        }
+        if let Some(log) = files.get_mut(&*path) {
+            if serde_json::to_writer(&mut log.pending, &self.entry(record)).is_ok() {
+                log.pending.push(b'\n');
+            }
         }
     }
 
@@ -257,6 +271,11 @@ fn cut_torn_tail(file: &File) -> std::io::Result<()> {
         file.set_len(end)?;
     }
     Ok(())
+}
+
+/// The log file of a workspace root.
+fn root_log(root: &Path) -> PathBuf {
+    root.join(".filesystem").join(DEFAULT_LOG_NAME)
 }
 
 /// A session id unique enough to tell processes apart: start time and pid.

@@ -115,7 +115,7 @@ struct CallJob {
     id: RequestId,
     name: String,
     args: Map<String, Value>,
-    client: ClientInfo,
+    client: Arc<ClientInfo>,
     modern: bool,
     cancel: CancelToken,
     framing: Framing,
@@ -203,7 +203,8 @@ struct Dispatcher {
     instructions: String,
     config: ServerConfig,
     /// Set once a handshake-era client has sent `initialize`.
-    session: Option<ClientInfo>,
+    /// Shared with every call of the session rather than copied into each.
+    session: Option<Arc<ClientInfo>>,
     in_flight: InFlight,
 }
 
@@ -277,7 +278,7 @@ impl Dispatcher {
             None => None,
             Some(Value::String(v)) if v == MODERN_VERSION => {
                 let info = params.get("_meta").and_then(|m| m.get(META_CLIENT_INFO));
-                Some(ClientInfo::from_json(info, MODERN_VERSION))
+                Some(Arc::new(ClientInfo::from_json(info, MODERN_VERSION)))
             }
             Some(Value::String(v)) => {
                 return err(
@@ -295,10 +296,10 @@ impl Dispatcher {
             }
         };
         let modern = modern_client.is_some();
-        let client = match (&modern_client, &self.session) {
-            (Some(c), _) => c.clone(),
+        let client = match (modern_client, &self.session) {
+            (Some(c), _) => c,
             (None, Some(s)) => s.clone(),
-            (None, None) => ClientInfo::default(),
+            (None, None) => Arc::default(),
         };
 
         match method {
@@ -322,7 +323,7 @@ impl Dispatcher {
                 None,
             ),
             "tools/list" => self.list_tools(&id_json, &params, &client.protocol_version, modern),
-            "tools/call" => self.call_tool(id, &params, client, modern, framing),
+            "tools/call" => self.call_tool(id, params, client, modern, framing),
             _ => err(
                 code::METHOD_NOT_FOUND,
                 format!("method '{method}' is not supported; this server offers tools only (tools/list, tools/call)"),
@@ -357,7 +358,10 @@ impl Dispatcher {
             .find(|v| **v == requested)
             .copied()
             .unwrap_or(HANDSHAKE_VERSIONS[HANDSHAKE_VERSIONS.len() - 1]);
-        self.session = Some(ClientInfo::from_json(params.get("clientInfo"), version));
+        self.session = Some(Arc::new(ClientInfo::from_json(
+            params.get("clientInfo"),
+            version,
+        )));
         Step::Reply(message::response(
             id,
             json!({
@@ -420,22 +424,23 @@ impl Dispatcher {
     fn call_tool(
         &mut self,
         id: RequestId,
-        params: &Map<String, Value>,
-        client: ClientInfo,
+        mut params: Map<String, Value>,
+        client: Arc<ClientInfo>,
         modern: bool,
         framing: Framing,
     ) -> Step {
         let id_json = id.to_json();
         let invalid =
             |msg: String| Step::Reply(message::error(&id_json, code::INVALID_PARAMS, msg, None));
-        let Some(name) = params.get("name").and_then(Value::as_str) else {
+        let Some(Value::String(name)) = params.remove("name") else {
             return invalid(
                 "tools/call needs params.name (a string naming a tool from tools/list)".into(),
             );
         };
-        let args = match params.get("arguments") {
+        // Taken, not copied: the arguments of a write carry the whole file.
+        let args = match params.remove("arguments") {
             None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(a)) => a.clone(),
+            Some(Value::Object(a)) => a,
             Some(_) => return invalid("tools/call params.arguments must be an object".into()),
         };
         let tools = self.tools();
@@ -452,7 +457,7 @@ impl Dispatcher {
         }
         Step::Call(Box::new(CallJob {
             id,
-            name: name.to_string(),
+            name,
             args,
             client,
             modern,
