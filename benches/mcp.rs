@@ -47,7 +47,7 @@ struct Opts {
     #[arg(long, default_value_t = 7)]
     reps: usize,
     /// Repetitions of the start-up case.
-    #[arg(long, default_value_t = 21)]
+    #[arg(long, default_value_t = 61)]
     reps_startup: usize,
     /// Where to generate data (default: a temporary directory, removed afterwards).
     #[arg(long, value_name = "DIR")]
