@@ -101,7 +101,8 @@ pub struct CallRecord<'a> {
 
 /// Something that wants to know about every tool call (the adoption-study call log).
 pub trait CallObserver: Send + Sync {
-    /// Called after each tool call, before its response is written.
+    /// Called after each tool call, before its response can be written; the observer may record
+    /// it at once or keep it until [`release`](Self::release).
     fn observe(&self, record: &CallRecord<'_>);
 
     /// Called before replies go to the client: whatever [`observe`](Self::observe) kept back must
