@@ -103,7 +103,24 @@ RULES
   - Writes over 2 KiB need \"confirm_oversize\": true; writes are cut at 1 MiB (truncated: true).
   - Output is capped at 1 MiB (truncated: true); each call has a wall-clock limit (default 30 s).
   - Stages run with an empty environment (PATH=/usr/bin:/bin, LC_ALL=C.UTF-8, an empty HOME that is also TMPDIR).
+  - {}
 ",
-        commands.join(" ")
+        commands.join(" "),
+        fence_line()
     )
+}
+
+/// How stages are fenced on this machine.
+pub fn fence_line() -> String {
+    match super::fence::kernel_abi() {
+        Some(abi) => format!(
+            "The kernel fences every stage (Landlock ABI {abi}): it may read the workspace and the system's
+    programs and libraries and write only its HOME{}.",
+            // TCP rules arrived with Landlock ABI 4.
+            if abi >= 4 { "; it cannot open TCP connections" } else { "" }
+        ),
+        None => "This kernel has no Landlock, so stages are not fenced by the kernel: the argument
+    policy above is the only confinement."
+            .to_string(),
+    }
 }

@@ -10,6 +10,7 @@
 pub mod audit;
 pub mod exec;
 pub mod failure;
+pub mod fence;
 pub mod help;
 pub mod listing;
 pub mod parse;
@@ -451,7 +452,7 @@ impl PipeToolset {
             stderr_cap: STDERR_CAP,
             tee_limit: self.options.max_write_bytes,
         };
-        let run = exec::run(steps, &limits, &ctx.cancel).map_err(|e| {
+        let run = exec::run(steps, self.guard.root(), &limits, &ctx.cancel).map_err(|e| {
             let mut f = Failure::new(
                 EXEC_FAILED,
                 "SPAWN_FAILED",
