@@ -114,8 +114,11 @@ impl<R: BufRead> FrameReader<R> {
                 return Ok((line, overflow, false));
             }
             let buf = self.inner.fill_buf()?;
-            // memchr: a write_file of a large file is one line of megabytes.
-            let (chunk, found) = match memchr::memchr(b'\n', buf) {
+            // A word-at-a-time search: a write_file of a large file is one line of megabytes. The
+            // portable kernel, not the CPU-dispatched one: choosing that runs `cpuid`, which traps
+            // to the hypervisor on a VM and cost more than the search itself before `initialize`
+            // could be answered.
+            let (chunk, found) = match memchr::arch::all::memchr::One::new(b'\n').find(buf) {
                 Some(i) => (&buf[..i], true),
                 None => (buf, false),
             };
