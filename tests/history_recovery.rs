@@ -463,3 +463,31 @@ fn a_symlink_planted_inside_the_store_is_never_followed() {
     assert_eq!(ws.read("a.txt"), "mine");
     assert_eq!(std::fs::read_dir(outside.path()).expect("ls").count(), 0);
 }
+
+#[test]
+fn reads_of_the_store_never_see_a_move_a_crash_cut_short() {
+    let ws = Ws::new();
+    ws.write("a.txt", "one");
+    ws.write("a.txt", "two");
+    // The state a crash leaves between a move's first and second step: the note written, the
+    // file renamed, its history and the move log not yet updated.
+    let state = ws.path(".filesystem");
+    std::fs::write(state.join(".pending-move"), "a.txt\tb.txt\n").expect("note");
+    std::fs::rename(ws.path("a.txt"), ws.path("b.txt")).expect("rename");
+    // A read-only tool finishes the move before it looks, so the story is whole.
+    let story = ws.ok("search_file", r#"{"path":"a.txt"}"#);
+    assert!(story.contains("now at b.txt"), "{story}");
+    assert!(!state.join(".pending-move").exists());
+    ws.ok("undo_file", r#"{"path":"b.txt"}"#);
+    assert_eq!(ws.read("b.txt"), "one");
+}
+
+#[test]
+fn reading_an_empty_workspace_creates_no_store() {
+    let ws = Ws::new();
+    let trash = ws.ok("list_trash", "{}");
+    assert!(trash.contains("empty"), "{trash}");
+    let story = ws.ok("search_file", r#"{"path":"x.txt"}"#);
+    assert!(story.contains("never mention"), "{story}");
+    assert!(!ws.path(".filesystem").exists());
+}

@@ -214,6 +214,7 @@ fn trash_entry_json(e: &TrashEntry) -> Value {
 
 fn list_trash(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
     check_known(args, &[])?;
+    let _lock = cx.store.lock_for_reading()?;
     let entries = cx.store.list_trash()?;
     let text = if entries.is_empty() {
         "The trash is empty.".to_string()
@@ -411,6 +412,7 @@ fn story_output(story: &Story) -> ToolOutput {
 fn search_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
     check_known(args, &["path"])?;
     let path = target(cx, args, "path")?;
+    let _lock = cx.store.lock_for_reading()?;
     let story = cx.store.story(&path.relative)?;
     Ok(story_output(&story))
 }

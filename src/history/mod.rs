@@ -195,6 +195,17 @@ impl Store {
         Ok(lock)
     }
 
+    /// The lock for a call that only reads the store, or `None` when there is no store yet (a
+    /// read must not create one, and there is nothing half-done to see). Taking it finishes a move
+    /// or delete a crash cut short, and while it is held no other server is in the middle of
+    /// changing the store: a read never sees half of a move or a delete.
+    pub fn lock_for_reading(&self) -> Result<Option<StoreLock>, HistoryError> {
+        if !self.state_dir(false)?.is_dir() {
+            return Ok(None);
+        }
+        self.lock().map(Some)
+    }
+
     /// Completes a move a crash cut short (see [`layout::PENDING_MOVE`]). If the workspace entry
     /// reached its destination, its history follows and the move is logged (unless it already
     /// was); if it did not, nothing moved and the note is simply dropped.
