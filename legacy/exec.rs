@@ -691,6 +691,24 @@ mod tests {
         r.stderr.iter().map(|(_, s)| s.as_str()).collect()
     }
 
+    /// Where `command` is installed (the tests that use this need it).
+    fn installed(command: CommandName) -> String {
+        match crate::legacy::tools::ToolPaths::discover().get(command) {
+            Some(path) => path.display().to_string(),
+            None => panic!("{} is needed for this test", command.as_str()),
+        }
+    }
+
+    /// The fence refused the stage: it failed with EACCES and `refused` holds.
+    fn assert_fenced_out(r: &RunResult, refused: bool, what: &str) {
+        assert!(refused, "the fence let a stage {what}");
+        assert!(
+            stderr_of(r).contains("Permission denied"),
+            "{}",
+            stderr_of(r)
+        );
+    }
+
     #[test]
     fn a_stage_reads_the_workspace_but_not_what_lies_outside_it() {
         let workspace = tempfile::tempdir().expect("tmp");
@@ -698,10 +716,7 @@ mod tests {
         std::fs::write(workspace.path().join("in.txt"), "inside\n").expect("write");
         let secret = outside.path().join("secret.txt");
         std::fs::write(&secret, "outside\n").expect("write");
-        let head = crate::legacy::tools::ToolPaths::discover();
-        let Some(head) = head.get(CommandName::Head).map(|p| p.display().to_string()) else {
-            panic!("head is needed for this test");
-        };
+        let head = installed(CommandName::Head);
 
         let inside = run_in(workspace.path(), CommandName::Head, &[&head, "in.txt"]);
         assert_eq!(inside.stdout, b"inside\n", "{}", stderr_of(&inside));
@@ -709,15 +724,8 @@ mod tests {
         let secret = secret.display().to_string();
         let escaped = run_in(workspace.path(), CommandName::Head, &[&head, &secret]);
         if fence::kernel_abi().is_some() {
-            assert!(
-                escaped.stdout.is_empty(),
-                "the fence let a stage read {secret}"
-            );
-            assert!(
-                stderr_of(&escaped).contains("Permission denied"),
-                "{}",
-                stderr_of(&escaped)
-            );
+            let what = format!("read {secret}");
+            assert_fenced_out(&escaped, escaped.stdout.is_empty(), &what);
         } else {
             // Without Landlock the fence cannot hold; the status line says so (see `help`).
             assert_eq!(escaped.stdout, b"outside\n");
@@ -728,13 +736,7 @@ mod tests {
     fn a_stage_cannot_write_into_the_workspace_itself() {
         let workspace = tempfile::tempdir().expect("tmp");
         std::fs::write(workspace.path().join("in.txt"), "b\na\n").expect("write");
-        let tools = crate::legacy::tools::ToolPaths::discover();
-        let Some(sort) = tools
-            .get(CommandName::Sort)
-            .map(|p| p.display().to_string())
-        else {
-            panic!("sort is needed for this test");
-        };
+        let sort = installed(CommandName::Sort);
         // `sort -o` is refused by the policy; here the stage is run directly, as if a policy
         // mistake had let it through.
         let r = run_in(
@@ -744,15 +746,7 @@ mod tests {
         );
         let written = workspace.path().join("out.txt").exists();
         if fence::kernel_abi().is_some() {
-            assert!(
-                !written,
-                "the fence let a stage create a file in the workspace"
-            );
-            assert!(
-                stderr_of(&r).contains("Permission denied"),
-                "{}",
-                stderr_of(&r)
-            );
+            assert_fenced_out(&r, !written, "create a file in the workspace");
         } else {
             assert!(written);
         }
