@@ -55,8 +55,10 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-/// The flags: mode, root, limits. Global, so they work before or after a subcommand.
+/// The flags: mode, root, limits. Global, so they work before or after a subcommand; under a
+/// heading of their own, so a subcommand's help shows its own options first and apart.
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Server and workspace options")]
 pub struct Options {
     /// Serve the filesystem toolset over MCP on stdio (the default; accepted for explicitness).
     #[arg(long, global = true)]
