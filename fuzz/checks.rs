@@ -11,7 +11,7 @@ use filesystem_mcp::legacy::plan::{CommandName, Plan, Step};
 use filesystem_mcp::legacy::policy::{check, PolicyContext, ToolPaths};
 use filesystem_mcp::mcp::server::{serve, ServerConfig};
 use filesystem_mcp::mcp::wire::{Frame, FrameReader};
-use filesystem_mcp::toolset::{Combined, Toolset};
+use filesystem_mcp::toolset::{CallContext, Effects, ToolDef, ToolOutput, Toolset};
 
 /// The frame reader never panics, never returns more than its limit, and always reaches the end.
 pub fn framing(data: &[u8]) {
@@ -28,14 +28,83 @@ pub fn framing(data: &[u8]) {
     panic!("reader did not reach the end of its input");
 }
 
-/// The whole JSON-RPC loop answers or skips whatever arrives and returns at the end of input.
+/// The whole JSON-RPC loop answers or skips whatever arrives, returns at the end of input, and
+/// everything it writes in line framing is JSON — including tool results carrying whatever text
+/// the input smuggled into a call (the hand-written reply path).
 pub fn dispatch(data: &[u8]) {
-    let toolset: Arc<dyn Toolset> = Arc::new(Combined::new(Vec::new()));
+    let toolset: Arc<dyn Toolset> = Arc::new(Echo);
     let config = ServerConfig {
         max_message_bytes: 64 * 1024,
         page_size: 2,
     };
-    let _ = serve(toolset, config, None, data, std::io::sink());
+    let out = SharedOut::default();
+    let _ = serve(toolset, config, None, data, out.clone());
+    let written = out.0.lock().map(|b| b.clone()).unwrap_or_default();
+    if written.starts_with(b"Content-Length") {
+        return; // header framing: each body is checked by the same code, framed differently
+    }
+    for line in written.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        if let Err(e) = serde_json::from_slice::<serde_json::Value>(line) {
+            panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(line));
+        }
+    }
+}
+
+/// One tool, `echo`, whose text is the `text` argument as given (or the arguments as JSON), and
+/// whose structured content is the arguments: client-chosen strings, escaped on the way out.
+struct Echo;
+
+impl Toolset for Echo {
+    fn mode(&self) -> String {
+        "echo".into()
+    }
+    fn instructions(&self) -> String {
+        String::new()
+    }
+    fn tools(&self) -> Vec<ToolDef> {
+        vec![ToolDef {
+            name: "echo".into(),
+            title: "Echo".into(),
+            description: "Returns its arguments.".into(),
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: None,
+            effects: Effects::READ_ONLY,
+        }]
+    }
+    fn call(
+        &self,
+        _name: &str,
+        args: &serde_json::Map<String, serde_json::Value>,
+        _ctx: &CallContext,
+    ) -> ToolOutput {
+        let text = match args.get("text") {
+            Some(serde_json::Value::String(t)) => t.clone(),
+            _ => serde_json::Value::Object(args.clone()).to_string(),
+        };
+        ToolOutput {
+            text,
+            structured: Some(serde_json::Value::Object(args.clone())),
+            is_error: args.contains_key("fail"),
+            ..ToolOutput::default()
+        }
+    }
+}
+
+/// An output the fuzz target can read back after the server (which owns its writer) is done.
+#[derive(Clone, Default)]
+struct SharedOut(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedOut {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self.0.lock() {
+            Ok(mut out) => out.extend_from_slice(buf),
+            Err(_) => return Err(std::io::Error::other("poisoned")),
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 struct Tree {
