@@ -16,8 +16,8 @@
 //!   later glob wins; `fd --exclude=.shelpa …`; these also skip nested directories of those
 //!   names). `ls -R` is refused together with `-a`/`-A`/`-f`, the only way it shows hidden
 //!   directories.
-//! - Forced flags: `sed --sandbox`, `gawk --sandbox`, `rg --no-config`,
-//!   `fd --no-global-ignore-file`, always first. fd 8.6 has no `--no-follow`; it does not follow
+//! - Forced flags: `sed --sandbox`, `gawk --sandbox`, `rg --no-config --no-ignore-parent`,
+//!   `fd --no-global-ignore-file --no-ignore-parent`, always first. fd 8.6 has no `--no-follow`; it does not follow
 //!   symlinks unless `-L`, which is refused.
 //! - awk `NAME=value` operands stay assignments (awk would treat them so anyway) unless NAME is
 //!   one of the variables that reach the environment, symbol table or file list; anything else
@@ -314,6 +314,9 @@ fn stage_step(stage: &Stage, cx: &PolicyContext) -> Result<Step, Refusal> {
         }
         CommandName::Rg => {
             argv.front.push("--no-config".into());
+            // Ignore files above the workspace are outside it: never read (the stage fence
+            // would refuse them anyway), so results do not depend on where the workspace sits.
+            argv.front.push("--no-ignore-parent".into());
             argv.back.push("--glob=!.shelpa".into());
             argv.back.push("--glob=!.filesystem".into());
             let pattern_in_options = has("regexp") || has("files") || has("type-list");
@@ -322,6 +325,7 @@ fn stage_step(stage: &Stage, cx: &PolicyContext) -> Result<Step, Refusal> {
         }
         CommandName::Fd => {
             argv.front.push("--no-global-ignore-file".into());
+            argv.front.push("--no-ignore-parent".into());
             argv.back.push("--exclude=.shelpa".into());
             argv.back.push("--exclude=.filesystem".into());
             let roles = first_is_data(operands.len(), true);

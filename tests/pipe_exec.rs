@@ -639,3 +639,26 @@ fn one_tee_can_write_several_files_each_with_its_mirror() {
     assert_eq!(ws.read("two.txt"), "b\n");
     assert!(ws.read(".shelpa/two.txt").ends_with("---\nb\n"));
 }
+
+#[test]
+fn ignore_files_above_the_workspace_do_not_shape_searches() {
+    // The workspace sits inside a repository whose .gitignore (outside the workspace) hides *.log.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().canonicalize().expect("canonical");
+    std::fs::create_dir_all(repo.join(".git")).expect("git dir");
+    std::fs::write(repo.join(".gitignore"), "*.log\n").expect("gitignore");
+    let ws = Ws {
+        root: repo.join("ws"),
+        _tmp: tmp,
+    };
+    ws.write("a.log", "x\n");
+    ws.write("b.txt", "x\n");
+    ws.write(".gitignore", "*.tmp\n");
+    ws.write("c.tmp", "x\n");
+    for command in ["rg -l x | sort", "fd -t f | sort"] {
+        let (ok, v) = ws.pipe(command);
+        assert!(ok, "{command}: {v}");
+        // The workspace's own ignore file applies; the repository's above it does not.
+        assert_eq!(v["stdout"], json!("a.log\nb.txt\n"), "{command}");
+    }
+}

@@ -324,6 +324,7 @@ fn after_a_double_dash_an_option_spelling_is_an_operand() {
         vec![strs(&[
             "rg",
             "--no-config",
+            "--no-ignore-parent",
             "--glob=!.shelpa",
             "--glob=!.filesystem",
             "--",
@@ -370,6 +371,7 @@ fn seed_pipelines_produce_the_expected_argv() {
             strs(&[
                 "rg",
                 "--no-config",
+                "--no-ignore-parent",
                 "--glob=!.shelpa",
                 "--glob=!.filesystem",
                 "--",
@@ -386,6 +388,7 @@ fn seed_pipelines_produce_the_expected_argv() {
             strs(&[
                 "rg",
                 "--no-config",
+                "--no-ignore-parent",
                 "--glob=!.shelpa",
                 "--glob=!.filesystem",
                 "--",
@@ -408,6 +411,7 @@ fn seed_pipelines_produce_the_expected_argv() {
             strs(&[
                 fd,
                 "--no-global-ignore-file",
+                "--no-ignore-parent",
                 "--exclude=.shelpa",
                 "--exclude=.filesystem",
                 "--",
@@ -584,7 +588,7 @@ fn unquoted_globs_expand_inside_the_workspace_or_are_refused() {
     assert_eq!(w.reason("rg -g *.rs x"), GuardReason::DisallowedSyntax);
     assert_eq!(w.reason("tr [a-z] [A-Z]"), GuardReason::DisallowedSyntax);
     assert_eq!(
-        w.argvs("rg -g '*.rs' x")[0][2..4],
+        w.argvs("rg -g '*.rs' x")[0][3..5],
         strs(&["-g", "*.rs"])[..]
     );
 }
