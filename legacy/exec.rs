@@ -174,7 +174,14 @@ pub fn run(
             command: first,
             source,
         })?;
-    let fence = Fence::new(workspace, home.path()).map_err(|e| SpawnError {
+    let programs: Vec<&Path> = steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Run { argv, .. } => argv.first().map(Path::new),
+            Step::Tee { .. } => None,
+        })
+        .collect();
+    let fence = Fence::new(workspace, home.path(), &programs).map_err(|e| SpawnError {
         command: first,
         source: io::Error::other(e),
     })?;
@@ -730,6 +737,21 @@ mod tests {
             // Without Landlock the fence cannot hold; the status line says so (see `help`).
             assert_eq!(escaped.stdout, b"outside\n");
         }
+    }
+
+    #[test]
+    fn a_program_installed_outside_the_system_trees_still_runs_fenced() {
+        // Like /usr/local/bin/rg linking to /opt/ripgrep/bin/rg: the program lives elsewhere.
+        let workspace = tempfile::tempdir().expect("tmp");
+        let elsewhere = tempfile::tempdir().expect("tmp");
+        std::fs::write(workspace.path().join("in.txt"), "inside\n").expect("write");
+        let copy = elsewhere.path().join("head");
+        std::fs::copy(installed(CommandName::Head), &copy).expect("copy head");
+        let link = elsewhere.path().join("linked-head");
+        std::os::unix::fs::symlink(&copy, &link).expect("symlink");
+        let link = link.display().to_string();
+        let r = run_in(workspace.path(), CommandName::Head, &[&link, "in.txt"]);
+        assert_eq!(r.stdout, b"inside\n", "{}", stderr_of(&r));
     }
 
     #[test]

@@ -59,9 +59,10 @@ pub struct Fence {
 
 impl Fence {
     /// The fence for one pipeline run: `workspace` readable, `scratch` (the run's private
-    /// directory, its `HOME` and `TMPDIR`) fully usable, the system's programs readable and
-    /// executable, everything else out of reach.
-    pub fn new(workspace: &Path, scratch: &Path) -> Result<Fence, FenceError> {
+    /// directory, its `HOME` and `TMPDIR`) fully usable, the system's programs and the run's own
+    /// `programs` (wherever a symlink in the search path leads, e.g. `/usr/local/bin/rg` to
+    /// `/opt/…`) readable and executable, everything else out of reach.
+    pub fn new(workspace: &Path, scratch: &Path, programs: &[&Path]) -> Result<Fence, FenceError> {
         let read = AccessFs::ReadFile | AccessFs::ReadDir;
         let run = read | AccessFs::Execute;
         let mut ruleset = Ruleset::default()
@@ -77,6 +78,15 @@ impl Fence {
         // Missing system paths (no /lib32 here, no /etc/ld.so.preload there) are simply skipped.
         for tree in SYSTEM_TREES {
             if let Ok(fd) = PathFd::new(tree) {
+                ruleset = ruleset.add_rule(PathBeneath::new(fd, run))?;
+            }
+        }
+        for program in programs {
+            // The file itself, not its directory: nothing else beside it becomes reachable.
+            let Ok(real) = std::fs::canonicalize(program) else {
+                continue;
+            };
+            if let Ok(fd) = PathFd::new(real) {
                 ruleset = ruleset.add_rule(PathBeneath::new(fd, run))?;
             }
         }
