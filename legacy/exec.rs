@@ -716,11 +716,17 @@ mod tests {
         );
     }
 
+    /// A workspace holding `in.txt` with `content`.
+    fn workspace_with(content: &str) -> tempfile::TempDir {
+        let workspace = tempfile::tempdir().expect("tmp");
+        std::fs::write(workspace.path().join("in.txt"), content).expect("write");
+        workspace
+    }
+
     #[test]
     fn a_stage_reads_the_workspace_but_not_what_lies_outside_it() {
-        let workspace = tempfile::tempdir().expect("tmp");
+        let workspace = workspace_with("inside\n");
         let outside = tempfile::tempdir().expect("tmp");
-        std::fs::write(workspace.path().join("in.txt"), "inside\n").expect("write");
         let secret = outside.path().join("secret.txt");
         std::fs::write(&secret, "outside\n").expect("write");
         let head = installed(CommandName::Head);
@@ -742,9 +748,8 @@ mod tests {
     #[test]
     fn a_program_installed_outside_the_system_trees_still_runs_fenced() {
         // Like /usr/local/bin/rg linking to /opt/ripgrep/bin/rg: the program lives elsewhere.
-        let workspace = tempfile::tempdir().expect("tmp");
+        let workspace = workspace_with("inside\n");
         let elsewhere = tempfile::tempdir().expect("tmp");
-        std::fs::write(workspace.path().join("in.txt"), "inside\n").expect("write");
         let copy = elsewhere.path().join("head");
         std::fs::copy(installed(CommandName::Head), &copy).expect("copy head");
         let link = elsewhere.path().join("linked-head");
@@ -756,8 +761,7 @@ mod tests {
 
     #[test]
     fn a_stage_cannot_write_into_the_workspace_itself() {
-        let workspace = tempfile::tempdir().expect("tmp");
-        std::fs::write(workspace.path().join("in.txt"), "b\na\n").expect("write");
+        let workspace = workspace_with("b\na\n");
         let sort = installed(CommandName::Sort);
         // `sort -o` is refused by the policy; here the stage is run directly, as if a policy
         // mistake had let it through.
