@@ -760,6 +760,26 @@ mod tests {
     }
 
     #[test]
+    fn a_stage_cannot_signal_processes_outside_it() {
+        // No allowed command sends signals; `kill` stands in for a tool that could.
+        let kill = ["/usr/bin/kill", "/bin/kill"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .expect("kill (procps) is needed for this test");
+        let workspace = workspace_with("");
+        let server = std::process::id().to_string();
+        let r = run_in(workspace.path(), CommandName::Head, &[kill, "-0", &server]);
+        let refused = r.steps.first().and_then(|s| s.exit_code) != Some(0);
+        if fence::kernel_abi().is_some_and(|abi| abi >= 6) {
+            assert!(refused, "the fence let a stage signal the server");
+            let stderr = stderr_of(&r);
+            assert!(stderr.contains("not permitted"), "{stderr}");
+        } else {
+            assert!(!refused, "{}", stderr_of(&r));
+        }
+    }
+
+    #[test]
     fn a_stage_cannot_write_into_the_workspace_itself() {
         let workspace = workspace_with("b\na\n");
         let sort = installed(CommandName::Sort);

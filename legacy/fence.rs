@@ -3,9 +3,10 @@
 //! The argument policy decides what a stage may touch before it starts; the fence makes the kernel
 //! hold the stage to it while it runs. A stage may read the workspace, read and run the system's
 //! programs and libraries, and write only its private scratch directory — not the workspace (the
-//! one write, `tee`, is done by the server), not anything outside, and no TCP connections. That
-//! covers what the policy cannot see: a symlink swapped in after the policy looked, a file a tool
-//! opens on its own, an option the tables got wrong.
+//! one write, `tee`, is done by the server), not anything outside; it opens no TCP connection and
+//! signals no process outside the stage. That covers what the policy cannot see: a symlink
+//! swapped in after the policy looked, a file a tool opens on its own, an option the tables got
+//! wrong.
 //!
 //! Kernels without Landlock (before 5.13, or with it disabled) run stages unfenced; the fence
 //! says so ([`Fence::enforced`]) and the status line of `--legacy-pipe --help` reports it. Newer
@@ -16,7 +17,7 @@ use std::path::Path;
 
 use landlock::{
     Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, ABI,
+    RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
 
 /// The newest Landlock ABI whose rights the fence asks for; older kernels get what they have.
@@ -69,6 +70,9 @@ impl Fence {
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(AccessFs::from_all(ABI_WANTED))?
             .handle_access(AccessNet::from_all(ABI_WANTED))?
+            // No signals to processes outside the stage (the server, the client, the user's other
+            // programs) and no abstract UNIX sockets (a session bus, an X server), from ABI 6.
+            .scope(Scope::from_all(ABI_WANTED))?
             .create()?
             .add_rule(PathBeneath::new(PathFd::new(workspace)?, read))?
             .add_rule(PathBeneath::new(

@@ -115,9 +115,10 @@ pub fn fence_line() -> String {
     match super::fence::kernel_abi() {
         Some(abi) => format!(
             "The kernel fences every stage (Landlock ABI {abi}): it may read the workspace and the system's
-    programs and libraries and write only its HOME{}.",
-            // TCP rules arrived with Landlock ABI 4.
-            if abi >= 4 { "; it cannot open TCP connections" } else { "" }
+    programs and libraries and write only its HOME{}{}.",
+            // TCP rules arrived with Landlock ABI 4, signal and socket scoping with ABI 6.
+            if abi >= 4 { "; it cannot open TCP connections" } else { "" },
+            if abi >= 6 { " or signal processes outside it" } else { "" }
         ),
         None => "This kernel has no Landlock, so stages are not fenced by the kernel: the argument
     policy above is the only confinement."
