@@ -315,12 +315,7 @@ fn open_dir(guard: &PathGuard, relative: &Path) -> io::Result<OwnedFd> {
         path: guard.root().join(relative),
         relative: relative.to_path_buf(),
     };
-    guard.open_beneath(
-        &resolved,
-        OFlags::RDONLY | OFlags::DIRECTORY,
-        Mode::empty(),
-        true,
-    )
+    guard.open_beneath(&resolved, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
 }
 
 fn kind_name(file_type: FileType) -> &'static str {

@@ -2,25 +2,33 @@
 //!
 //! Every path a client names passes through [`PathGuard`] before anything touches the disk. The guard
 //! first folds `.` and `..` lexically and refuses anything that lands outside the root; then it walks
-//! the path one component at a time with `lstat`, splicing in every symlink it meets and re-checking
-//! containment after each one, so a link inside the workspace that points outside is never followed
-//! (dangling ones included). Containment is decided on path components, never on string prefixes.
+//! the path one component at a time (`fstatat` relative to the root's descriptor), splicing in every
+//! symlink it meets and re-checking containment after each one, so a link inside the workspace that
+//! points outside is never followed (dangling ones included). Containment is decided on path
+//! components, never on string prefixes.
 //!
-//! The check-then-use window that remains is closed by [`PathGuard::open_beneath`], which opens the
-//! resolved path relative to a handle on the root with `RESOLVE_BENEATH`: if a component is swapped
-//! for an escaping symlink between the check and the open, the kernel refuses the open.
+//! What the guard returns is a root-relative path with every symlink spliced out. The guard only
+//! decides; the [`crate::workspace`] layer acts, and it refuses every symlink it meets on such a
+//! path, so a directory swapped for a symlink between the check and the act makes the call fail
+//! instead of redirecting it.
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::fs::{Mode, OFlags};
+
+use crate::workspace::{temp, Workspace};
 
 /// Directories inside the workspace that hold the tool's own state. No tool may read, write, list,
 /// move or delete inside them: an agent that could edit its own audit trail or undo history could
 /// erase the evidence of what it did.
 pub const STATE_DIRS: [&str; 2] = [".filesystem", ".shelpa"];
+
+/// A repository's own directory: readable by every tool, changed by none.
+pub const REPOSITORY_DIR: &str = ".git";
 
 /// How many symlinks one resolution may follow before it is treated as a loop (Linux uses 40 too).
 const MAX_SYMLINK_HOPS: usize = 40;
@@ -42,9 +50,15 @@ pub enum GuardError {
     /// A symlink on the way points outside the root.
     #[error("'{0}' goes through a symlink that points outside the workspace, which is not followed; use the real path inside the workspace")]
     SymlinkEscape(String),
-    /// The path names the tool's own state directory.
+    /// The path names the tool's own state directory (at any depth).
     #[error("'{path}' is inside {dir}/, the server's own history and audit store, which no tool may touch; use the history tools (undo_file, list_trash, restore_file, search_file) instead")]
     Protected { path: String, dir: &'static str },
+    /// The path names a temporary file of the server's own (see [`crate::workspace::temp`]).
+    #[error("'{0}' is in the server's temporary-file namespace (names starting with '.filesystem-tmp-'), which no tool may create, read or move to; choose another name")]
+    Reserved(String),
+    /// A change (write, move, delete) inside a repository's `.git/`.
+    #[error("'{0}' is inside .git/, which tools may read but never change (a hook written there would run on the user's next git command); use git itself for repository changes")]
+    Repository(String),
     /// Symlinks chain into each other more deeply than any sane tree needs.
     #[error("'{0}' has too many levels of symbolic links")]
     SymlinkLoop(String),
@@ -62,6 +76,8 @@ impl GuardError {
             GuardError::Outside(_)
                 | GuardError::SymlinkEscape(_)
                 | GuardError::Protected { .. }
+                | GuardError::Reserved(_)
+                | GuardError::Repository(_)
                 | GuardError::SymlinkLoop(_)
         )
     }
@@ -119,7 +135,7 @@ pub fn display_relative(relative: &Path) -> String {
 #[derive(Debug)]
 pub struct PathGuard {
     root: PathBuf,
-    root_fd: OwnedFd,
+    ws: Workspace,
 }
 
 impl PathGuard {
@@ -127,28 +143,45 @@ impl PathGuard {
     /// compares resolved paths against it component by component, so a non-canonical root would
     /// refuse paths that are inside.
     pub fn new(root: &Path) -> io::Result<Self> {
-        let root_fd = rustix::fs::open(
-            root,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        Ok(PathGuard {
-            root: root.to_path_buf(),
-            root_fd,
-        })
+        Ok(Self::for_workspace(Workspace::open(root)?))
     }
 
-    /// Another guard for the same root (a duplicated root handle), for toolsets served together.
+    /// The guard of an opened workspace.
+    pub fn for_workspace(ws: Workspace) -> Self {
+        PathGuard {
+            root: ws.root().to_path_buf(),
+            ws,
+        }
+    }
+
+    /// Another guard for the same root (sharing the root's descriptor), for toolsets served
+    /// together.
     pub fn try_clone(&self) -> io::Result<Self> {
-        Ok(PathGuard {
-            root: self.root.clone(),
-            root_fd: self.root_fd.try_clone()?,
-        })
+        Ok(Self::for_workspace(self.ws.clone()))
     }
 
     /// The canonical workspace root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The workspace layer every operation on a resolved path goes through.
+    pub fn workspace(&self) -> &Workspace {
+        &self.ws
+    }
+
+    /// Resolves a client path for a change (write, create, move, delete): the final symlink is
+    /// not followed, and nothing inside a repository's `.git/` may be changed.
+    pub fn resolve_for_change(&self, input: &str) -> Result<Resolved, GuardError> {
+        let resolved = self.resolve_with(input, FinalLink::NoFollow)?;
+        if resolved
+            .relative
+            .components()
+            .any(|c| c.as_os_str() == REPOSITORY_DIR)
+        {
+            return Err(GuardError::Repository(input.to_string()));
+        }
+        Ok(resolved)
     }
 
     /// Resolves a client path, following a final symlink (for reading and listing).
@@ -195,8 +228,17 @@ impl PathGuard {
             while let Some(name) = todo.pop() {
                 let candidate = done.join(&name);
                 let is_last = todo.is_empty();
-                let meta = match std::fs::symlink_metadata(self.root.join(&candidate)) {
-                    Ok(meta) => meta,
+                let meta = match self.ws.stat(&candidate) {
+                    Ok(Some(meta)) => meta,
+                    Ok(None) => {
+                        // Nothing below a missing component exists, so nothing below it can be a
+                        // symlink: the rest of the path is already resolved.
+                        done = candidate;
+                        while let Some(rest) = todo.pop() {
+                            done.push(rest);
+                        }
+                        break;
+                    }
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {
                         // Nothing below a missing component exists, so nothing below it can be a
                         // symlink: the rest of the path is already resolved.
@@ -221,8 +263,7 @@ impl PathGuard {
                         })
                     }
                 };
-                if !meta.file_type().is_symlink() || (is_last && final_link == FinalLink::NoFollow)
-                {
+                if !meta.is_symlink() || (is_last && final_link == FinalLink::NoFollow) {
                     done = candidate;
                     continue;
                 }
@@ -230,12 +271,13 @@ impl PathGuard {
                 if hops > MAX_SYMLINK_HOPS {
                     return Err(GuardError::SymlinkLoop(input.to_string()));
                 }
-                let target = std::fs::read_link(self.root.join(&candidate)).map_err(|source| {
-                    GuardError::Io {
+                let target = self
+                    .ws
+                    .read_link(&candidate)
+                    .map_err(|source| GuardError::Io {
                         path: input.to_string(),
                         source,
-                    }
-                })?;
+                    })?;
                 let mut spliced = if target.is_absolute() {
                     target
                 } else {
@@ -260,69 +302,40 @@ impl PathGuard {
         }
     }
 
-    /// Opens a path that passed the guard relative to the root handle, with the kernel refusing
-    /// any escape (`RESOLVE_BENEATH`) and, when `no_symlinks` is set, any symlink at all. This is
-    /// what makes a swap between check and use harmless.
+    /// Opens a path that passed the guard through the workspace layer: relative to the root's
+    /// descriptor, refusing every symlink on the way, so a swap between check and use makes the
+    /// open fail instead of leaving the root.
     pub fn open_beneath(
         &self,
         resolved: &Resolved,
         flags: OFlags,
         mode: Mode,
-        no_symlinks: bool,
     ) -> io::Result<OwnedFd> {
-        let rel: &Path = if resolved.is_root() {
-            Path::new(".")
-        } else {
-            &resolved.relative
-        };
-        let mut resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-        if no_symlinks {
-            resolve |= ResolveFlags::NO_SYMLINKS;
-        }
-        match rustix::fs::openat2(
-            self.root_fd.as_fd(),
-            rel,
-            flags | OFlags::CLOEXEC,
-            mode,
-            resolve,
-        ) {
-            Ok(fd) => Ok(fd),
-            // Kernels before 5.6 lack openat2; the guard's walk has already checked the path, so
-            // fall back to a plain open that at least refuses a final symlink.
-            Err(rustix::io::Errno::NOSYS) => {
-                let extra = if no_symlinks {
-                    OFlags::NOFOLLOW
-                } else {
-                    OFlags::empty()
-                };
-                Ok(rustix::fs::openat(
-                    self.root_fd.as_fd(),
-                    rel,
-                    flags | extra | OFlags::CLOEXEC,
-                    mode,
-                )?)
-            }
-            Err(e) => Err(e.into()),
-        }
+        self.ws.open_at(&resolved.relative, flags, mode)
     }
 
-    /// True when a root-relative path lies inside one of [`STATE_DIRS`].
+    /// The state directory a root-relative path lies in, at any depth: a nested workspace's
+    /// store is as untouchable as this one's.
     pub fn is_state_path(relative: &Path) -> Option<&'static str> {
-        let first = relative.components().next()?;
-        STATE_DIRS
-            .iter()
-            .copied()
-            .find(|dir| first.as_os_str() == *dir)
+        relative
+            .components()
+            .find_map(|c| STATE_DIRS.iter().copied().find(|dir| c.as_os_str() == *dir))
     }
 
     fn check_state_dir(&self, relative: &Path, input: &str) -> Result<(), GuardError> {
-        match Self::is_state_path(relative) {
-            Some(dir) => Err(GuardError::Protected {
+        if let Some(dir) = Self::is_state_path(relative) {
+            return Err(GuardError::Protected {
                 path: input.to_string(),
                 dir,
-            }),
-            None => Ok(()),
+            });
         }
+        if relative
+            .components()
+            .any(|c| temp::is_reserved(c.as_os_str().as_bytes()))
+        {
+            return Err(GuardError::Reserved(input.to_string()));
+        }
+        Ok(())
     }
 }
 
@@ -561,9 +574,16 @@ mod tests {
                 "{p} must be refused"
             );
         }
+        // At any depth: a nested workspace's store is protected too.
+        for p in ["docs/.shelpa", "a/b/.filesystem/x", "a/.shelpa/y/z"] {
+            assert!(
+                matches!(f.guard.resolve(p), Err(GuardError::Protected { .. })),
+                "{p} must be refused"
+            );
+        }
         // Names that merely start like the state dirs are ordinary.
         assert!(f.guard.resolve(".filesystem-notes").is_ok());
-        assert!(f.guard.resolve("docs/.shelpa").is_ok());
+        assert!(f.guard.resolve("docs/.shelpa-old").is_ok());
     }
 
     #[test]
@@ -607,8 +627,35 @@ mod tests {
         symlink(f.base.join("outside"), ws.join("dir")).expect("link");
         let opened = f
             .guard
-            .open_beneath(&checked, OFlags::RDONLY, Mode::empty(), false);
+            .open_beneath(&checked, OFlags::RDONLY, Mode::empty());
         assert!(opened.is_err(), "the kernel must refuse to leave the root");
+    }
+
+    #[test]
+    fn temporaries_are_reserved_and_git_is_read_only() {
+        let f = fixture();
+        for p in [
+            ".filesystem-tmp-abc123",
+            "src/.filesystem-tmp-x",
+            ".filesystem-tmp-",
+        ] {
+            assert!(
+                matches!(f.guard.resolve(p), Err(GuardError::Reserved(_))),
+                "{p}"
+            );
+        }
+        std::fs::create_dir_all(f.base.join("ws/.git/hooks")).expect("mkdir");
+        assert!(f.guard.resolve(".git/config").is_ok());
+        for p in [".git", ".git/hooks/pre-commit", "sub/.git/x"] {
+            assert!(
+                matches!(
+                    f.guard.resolve_for_change(p),
+                    Err(GuardError::Repository(_))
+                ),
+                "{p}"
+            );
+        }
+        assert!(f.guard.resolve_for_change("src/.gitignore").is_ok());
     }
 
     #[test]

@@ -19,3 +19,4 @@ pub mod mcp;
 pub mod report;
 pub mod root;
 pub mod toolset;
+pub mod workspace;

@@ -15,7 +15,7 @@ use crate::history::Store;
 /// record id, and the store remembers which keys it has imported per path).
 pub fn import(audit: &Audit, json_out: bool, out: &mut dyn Write) -> Result<i32, AuditError> {
     let (loaded, hostile) = load_all(audit)?;
-    let store = Store::new(&audit.root, true);
+    let store = Store::new(audit.guard.workspace().clone(), true);
     let mut rows = Vec::new();
     let mut items = Vec::new();
     let mut refused = 0;

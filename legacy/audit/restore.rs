@@ -166,7 +166,7 @@ pub fn restore(
     // store swaps the file in itself), so `undo_file` can take the restore back.
     let history_version = if audit.root.join(crate::guard::STATE_DIRS[0]).is_dir() {
         let _ = rustix::fs::unlinkat(&dir, tmp_name.as_str(), rustix::fs::AtFlags::empty());
-        let store = crate::history::Store::new(&audit.root, true);
+        let store = crate::history::Store::new(audit.guard.workspace().clone(), true);
         let report = store
             .lock()
             .and_then(|lock| store.write(&lock, &dest.relative, &version, false))

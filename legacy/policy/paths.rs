@@ -184,6 +184,13 @@ fn guard(
                 format!("'{typed}' is inside {dir}/, the server's own state, which pipelines may not read."),
                 "Read files elsewhere in the workspace.",
             ),
+            GuardError::Reserved(_) => Refusal::new(
+                GuardReason::PathEscape,
+                typed,
+                format!("'{typed}' is in the server's temporary-file namespace ('.filesystem-tmp-…')."),
+                "Choose a name that does not start with '.filesystem-tmp-'.",
+            ),
+            GuardError::Repository(_) => protected(typed, ".git"),
             GuardError::SymlinkEscape(_) => Refusal::new(
                 GuardReason::PathEscape,
                 typed,

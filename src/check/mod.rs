@@ -173,19 +173,23 @@ pub fn check(root: &Path, allow_root_slash: bool, repair: bool) -> Result<Report
         ..Report::default()
     };
     let state = root.join(crate::guard::STATE_DIRS[0]);
+    let ws = crate::workspace::Workspace::open(root).map_err(|source| CheckError::Io {
+        what: "cannot open the workspace root".into(),
+        source,
+    })?;
     let has_store = std::fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir());
     // Holding the lock means no server is between the steps of a mutation, so a temporary file
     // older than this moment cannot belong to a write still in progress.
     let _lock = if repair && has_store {
         Some(
-            Store::new(root, false)
+            Store::new(ws.clone(), false)
                 .lock()
                 .map_err(|e| CheckError::Lock(e.to_string()))?,
         )
     } else {
         None
     };
-    let mut fixer = repair::Fixer::new(root, repair);
+    let mut fixer = repair::Fixer::new(ws, repair);
     match std::fs::symlink_metadata(&state) {
         Ok(m) if m.is_dir() => {
             logs::check(&state, &mut fixer, &mut report);

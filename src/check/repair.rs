@@ -2,20 +2,22 @@
 //! into `.filesystem/.orphans/`, truncating a log to its complete lines, and replacing a small
 //! store file atomically. Keeping them in one place keeps the allow-list of repairs auditable.
 
-use std::fs::OpenOptions;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::history::durable::{create_dirs, rename_no_replace, replace_file};
 use crate::history::layout::ORPHANS_DIR;
 use crate::history::log::now;
+use crate::workspace::Workspace;
 
 use super::Fix;
 
-/// Carries out repairs (or describes them when not repairing).
+/// Carries out repairs (or describes them when not repairing). Every repair goes through the
+/// workspace layer: relative to descriptors opened beneath the root, following no symlink, and
+/// never cutting a file that has another hard link.
 pub(crate) struct Fixer {
     root: PathBuf,
+    ws: Workspace,
     repair: bool,
     /// When the check started (after taking the lock when repairing): temporaries modified
     /// before it cannot belong to a mutation still running.
@@ -25,9 +27,10 @@ pub(crate) struct Fixer {
 }
 
 impl Fixer {
-    pub(crate) fn new(root: &Path, repair: bool) -> Fixer {
+    pub(crate) fn new(ws: Workspace, repair: bool) -> Fixer {
         Fixer {
-            root: root.to_path_buf(),
+            root: ws.root().to_path_buf(),
+            ws,
             repair,
             started: SystemTime::now(),
             batch: None,
@@ -45,11 +48,27 @@ impl Fixer {
         }
     }
 
+    /// The root-relative spelling of a path the walk found under the root.
+    fn rel<'p>(&self, path: &'p Path) -> io::Result<&'p Path> {
+        path.strip_prefix(&self.root).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the path is not inside the workspace",
+            )
+        })
+    }
+
     /// True when `path` (not followed) was last modified before the check started.
     pub(crate) fn older_than_start(&self, path: &Path) -> bool {
-        std::fs::symlink_metadata(path)
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| t < self.started)
+        let started = self
+            .started
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or((0, 0), |d| {
+                (d.as_secs() as i64, i64::from(d.subsec_nanos()))
+            });
+        self.rel(path)
+            .and_then(|rel| self.ws.stat(rel))
+            .is_ok_and(|m| m.is_some_and(|m| (m.mtime, m.mtime_nsec) < started))
     }
 
     /// Removes the stale temporary file at `path`.
@@ -57,11 +76,11 @@ impl Fixer {
         self.apply("removed it".into(), || {
             // Only a regular file is ever removed: the walk saw one, and a swap since then is
             // refused rather than followed.
-            let m = std::fs::symlink_metadata(path)?;
-            if !m.file_type().is_file() {
+            let rel = self.rel(path)?;
+            if !self.ws.stat(rel)?.is_some_and(|m| m.is_file()) {
                 return Err(io::Error::other("it is no longer a regular file"));
             }
-            std::fs::remove_file(path)
+            self.ws.remove_file(rel)
         })
     }
 
@@ -87,10 +106,13 @@ impl Fixer {
             .unwrap_or(&dest)
             .display()
             .to_string();
-        let moved = dest
-            .parent()
-            .map_or(Ok(()), create_dirs)
-            .and_then(|()| rename_no_replace(path, &dest));
+        let moved = (|| {
+            let (from, to) = (self.rel(path)?, self.rel(&dest)?);
+            if let Some(parent) = to.parent() {
+                self.ws.create_dirs(parent)?;
+            }
+            self.ws.rename_no_replace(from, to)
+        })();
         match moved {
             Ok(()) => Fix::Repaired(format!("moved it aside to {shown}")),
             Err(e) => Fix::Failed(format!("moving it aside to {shown} failed: {e}")),
@@ -110,7 +132,7 @@ impl Fixer {
             .join(crate::guard::STATE_DIRS[0])
             .join(ORPHANS_DIR)
             .join(format!("check-{stamp}-{}", std::process::id()));
-        create_dirs(&dir)?;
+        self.ws.create_dirs(self.rel(&dir)?)?;
         self.batch = Some(dir.clone());
         Ok(dir)
     }
@@ -118,10 +140,8 @@ impl Fixer {
     /// Cuts the file at `path` back to its first `keep` bytes and makes that durable.
     pub(crate) fn truncate(&self, path: &Path, keep: u64, what: String) -> Fix {
         self.apply(what, || {
-            let file = OpenOptions::new()
-                .write(true)
-                .custom_nofollow()
-                .open(path)?;
+            // Refused when the file has another hard link: cutting it would cut that file too.
+            let file = self.ws.open_for_update(self.rel(path)?)?;
             file.set_len(keep)?;
             file.sync_all()
         })
@@ -129,18 +149,13 @@ impl Fixer {
 
     /// Replaces the small store file at `path` with `content`, atomically.
     pub(crate) fn rewrite(&self, path: &Path, content: &[u8], what: String) -> Fix {
-        self.apply(what, || replace_file(path, content, None, false))
+        self.apply(what, || {
+            self.ws.replace_file(self.rel(path)?, content, None, false)
+        })
     }
-}
 
-/// `O_NOFOLLOW` for the one file repair opens for writing.
-trait NoFollow {
-    fn custom_nofollow(&mut self) -> &mut Self;
-}
-
-impl NoFollow for OpenOptions {
-    fn custom_nofollow(&mut self) -> &mut Self {
-        use std::os::unix::fs::OpenOptionsExt;
-        self.custom_flags(libc::O_NOFOLLOW)
+    /// The workspace layer repairs go through, for the walks that read the store.
+    pub(crate) fn workspace(&self) -> &Workspace {
+        &self.ws
     }
 }

@@ -270,7 +270,11 @@ impl Walk<'_> {
             workspace.display().to_string()
         };
         let head_rel = dir.join(HEAD_FILE);
-        let history = Versions::new(self.state.join(dir), shown.clone());
+        let history = Versions::new(
+            self.fixer.workspace().clone(),
+            Path::new(crate::guard::STATE_DIRS[0]).join(dir),
+            shown.clone(),
+        );
         let head = if has_head { history.head() } else { Ok(None) };
         let head = match head {
             Ok(Some(h)) => h,
@@ -358,7 +362,11 @@ impl Walk<'_> {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return self.unreadable(dir, e),
         };
-        let events = match crate::history::trash::read_deletes(self.state) {
+        let deletes = crate::history::log::LogFile::new(
+            self.fixer.workspace().clone(),
+            Path::new(crate::guard::STATE_DIRS[0]).join(crate::history::layout::DELETES_LOG),
+        );
+        let events = match crate::history::trash::read_deletes(&deletes) {
             Ok(e) => e,
             Err(e) => {
                 self.report.push(

@@ -45,7 +45,9 @@ impl FsError {
 
 impl From<GuardError> for FsError {
     fn from(e: GuardError) -> Self {
-        if e.is_escape() {
+        let swapped =
+            matches!(&e, GuardError::Io { source, .. } if crate::workspace::is_swap(source));
+        if e.is_escape() || swapped {
             FsError::PathEscape(e.to_string())
         } else if e.is_invalid_input() {
             FsError::InvalidArgument(e.to_string())
@@ -67,6 +69,9 @@ impl From<HistoryError> for FsError {
             HistoryError::NotFound(m) => FsError::NotFound(m),
             HistoryError::AlreadyExists(m) => FsError::AlreadyExists(m),
             HistoryError::InvalidArgument(m) => FsError::InvalidArgument(m),
+            HistoryError::Io { ref source, .. } if crate::workspace::is_swap(source) => {
+                FsError::PathEscape(e.to_string())
+            }
             HistoryError::Io { .. } => FsError::IoError(e.to_string()),
         }
     }

@@ -128,12 +128,12 @@ impl Filter {
         if is_dir && HIDDEN_DIRS.iter().any(|h| h.as_bytes() == name) {
             return true;
         }
-        // The state directories only exist at the top of the root (files of those names
-        // elsewhere are ordinary).
+        // State directories at any depth (a nested workspace's store too) and the server's
+        // temporaries: the guard refuses them, so a listing never offers them.
         if crate::guard::STATE_DIRS
             .iter()
             .any(|h| h.as_bytes() == name)
-            && rel.parent().is_some_and(|p| p.as_os_str().is_empty())
+            || crate::workspace::temp::is_reserved(name)
         {
             return true;
         }
@@ -213,12 +213,10 @@ fn exclude_sets(patterns: &[&str]) -> Result<(GlobSet, GlobSet), FsError> {
 
 /// Opens a guarded path as a directory for listing; a file is `InvalidArgument`.
 fn open_dir(cx: &FsContext, resolved: &Resolved, tool_hint: &str) -> Result<OwnedFd, FsError> {
-    match cx.guard.open_beneath(
-        resolved,
-        OFlags::RDONLY | OFlags::DIRECTORY,
-        Mode::empty(),
-        true,
-    ) {
+    match cx
+        .guard
+        .open_beneath(resolved, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
+    {
         Ok(fd) => Ok(fd),
         Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
             Err(FsError::InvalidArgument(format!(
@@ -228,14 +226,6 @@ fn open_dir(cx: &FsContext, resolved: &Resolved, tool_hint: &str) -> Result<Owne
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Err(target::not_found(&resolved.relative))
-        }
-        Err(e)
-            if e.raw_os_error() == Some(libc::ELOOP) || e.raw_os_error() == Some(libc::EXDEV) =>
-        {
-            Err(FsError::PathEscape(format!(
-                "'{}' changed into a symbolic link while the call ran; try again",
-                resolved.display()
-            )))
         }
         Err(e) => Err(target::io_error(
             "cannot open directory",

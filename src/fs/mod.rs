@@ -109,7 +109,7 @@ pub struct FsToolset {
 impl FsToolset {
     /// The toolset for `guard`'s root, with that root's history store.
     pub fn new(guard: PathGuard, options: FsOptions) -> Self {
-        let store = crate::history::Store::new(guard.root(), options.backup);
+        let store = crate::history::Store::new(guard.workspace().clone(), options.backup);
         // Tool definitions are built when asked for (the server asks once and keeps them):
         // building their schemas was a tenth of the time from exec to the `initialize` answer.
         FsToolset {

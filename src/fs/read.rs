@@ -44,7 +44,10 @@ pub fn read_text_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolO
         return Err(FsError::InvalidArgument(format!(
             "'{}' is {}; only regular files can be read",
             resolved.display(),
-            target::kind_name(&meta)
+            target::kind_name(
+                &crate::workspace::Stat::of(&file)
+                    .map_err(|e| { target::io_error("cannot inspect", &resolved.relative, e) })?
+            )
         )));
     }
     let limit = cx.options.max_read_bytes;

@@ -142,10 +142,12 @@ fn check_known(args: &Map<String, Value>, known: &[&str]) -> Result<(), FsError>
     }
 }
 
-/// A path argument through the guard, not following a final symlink, and not the root itself.
+/// A path argument through the guard for a change (not following a final symlink, nothing in
+/// `.git/`), and not the root itself. Callers resolve under the store lock, so no other server
+/// on the root changes the store between the check and the change it allows.
 fn target(cx: &FsContext, args: &Map<String, Value>, name: &str) -> Result<Resolved, FsError> {
     let raw = Args(args).str(name)?;
-    let resolved = cx.guard.resolve_no_follow(raw)?;
+    let resolved = cx.guard.resolve_for_change(raw)?;
     if resolved.is_root() {
         return Err(FsError::InvalidArgument(format!(
             "'{name}' names the workspace root itself; name a file or directory inside it"
@@ -156,9 +158,9 @@ fn target(cx: &FsContext, args: &Map<String, Value>, name: &str) -> Result<Resol
 
 fn move_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
     check_known(args, &["source", "destination"])?;
+    let lock = cx.store.lock()?;
     let from = target(cx, args, "source")?;
     let to = target(cx, args, "destination")?;
-    let lock = cx.store.lock()?;
     let report = cx.store.rename(&lock, &from.relative, &to.relative)?;
     let history = if report.history_moved {
         " (its version history moved along)"
@@ -175,8 +177,8 @@ fn move_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, Fs
 
 fn delete_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
     check_known(args, &["path"])?;
-    let path = target(cx, args, "path")?;
     let lock = cx.store.lock()?;
+    let path = target(cx, args, "path")?;
     let entry = cx.store.trash(&lock, &path.relative)?;
     Ok(ToolOutput::text(format!(
         "Moved {} {} ({} bytes) to the trash as id {}; restore_file {{\"id\": {}}} brings it back.",
@@ -266,11 +268,11 @@ fn trash_id(args: &Map<String, Value>) -> Result<u64, FsError> {
 fn restore_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
     check_known(args, &["id", "destination"])?;
     let id = trash_id(args)?;
+    let lock = cx.store.lock()?;
     let destination = match Args(args).opt_str("destination")? {
         Some(_) => Some(target(cx, args, "destination")?),
         None => None,
     };
-    let lock = cx.store.lock()?;
     let report = cx.store.restore(
         &lock,
         id,
@@ -411,17 +413,23 @@ fn story_output(story: &Story) -> ToolOutput {
 
 fn search_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
     check_known(args, &["path"])?;
-    let path = target(cx, args, "path")?;
     let _lock = cx.store.lock_for_reading()?;
+    // A question, not a change: a path inside .git/ may be asked about.
+    let path = cx.guard.resolve_no_follow(Args(args).str("path")?)?;
+    if path.is_root() {
+        return Err(FsError::InvalidArgument(
+            "'path' names the workspace root itself; name a file or directory inside it".into(),
+        ));
+    }
     let story = cx.store.story(&path.relative)?;
     Ok(story_output(&story))
 }
 
 fn step(cx: &FsContext, args: &Map<String, Value>, forward: bool) -> Result<ToolOutput, FsError> {
     check_known(args, &["path", "steps"])?;
-    let path = target(cx, args, "path")?;
     let steps = Args(args).opt_u64("steps")?.unwrap_or(1);
     let lock = cx.store.lock()?;
+    let path = target(cx, args, "path")?;
     let report = if forward {
         cx.store.redo(&lock, &path.relative, steps)?
     } else {

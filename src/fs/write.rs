@@ -53,8 +53,8 @@ pub fn create_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutp
     let path = a.str("path")?;
     let content = a.str("content")?;
     let lock = cx.store.lock()?;
-    let resolved = cx.guard.resolve_no_follow(path)?;
-    if let Some(meta) = target::inspect(&resolved)? {
+    let resolved = cx.guard.resolve_for_change(path)?;
+    if let Some(meta) = target::inspect(&cx.guard, &resolved)? {
         return Err(FsError::AlreadyExists(format!(
             "'{}' already exists ({}); use write_file or edit_file to change a file, or choose a new path",
             resolved.display(),
@@ -112,21 +112,22 @@ pub fn write_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutpu
 pub fn create_directory(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
     reject_unknown(args, &["path"])?;
     let path = Args(args).str("path")?;
-    let resolved = cx.guard.resolve_no_follow(path)?;
+    let _lock = cx.store.lock()?;
+    let resolved = cx.guard.resolve_for_change(path)?;
     if resolved.is_root() {
         return Ok(ToolOutput::text(
             "Directory . already exists (the workspace root)",
         ));
     }
-    match target::inspect(&resolved)? {
+    match target::inspect(&cx.guard, &resolved)? {
         None => {}
-        Some(meta) if meta.file_type().is_dir() => {
+        Some(meta) if meta.is_dir() => {
             return Ok(ToolOutput::text(format!(
                 "Directory {} already exists",
                 resolved.display()
             )))
         }
-        Some(meta) if meta.file_type().is_symlink() => {
+        Some(meta) if meta.is_symlink() => {
             return Err(FsError::InvalidArgument(format!(
                 "'{}' is a symbolic link; directories are never created through links, use the real path",
                 resolved.display()

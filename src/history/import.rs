@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use super::layout::IMPORTS_LOG;
-use super::log::{path_field, LogFile};
+use super::log::path_field;
 use super::versions::{self, Head};
 use super::{io_err, HistoryError, Store, StoreLock};
 
@@ -33,7 +33,7 @@ impl Store {
         versions: &[(String, Vec<u8>)],
     ) -> Result<ImportReport, HistoryError> {
         let state = self.state_dir(true)?;
-        let ledger = LogFile::new(state.join(IMPORTS_LOG));
+        let ledger = self.log(&state, IMPORTS_LOG);
         let rel_field = path_field(rel);
         let done: HashSet<Vec<u8>> = ledger
             .read()
@@ -42,7 +42,7 @@ impl Store {
             .filter(|line| line.len() == 2 && line[0] == rel_field)
             .map(|mut line| line.swap_remove(1))
             .collect();
-        let history = versions::for_path(&state, rel)?;
+        let history = versions::for_path(&self.ws, &state, self.checked(rel)?)?;
         let mut head = history.head()?.map(|h| Head {
             current: h.newest,
             newest: h.newest,

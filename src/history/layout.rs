@@ -94,48 +94,19 @@ fn encode(name: &std::ffi::OsStr) -> OsString {
 
 /// The history tree of root-relative `rel`: `files/<encoded rel>` under `state`. For a
 /// directory it holds the trees of its children; for a file, its [`VERSIONS_DIR`].
-/// Every existing component on the way is checked not to be a symlink (see [`refuse_links`]).
+/// A symlink anywhere on it is refused when the store acts on it: every store operation goes
+/// through the workspace layer, which follows no symlink.
 pub(crate) fn history_tree(state: &Path, rel: &Path) -> Result<PathBuf, HistoryError> {
     let mut out = state.join(FILES_DIR);
     for name in components(rel)? {
         out.push(encode(name));
     }
-    refuse_links(state, &out)?;
     Ok(out)
 }
 
 /// The versions directory of the file at `rel`.
 pub(crate) fn versions_dir(state: &Path, rel: &Path) -> Result<PathBuf, HistoryError> {
-    let dir = history_tree(state, rel)?.join(VERSIONS_DIR);
-    refuse_links(state, &dir)?;
-    Ok(dir)
-}
-
-/// Refuses a store path if any existing component between `state` and `path` is a symlink.
-///
-/// No tool can create anything inside `.filesystem/`, but a checked-out repository can ship
-/// one; a planted link (`files/a/#versions -> /etc`, `.trash -> /tmp`) would otherwise make
-/// snapshots, trashed files or log lines land outside the workspace.
-pub(crate) fn refuse_links(state: &Path, path: &Path) -> Result<(), HistoryError> {
-    let Ok(below) = path.strip_prefix(state) else {
-        return Ok(());
-    };
-    let mut cur = state.to_path_buf();
-    for c in below.components() {
-        cur.push(c);
-        match std::fs::symlink_metadata(&cur) {
-            Ok(m) if m.file_type().is_symlink() => return Err(HistoryError::Io {
-                context: format!("the history store holds a symlink at {}", cur.display()),
-                source: std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    "the store never creates links; remove it (it did not come from this server)",
-                ),
-            }),
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
-    Ok(())
+    Ok(history_tree(state, rel)?.join(VERSIONS_DIR))
 }
 
 /// Which outside versions (shelpa mirror records) were already imported, one `path \t key` per
@@ -151,20 +122,6 @@ pub(crate) const PENDING_MOVE: &str = ".pending-move";
 /// the entry went into the trash also takes its history there, instead of leaving it behind for
 /// whatever is next created at that path.
 pub(crate) const PENDING_DELETE: &str = ".pending-delete";
-
-/// Every fixed name at the top of `.filesystem/`, for the symlink check when the store opens.
-pub(crate) const TOP_LEVEL: [&str; 10] = [
-    FILES_DIR,
-    IMPORTS_LOG,
-    PENDING_MOVE,
-    PENDING_DELETE,
-    TRASH_DIR,
-    ORPHANS_DIR,
-    MOVES_LOG,
-    DELETES_LOG,
-    TRASH_COUNTER,
-    LOCK_FILE,
-];
 
 /// The name of trash entry `id` (five digits, more once ids pass 99999).
 pub(crate) fn trash_name(id: u64) -> String {
@@ -189,20 +146,6 @@ mod tests {
         assert_eq!(
             history_tree(s, Path::new(".moves")).expect("ok"),
             PathBuf::from("/ws/.filesystem/files/.moves")
-        );
-    }
-
-    #[test]
-    fn a_planted_symlink_inside_the_store_is_refused() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let state = dir.path().join(".filesystem");
-        std::fs::create_dir_all(state.join("files/a")).expect("mkdir");
-        std::os::unix::fs::symlink("/etc", state.join("files/a/#versions")).expect("link");
-        assert!(versions_dir(&state, Path::new("a")).is_err());
-        assert!(versions_dir(&state, Path::new("b")).is_ok());
-        assert_eq!(
-            history_tree(&state, Path::new(".moves")).expect("ok"),
-            state.join("files/.moves")
         );
     }
 

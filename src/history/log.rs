@@ -7,10 +7,11 @@
 //! newline cannot forge a log entry.
 
 use std::ffi::OsString;
-use std::fs::OpenOptions;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
+
+use crate::workspace::Workspace;
 
 /// The current time as logs record it: UTC, microseconds, fixed width, so that timestamps sort
 /// as strings and the two logs can be merged into one timeline.
@@ -63,15 +64,16 @@ pub(crate) fn unescape(field: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// One append-only log file.
+/// One append-only log file, at a root-relative path, reached through the workspace layer.
 pub(crate) struct LogFile {
+    ws: Workspace,
     path: PathBuf,
 }
 
 impl LogFile {
-    /// The log at `path` (created on first append).
-    pub(crate) fn new(path: PathBuf) -> Self {
-        LogFile { path }
+    /// The log at root-relative `path` (created on first append).
+    pub(crate) fn new(ws: Workspace, path: PathBuf) -> Self {
+        LogFile { ws, path }
     }
 
     /// Appends one line made of `fields` and makes it durable before returning.
@@ -84,11 +86,8 @@ impl LogFile {
             line.extend_from_slice(&escape(f));
         }
         line.push(b'\n');
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
-            .open(&self.path)?;
+        // Refused when hard-linked: the append must not reach a file elsewhere.
+        let mut file = self.ws.open_append(&self.path)?;
         // A crash mid-append can leave a torn last line (an operation that was never
         // acknowledged). Cut it off so it can neither be read as a truncated entry nor have this
         // line glued onto it.
@@ -104,7 +103,7 @@ impl LogFile {
     /// Every complete line, split into unescaped fields. Lines that do not parse are skipped:
     /// the logs are evidence, and one bad line must not hide the rest.
     pub(crate) fn read(&self) -> io::Result<Vec<Vec<Vec<u8>>>> {
-        let data = match std::fs::read(&self.path) {
+        let data = match self.ws.read(&self.path) {
             Ok(d) => d,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e),
@@ -124,31 +123,30 @@ impl LogFile {
 /// A one-line note of a multi-step operation in progress (a move, a delete), written before its
 /// first step and cleared after its last, so a crash in between is finished under the next lock.
 pub(crate) struct PendingNote {
-    path: PathBuf,
+    log: LogFile,
 }
 
 impl PendingNote {
-    /// The note kept at `path`.
-    pub(crate) fn new(path: PathBuf) -> Self {
-        PendingNote { path }
+    /// The note kept at root-relative `path`.
+    pub(crate) fn new(ws: Workspace, path: PathBuf) -> Self {
+        PendingNote {
+            log: LogFile::new(ws, path),
+        }
     }
 
     /// Records the operation (durably) before it starts.
     pub(crate) fn write(&self, fields: &[&[u8]]) -> io::Result<()> {
-        LogFile::new(self.path.clone()).append(fields)
+        self.log.append(fields)
     }
 
     /// The fields of an operation a crash cut short, if any.
     pub(crate) fn read(&self) -> io::Result<Option<Vec<Vec<u8>>>> {
-        Ok(LogFile::new(self.path.clone()).read()?.into_iter().next())
+        Ok(self.log.read()?.into_iter().next())
     }
 
     /// Forgets the note (finished, or found never to have started).
     pub(crate) fn clear(&self) -> io::Result<()> {
-        match std::fs::remove_file(&self.path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
-        }
+        self.log.ws.remove_file(&self.log.path)
     }
 }
 
@@ -204,10 +202,14 @@ mod tests {
     fn torn_last_line_is_skipped_and_not_glued_onto() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("log");
-        let log = LogFile::new(path.clone());
+        let ws = Workspace::open(dir.path()).expect("ws");
+        let log = LogFile::new(ws, PathBuf::from("log"));
         log.append(&[b"t1", b"a\tb"]).expect("append");
         // Simulate a crash in the middle of a second append.
-        let mut f = OpenOptions::new().append(true).open(&path).expect("open");
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .expect("open");
         f.write_all(b"t2\thalf").expect("write");
         assert_eq!(log.read().expect("read").len(), 1);
         log.append(&[b"t3", b"c"]).expect("append");

@@ -47,9 +47,8 @@ mod story;
 pub(crate) mod trash;
 pub(crate) mod versions;
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 pub use import::ImportReport;
@@ -57,7 +56,8 @@ pub use story::{Story, StoryEvent, Whereabouts};
 pub use trash::{EntryKind, RestoreReport, TrashEntry};
 
 use crate::guard::display_relative;
-use durable::{create_dirs, occupied, rename_no_replace, replace_file};
+use crate::workspace::{Stat, Workspace};
+use durable::occupied;
 use log::{field_path, path_field, LogFile, PendingNote};
 
 /// Why a history operation failed.
@@ -128,37 +128,34 @@ pub struct StoreLock {
 }
 
 /// The history store of one workspace root.
+///
+/// Every path it handles is relative to the root, and every operation goes through the
+/// workspace layer ([`Workspace`]): relative to directory descriptors opened beneath the root,
+/// refusing any symlink, so neither a link planted inside `.filesystem/` nor a directory swapped
+/// for one while a call runs can carry a snapshot, a trashed file or a log line elsewhere.
 pub struct Store {
-    root: PathBuf,
+    ws: Workspace,
     backup: bool,
 }
 
 impl Store {
-    /// The store for `root` (canonical). Nothing is created on disk until the first mutation.
-    pub fn new(root: &Path, backup: bool) -> Store {
-        Store {
-            root: root.to_path_buf(),
-            backup,
-        }
+    /// The store of workspace `ws`. Nothing is created on disk until the first mutation.
+    pub fn new(ws: Workspace, backup: bool) -> Store {
+        Store { ws, backup }
     }
 
-    /// True when writes keep versions (`--backup`).
-    pub fn backup_enabled(&self) -> bool {
-        self.backup
+    /// The workspace layer the store acts through.
+    pub fn workspace(&self) -> &Workspace {
+        &self.ws
     }
 
-    /// `.filesystem/` — refused if something other than a real directory sits there (a symlink
-    /// planted in a checked-out repository must not redirect the store outside the workspace).
+    /// `.filesystem/`, root-relative — refused if something other than a real directory sits
+    /// there (a symlink planted in a checked-out repository must not redirect the store).
     fn state_dir(&self, create: bool) -> Result<PathBuf, HistoryError> {
-        let dir = self.root.join(crate::guard::STATE_DIRS[0]);
-        match std::fs::symlink_metadata(&dir) {
-            Ok(m) if m.is_dir() => {
-                for name in layout::TOP_LEVEL {
-                    layout::refuse_links(&dir, &dir.join(name))?;
-                }
-                Ok(dir)
-            }
-            Ok(_) => Err(HistoryError::Io {
+        let dir = PathBuf::from(crate::guard::STATE_DIRS[0]);
+        match self.ws.stat(&dir) {
+            Ok(Some(m)) if m.is_dir() => Ok(dir),
+            Ok(Some(_)) => Err(HistoryError::Io {
                 context: format!(
                     "the history store {} is not a plain directory (a symlink or a file)",
                     dir.display()
@@ -168,24 +165,44 @@ impl Store {
                     "move it out of the workspace so the server can create its own",
                 ),
             }),
-            Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
-                create_dirs(&dir).map_err(io_err("cannot create the history store"))?;
+            Ok(None) if create => {
+                self.ws
+                    .create_dirs(&dir)
+                    .map_err(io_err("cannot create the history store"))?;
                 Ok(dir)
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(dir),
+            Ok(None) => Ok(dir),
             Err(e) => Err(io_err("cannot open the history store")(e)),
         }
+    }
+
+    /// True when `.filesystem/` exists as a directory.
+    fn has_state_dir(&self) -> bool {
+        matches!(self.ws.stat(Path::new(crate::guard::STATE_DIRS[0])), Ok(Some(m)) if m.is_dir())
+    }
+
+    /// The append-only log `name` inside the store.
+    fn log(&self, state: &Path, name: &str) -> LogFile {
+        LogFile::new(self.ws.clone(), state.join(name))
+    }
+
+    /// The pending-operation note `name` inside the store.
+    fn note(&self, state: &Path, name: &str) -> PendingNote {
+        PendingNote::new(self.ws.clone(), state.join(name))
     }
 
     /// Takes the store's exclusive lock (blocking), so two server processes on one root never
     /// interleave mutations.
     pub fn lock(&self) -> Result<StoreLock, HistoryError> {
         let state = self.state_dir(true)?;
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(state.join(layout::LOCK_FILE))
+        let file = self
+            .ws
+            .open_at(
+                &state.join(layout::LOCK_FILE),
+                rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CREATE,
+                rustix::fs::Mode::from_raw_mode(0o644),
+            )
+            .map(File::from)
             .map_err(io_err("cannot open the history store's lock file"))?;
         rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
             .map_err(|e| io_err("cannot lock the history store")(e.into()))?;
@@ -200,7 +217,7 @@ impl Store {
     /// or delete a crash cut short, and while it is held no other server is in the middle of
     /// changing the store: a read never sees half of a move or a delete.
     pub fn lock_for_reading(&self) -> Result<Option<StoreLock>, HistoryError> {
-        if !self.state_dir(false)?.is_dir() {
+        if !self.has_state_dir() {
             return Ok(None);
         }
         self.lock().map(Some)
@@ -210,7 +227,7 @@ impl Store {
     /// reached its destination, its history follows and the move is logged (unless it already
     /// was); if it did not, nothing moved and the note is simply dropped.
     fn finish_pending_move(&self, state: &Path) -> Result<(), HistoryError> {
-        let note = PendingNote::new(state.join(layout::PENDING_MOVE));
+        let note = self.note(state, layout::PENDING_MOVE);
         let Some(fields) = note
             .read()
             .map_err(io_err("cannot read the pending-move note"))?
@@ -219,14 +236,14 @@ impl Store {
         };
         if let [from, to] = fields.as_slice() {
             let (from, to) = (field_path(from), field_path(to));
-            let (src, dst) = (self.root.join(&from), self.root.join(&to));
-            if let (false, Ok(meta)) = (occupied(&src), std::fs::symlink_metadata(&dst)) {
+            if let (false, Ok(Some(meta))) = (occupied(&self.ws, &from), self.ws.stat(&to)) {
                 self.move_history(state, &from, &to, EntryKind::of(&meta))?;
-                let logged = read_moves(state)?
+                let logged = self
+                    .read_moves(state)?
                     .last()
                     .is_some_and(|m| m.from == from && m.to == to);
                 if !logged {
-                    LogFile::new(state.join(layout::MOVES_LOG))
+                    self.log(state, layout::MOVES_LOG)
                         .append(&[log::now().as_bytes(), path_field(&from), path_field(&to)])
                         .map_err(io_err("cannot append to the move log"))?;
                 }
@@ -236,9 +253,17 @@ impl Store {
             .map_err(io_err("cannot remove the pending-move note"))
     }
 
-    fn abs(&self, rel: &Path) -> Result<PathBuf, HistoryError> {
+    /// Checks that `rel` is a plain root-relative path and that it does not lead into the
+    /// store itself: the store only ever acts on workspace paths the guard produced.
+    fn checked<'a>(&self, rel: &'a Path) -> Result<&'a Path, HistoryError> {
         layout::components(rel)?;
-        Ok(self.root.join(rel))
+        if crate::guard::PathGuard::is_state_path(rel).is_some() {
+            return Err(HistoryError::InvalidArgument(format!(
+                "'{}' is inside the server's own store",
+                rel.display()
+            )));
+        }
+        Ok(rel)
     }
 
     /// Replaces (or creates) the file at root-relative `rel` with `content`, atomically, keeping
@@ -253,45 +278,47 @@ impl Store {
         content: &[u8],
         create_new: bool,
     ) -> Result<WriteReport, HistoryError> {
-        let path = self.abs(rel)?;
+        let path = self.checked(rel)?;
         let shown = display_relative(rel);
         // For create, anything at all in the way (directory, symlink…) is AlreadyExists.
-        if create_new && occupied(&path) {
+        if create_new && occupied(&self.ws, path) {
             return Err(HistoryError::AlreadyExists(format!(
                 "{shown} already exists; use write_file to replace it or pick another name"
             )));
         }
-        let meta = regular_file_or_nothing(&path, &shown)?;
+        let meta = self.regular_file_or_nothing(path, &shown)?;
         let mut version = None;
         if self.backup {
-            let v = versions::for_path(&self.state_dir(true)?, rel)?;
+            let v = versions::for_path(&self.ws, &self.state_dir(true)?, rel)?;
             let mut head = v.head()?;
             if meta.is_some() {
                 let known = match head {
-                    Some(h) => v.matches_file(h, &path)?,
+                    Some(h) => v.matches_file(h, path)?,
                     None => false,
                 };
                 if !known {
-                    let current =
-                        std::fs::read(&path).map_err(io_err(format!("cannot read {shown}")))?;
+                    let current = self
+                        .ws
+                        .read(path)
+                        .map_err(io_err(format!("cannot read {shown}")))?;
                     head = Some(v.append(head, &current)?);
                 }
             }
             version = Some(v.append(head, content)?.current);
         }
-        if let Some(parent) = path.parent() {
-            create_dirs(parent).map_err(io_err(format!("cannot create the parent of {shown}")))?;
-        }
-        let mode = meta.as_ref().map(|m| m.permissions().mode());
-        replace_file(&path, content, mode, create_new).map_err(|e| {
-            if e.kind() == io::ErrorKind::AlreadyExists {
-                HistoryError::AlreadyExists(format!(
-                    "{shown} appeared while writing; nothing was changed"
-                ))
-            } else {
-                io_err(format!("cannot write {shown}"))(e)
-            }
-        })?;
+        self.make_parent(path, &shown)?;
+        let mode = meta.as_ref().map(|m| m.mode);
+        self.ws
+            .replace_file(path, content, mode, create_new)
+            .map_err(|e| {
+                if e.kind() == io::ErrorKind::AlreadyExists {
+                    HistoryError::AlreadyExists(format!(
+                        "{shown} appeared while writing; nothing was changed"
+                    ))
+                } else {
+                    io_err(format!("cannot write {shown}"))(e)
+                }
+            })?;
         Ok(WriteReport {
             bytes: content.len() as u64,
             created: meta.is_none(),
@@ -331,15 +358,15 @@ impl Store {
         } else {
             ("undo", "back")
         };
-        let path = self.abs(rel)?;
+        let path = self.checked(rel)?;
         let shown = display_relative(rel);
         if steps == 0 {
             return Err(HistoryError::InvalidArgument(format!(
                 "steps must be at least 1 to {verb} {shown}"
             )));
         }
-        let meta = regular_file_or_nothing(&path, &shown)?;
-        let v = versions::for_path(&self.state_dir(false)?, rel)?;
+        let meta = self.regular_file_or_nothing(path, &shown)?;
+        let v = versions::for_path(&self.ws, &self.state_dir(false)?, rel)?;
         let Some(head) = v.head()? else {
             return Err(HistoryError::NotFound(format!(
                 "{shown} has no version history; only files written through this server with --backup can be undone"
@@ -348,9 +375,13 @@ impl Store {
         v.settle(Some(head))?;
         // An outside change is saved as a new version before stepping, so undo never destroys
         // work. A missing file is simply recreated from the version stepped to.
-        let changed = meta.is_some() && !v.matches_file(head, &path)?;
+        let changed = meta.is_some() && !v.matches_file(head, path)?;
         let current = if changed {
-            Some(std::fs::read(&path).map_err(io_err(format!("cannot read {shown}")))?)
+            Some(
+                self.ws
+                    .read(path)
+                    .map_err(io_err(format!("cannot read {shown}")))?,
+            )
         } else {
             None
         };
@@ -407,11 +438,10 @@ impl Store {
         // record it right after the head, overwriting (and dropping) the versions the undo
         // skipped. In this order a crash leaves the head where it was and the file at an older
         // version, which the next call saves as a new version: nothing is dropped.
-        if let Some(parent) = path.parent() {
-            create_dirs(parent).map_err(io_err(format!("cannot create the parent of {shown}")))?;
-        }
-        let mode = meta.as_ref().map(|m| m.permissions().mode());
-        replace_file(&path, &content, mode, false)
+        self.make_parent(path, &shown)?;
+        let mode = meta.as_ref().map(|m| m.mode);
+        self.ws
+            .replace_file(path, &content, mode, false)
             .map_err(io_err(format!("cannot write {shown}")))?;
         let head = v.move_head(head, target)?;
         Ok(StepReport {
@@ -430,31 +460,38 @@ impl Store {
         from: &Path,
         to: &Path,
     ) -> Result<MoveReport, HistoryError> {
-        let (src, dst) = (self.abs(from)?, self.abs(to)?);
+        let (src, dst) = (self.checked(from)?, self.checked(to)?);
         let (from_s, to_s) = (display_relative(from), display_relative(to));
         if to.starts_with(from) {
             return Err(HistoryError::InvalidArgument(format!(
                 "cannot move {from_s} to {to_s}: the destination is {from_s} itself or inside it; pick a destination outside it"
             )));
         }
-        let meta =
-            std::fs::symlink_metadata(&src).map_err(|e| not_found_or_io(e, &from_s, "move"))?;
-        if occupied(&dst) {
+        let meta = match self.ws.stat(src) {
+            Ok(Some(m)) => m,
+            Ok(None) => {
+                return Err(not_found_or_io(
+                    io::ErrorKind::NotFound.into(),
+                    &from_s,
+                    "move",
+                ))
+            }
+            Err(e) => return Err(not_found_or_io(e, &from_s, "move")),
+        };
+        if occupied(&self.ws, dst) {
             return Err(HistoryError::AlreadyExists(format!(
                 "{to_s} already exists; move or delete it first, or pick another destination"
             )));
         }
         let kind = EntryKind::of(&meta);
-        if let Some(parent) = dst.parent() {
-            create_dirs(parent).map_err(io_err(format!("cannot create the parent of {to_s}")))?;
-        }
+        self.make_parent(dst, &to_s)?;
         // The entry, its history and the log line move in three steps; the note makes them one
         // for a crash (the next lock finishes what was started).
         let state = self.state_dir(true)?;
-        let note = PendingNote::new(state.join(layout::PENDING_MOVE));
+        let note = self.note(&state, layout::PENDING_MOVE);
         note.write(&[path_field(from), path_field(to)])
             .map_err(io_err("cannot record the move before making it"))?;
-        if let Err(e) = rename_no_replace(&src, &dst) {
+        if let Err(e) = self.ws.rename_no_replace(src, dst) {
             let _ = note.clear();
             return Err(already_exists_or_io(
                 e,
@@ -463,7 +500,7 @@ impl Store {
             ));
         }
         let history_moved = self.move_history(&state, from, to, kind)?;
-        LogFile::new(state.join(layout::MOVES_LOG))
+        self.log(&state, layout::MOVES_LOG)
             .append(&[log::now().as_bytes(), path_field(from), path_field(to)])
             .map_err(io_err("cannot append to the move log"))?;
         note.clear()
@@ -490,26 +527,27 @@ impl Store {
     /// Renames a history `src` to `dst`, first moving any stale history at `dst` aside into
     /// `.orphans/` (it belongs to something no longer at that path; it is kept, not deleted).
     fn place_history(&self, state: &Path, src: &Path, dst: &Path) -> Result<bool, HistoryError> {
-        if !occupied(src) {
+        let ws = &self.ws;
+        if !occupied(ws, src) {
             return Ok(false);
         }
         let ctx = "cannot move a version history";
-        if occupied(dst) {
+        if occupied(ws, dst) {
             let orphans = state.join(layout::ORPHANS_DIR);
-            create_dirs(&orphans).map_err(io_err(ctx))?;
+            ws.create_dirs(&orphans).map_err(io_err(ctx))?;
             let base = format!("{}-{}", log::now(), std::process::id());
             let mut aside = orphans.join(&base);
             let mut n = 1;
-            while occupied(&aside) {
+            while occupied(ws, &aside) {
                 n += 1;
                 aside = orphans.join(format!("{base}-{n}"));
             }
-            rename_no_replace(dst, &aside).map_err(io_err(ctx))?;
+            ws.rename_no_replace(dst, &aside).map_err(io_err(ctx))?;
         }
         if let Some(parent) = dst.parent() {
-            create_dirs(parent).map_err(io_err(ctx))?;
+            ws.create_dirs(parent).map_err(io_err(ctx))?;
         }
-        rename_no_replace(src, dst).map_err(io_err(ctx))?;
+        ws.rename_no_replace(src, dst).map_err(io_err(ctx))?;
         Ok(true)
     }
 }
@@ -525,21 +563,41 @@ fn history_of(state: &Path, rel: &Path, kind: EntryKind) -> Result<PathBuf, Hist
     }
 }
 
-/// The metadata of a regular file at `path`, `None` if nothing is there, and `InvalidArgument` for
-/// anything that is not a regular file: writing through a symlink or onto a directory, FIFO or
-/// device is never what the caller meant.
-fn regular_file_or_nothing(
-    path: &Path,
-    shown: &str,
-) -> Result<Option<std::fs::Metadata>, HistoryError> {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_file() => Ok(Some(m)),
-        Ok(m) => Err(HistoryError::InvalidArgument(format!(
-            "{shown} is a {}, not a regular file; name the file itself",
-            EntryKind::of(&m).name()
-        ))),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_err(format!("cannot inspect {shown}"))(e)),
+impl Store {
+    /// What is at the regular file `path`, `None` if nothing is there, and `InvalidArgument` for
+    /// anything that is not a regular file: writing through a symlink or onto a directory, FIFO or
+    /// device is never what the caller meant.
+    fn regular_file_or_nothing(
+        &self,
+        path: &Path,
+        shown: &str,
+    ) -> Result<Option<Stat>, HistoryError> {
+        match self.ws.stat(path) {
+            Ok(Some(m)) if m.is_file() => Ok(Some(m)),
+            Ok(Some(m)) => Err(HistoryError::InvalidArgument(format!(
+                "{shown} is a {}, not a regular file; name the file itself",
+                EntryKind::of(&m).name()
+            ))),
+            Ok(None) => Ok(None),
+            Err(e) => Err(io_err(format!("cannot inspect {shown}"))(e)),
+        }
+    }
+
+    /// Creates the missing parents of `path` (never through a symlink).
+    fn make_parent(&self, path: &Path, shown: &str) -> Result<(), HistoryError> {
+        match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => self
+                .ws
+                .create_dirs(parent)
+                .map(|_| ())
+                .map_err(io_err(format!("cannot create the parent of {shown}"))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Every move-log entry.
+    pub(crate) fn read_moves(&self, state: &Path) -> Result<Vec<MoveEvent>, HistoryError> {
+        read_moves(&self.log(state, layout::MOVES_LOG))
     }
 }
 
@@ -571,10 +629,9 @@ pub(crate) struct MoveEvent {
     pub to: PathBuf,
 }
 
-pub(crate) fn read_moves(state: &Path) -> Result<Vec<MoveEvent>, HistoryError> {
-    let lines = LogFile::new(state.join(layout::MOVES_LOG))
-        .read()
-        .map_err(io_err("cannot read the move log"))?;
+/// The entries of a move log.
+pub(crate) fn read_moves(log: &LogFile) -> Result<Vec<MoveEvent>, HistoryError> {
+    let lines = log.read().map_err(io_err("cannot read the move log"))?;
     Ok(lines
         .into_iter()
         .filter_map(|f| match f.as_slice() {
@@ -595,7 +652,10 @@ mod tests {
     fn store(backup: bool) -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().canonicalize().expect("canonical");
-        (dir, Store::new(&root, backup))
+        (
+            dir,
+            Store::new(Workspace::open(&root).expect("workspace"), backup),
+        )
     }
 
     /// A `--backup` store whose file `a` has versions "one" and "two".
@@ -620,7 +680,7 @@ mod tests {
         std::fs::rename(dir.path().join("a"), dir.path().join("b")).expect("rename");
         let lock = s.lock().expect("lock");
         assert!(!state.join(layout::PENDING_MOVE).exists());
-        let moves = read_moves(&state).expect("moves");
+        let moves = s.read_moves(Path::new(".filesystem")).expect("moves");
         assert_eq!(
             moves.last().map(|m| (m.from.clone(), m.to.clone())),
             Some((PathBuf::from("a"), PathBuf::from("b")))
@@ -637,7 +697,10 @@ mod tests {
         std::fs::write(state.join(layout::PENDING_MOVE), "a\tb\n").expect("note");
         let lock = s.lock().expect("lock");
         assert!(!state.join(layout::PENDING_MOVE).exists());
-        assert!(read_moves(&state).expect("moves").is_empty());
+        assert!(s
+            .read_moves(Path::new(".filesystem"))
+            .expect("moves")
+            .is_empty());
         s.undo(&lock, Path::new("a"), 1)
             .expect("history still at a");
         assert_eq!(std::fs::read(dir.path().join("a")).expect("read"), b"one");
@@ -649,7 +712,7 @@ mod tests {
         // The crash state: logged, noted, the file in its slot, the history still behind.
         let state = dir.path().join(".filesystem");
         std::fs::create_dir_all(state.join(layout::TRASH_DIR)).expect("trash");
-        LogFile::new(state.join(layout::DELETES_LOG))
+        s.log(Path::new(".filesystem"), layout::DELETES_LOG)
             .append(&[log::now().as_bytes(), b"delete", b"1", b"a"])
             .expect("log");
         std::fs::write(state.join(layout::PENDING_DELETE), "1\ta\n").expect("note");

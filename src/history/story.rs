@@ -4,8 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::trash::read_deletes;
-use super::{read_moves, HistoryError, Store};
+use super::{HistoryError, Store};
 
 /// One step in a path's story.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,7 +120,8 @@ impl Store {
     pub fn story(&self, rel: &Path) -> Result<Story, HistoryError> {
         super::layout::components(rel)?;
         let state = self.state_dir(false)?;
-        let mut timeline: Vec<Event> = read_moves(&state)?
+        let mut timeline: Vec<Event> = self
+            .read_moves(&state)?
             .into_iter()
             .map(|m| Event::Move {
                 time: m.time,
@@ -129,7 +129,7 @@ impl Store {
                 to: m.to,
             })
             .collect();
-        timeline.extend(read_deletes(&state)?.into_iter().map(|d| {
+        timeline.extend(self.read_deletes(&state)?.into_iter().map(|d| {
             if d.restore {
                 Event::Restore {
                     time: d.time,
@@ -147,7 +147,7 @@ impl Store {
         // Both logs use fixed-width UTC timestamps; a stable sort keeps each log's own order.
         timeline.sort_by(|a, b| a.time().cmp(b.time()));
 
-        let exists_now = super::durable::occupied(&self.root.join(rel));
+        let exists_now = super::durable::occupied(&self.ws, rel);
         let Some(start) = timeline.iter().rposition(|e| e.departs(rel)) else {
             return Ok(Story {
                 path: rel.to_path_buf(),
@@ -206,7 +206,7 @@ impl Store {
         }
         let now = match trashed {
             Some((id, _)) => Whereabouts::InTrash(id),
-            None if super::durable::occupied(&self.root.join(&cur)) => Whereabouts::Exists(cur),
+            None if super::durable::occupied(&self.ws, &cur) => Whereabouts::Exists(cur),
             None => Whereabouts::Missing(cur),
         };
         Ok(Story {

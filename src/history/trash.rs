@@ -4,13 +4,18 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::durable::{create_dirs, occupied, rename_no_replace, replace_file};
-use super::log::{field_path, path_field, LogFile, PendingNote};
+use super::durable::occupied;
+use super::log::{field_path, path_field, LogFile};
 use super::{
     already_exists_or_io, history_of, io_err, layout, log, not_found_or_io, HistoryError, Store,
     StoreLock,
 };
 use crate::guard::display_relative;
+use crate::workspace::Stat;
+
+/// How many entries the size of a trashed directory may add up before it is given as it stands:
+/// listing the trash must not walk a huge tree.
+const SIZE_BUDGET: usize = 100_000;
 
 /// What kind of thing an entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,14 +31,13 @@ pub enum EntryKind {
 }
 
 impl EntryKind {
-    /// The kind of what `meta` (from `symlink_metadata`) describes.
-    pub fn of(meta: &std::fs::Metadata) -> EntryKind {
-        let t = meta.file_type();
-        if t.is_symlink() {
+    /// The kind of what `meta` (not following a final symlink) describes.
+    pub fn of(meta: &Stat) -> EntryKind {
+        if meta.is_symlink() {
             EntryKind::Symlink
-        } else if t.is_dir() {
+        } else if meta.is_dir() {
             EntryKind::Directory
-        } else if t.is_file() {
+        } else if meta.is_file() {
             EntryKind::File
         } else {
             EntryKind::Other
@@ -88,10 +92,9 @@ pub(crate) struct DeleteEvent {
     pub path: PathBuf,
 }
 
-pub(crate) fn read_deletes(state: &Path) -> Result<Vec<DeleteEvent>, HistoryError> {
-    let lines = LogFile::new(state.join(layout::DELETES_LOG))
-        .read()
-        .map_err(io_err("cannot read the delete log"))?;
+/// The entries of a delete log.
+pub(crate) fn read_deletes(log: &LogFile) -> Result<Vec<DeleteEvent>, HistoryError> {
+    let lines = log.read().map_err(io_err("cannot read the delete log"))?;
     Ok(lines
         .into_iter()
         .filter_map(|f| match f.as_slice() {
@@ -110,27 +113,14 @@ pub(crate) fn read_deletes(state: &Path) -> Result<Vec<DeleteEvent>, HistoryErro
         .collect())
 }
 
-/// Bytes in a file, or in all files below a directory (symlinks count as their own length and
-/// are never followed).
-fn size_of(path: &Path, meta: &std::fs::Metadata) -> u64 {
-    if !meta.is_dir() {
-        return meta.len();
-    }
-    let Ok(entries) = std::fs::read_dir(path) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let p = e.path();
-            std::fs::symlink_metadata(&p).ok().map(|m| size_of(&p, &m))
-        })
-        .sum()
-}
-
 impl Store {
     fn trash_dir(&self, state: &Path) -> PathBuf {
         state.join(layout::TRASH_DIR)
+    }
+
+    /// Every delete-log entry.
+    pub(crate) fn read_deletes(&self, state: &Path) -> Result<Vec<DeleteEvent>, HistoryError> {
+        read_deletes(&self.log(state, layout::DELETES_LOG))
     }
 
     /// Reserves the next trash id. The counter is saved before the id is used, and the id also
@@ -138,24 +128,26 @@ impl Store {
     /// counter file were lost.
     fn next_trash_id(&self, state: &Path, trash: &Path) -> Result<u64, HistoryError> {
         let counter = state.join(layout::TRASH_COUNTER);
-        let saved = match std::fs::read_to_string(&counter) {
-            Ok(t) => t.trim().parse::<u64>().ok(),
+        let saved = match self.ws.read(&counter) {
+            Ok(t) => String::from_utf8_lossy(&t).trim().parse::<u64>().ok(),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(io_err("cannot read the trash counter")(e)),
         };
         let mut id = match saved {
             Some(n) => n.max(1),
             // No (readable) counter: never reuse an id the log already knows.
-            None => read_deletes(state)?
+            None => self
+                .read_deletes(state)?
                 .iter()
                 .map(|d| d.id + 1)
                 .max()
                 .unwrap_or(1),
         };
-        while occupied(&trash.join(layout::trash_name(id))) {
+        while occupied(&self.ws, &trash.join(layout::trash_name(id))) {
             id += 1;
         }
-        replace_file(&counter, format!("{}\n", id + 1).as_bytes(), None, false)
+        self.ws
+            .replace_file(&counter, format!("{}\n", id + 1).as_bytes(), None, false)
             .map_err(io_err("cannot update the trash counter"))?;
         Ok(id)
     }
@@ -171,16 +163,18 @@ impl Store {
         kind: EntryKind,
     ) -> Result<(), HistoryError> {
         let history = history_of(state, rel, kind)?;
-        if occupied(&history) {
+        if occupied(&self.ws, &history) {
             let dest = self.trash_dir(state).join(format!(
                 "{}{}",
                 layout::trash_name(id),
                 layout::TRASH_HISTORY_SUFFIX
             ));
-            rename_no_replace(&history, &dest).map_err(io_err(format!(
-                "cannot move the history of {} into the trash",
-                display_relative(rel)
-            )))?;
+            self.ws
+                .rename_no_replace(&history, &dest)
+                .map_err(io_err(format!(
+                    "cannot move the history of {} into the trash",
+                    display_relative(rel)
+                )))?;
         }
         Ok(())
     }
@@ -188,7 +182,7 @@ impl Store {
     /// Completes a delete a crash cut short (see [`layout::PENDING_DELETE`]): if the entry
     /// reached its trash slot, its history follows; if not, nothing moved.
     pub(crate) fn finish_pending_delete(&self, state: &Path) -> Result<(), HistoryError> {
-        let note = PendingNote::new(state.join(layout::PENDING_DELETE));
+        let note = self.note(state, layout::PENDING_DELETE);
         let Some(fields) = note
             .read()
             .map_err(io_err("cannot read the pending-delete note"))?
@@ -199,8 +193,8 @@ impl Store {
             let id = String::from_utf8_lossy(id).parse::<u64>().ok();
             let rel = field_path(rel);
             let slot = id.map(|id| (id, self.trash_dir(state).join(layout::trash_name(id))));
-            if let Some((id, Ok(meta))) = slot.map(|(id, p)| (id, std::fs::symlink_metadata(p))) {
-                if !occupied(&self.root.join(&rel)) {
+            if let Some((id, Ok(Some(meta)))) = slot.map(|(id, p)| (id, self.ws.stat(&p))) {
+                if !occupied(&self.ws, &rel) {
                     self.trash_history(state, id, &rel, EntryKind::of(&meta))?;
                 }
             }
@@ -209,21 +203,33 @@ impl Store {
             .map_err(io_err("cannot remove the pending-delete note"))
     }
 
+    /// Moves the file, directory or symlink at `rel` (never what a symlink points to) into the
+    /// trash with its history, logs it in `.deletes`, and returns its entry.
     pub fn trash(&self, _lock: &StoreLock, rel: &Path) -> Result<TrashEntry, HistoryError> {
-        let path = self.abs(rel)?;
+        let path = self.checked(rel)?;
         let shown = display_relative(rel);
-        let meta =
-            std::fs::symlink_metadata(&path).map_err(|e| not_found_or_io(e, &shown, "delete"))?;
+        let meta = match self.ws.stat(path) {
+            Ok(Some(m)) => m,
+            Ok(None) => {
+                return Err(not_found_or_io(
+                    io::ErrorKind::NotFound.into(),
+                    &shown,
+                    "delete",
+                ))
+            }
+            Err(e) => return Err(not_found_or_io(e, &shown, "delete")),
+        };
         let kind = EntryKind::of(&meta);
-        let size = size_of(&path, &meta);
         let state = self.state_dir(true)?;
         let trash = self.trash_dir(&state);
-        create_dirs(&trash).map_err(io_err("cannot create the trash"))?;
+        self.ws
+            .create_dirs(&trash)
+            .map_err(io_err("cannot create the trash"))?;
         let id = self.next_trash_id(&state, &trash)?;
         let deleted_at = log::now();
         // Logged before the rename: a delete cut short leaves the file in place (and the log
         // line is ignored because the trash slot is empty), a finished one is always listed.
-        LogFile::new(state.join(layout::DELETES_LOG))
+        self.log(&state, layout::DELETES_LOG)
             .append(&[
                 deleted_at.as_bytes(),
                 b"delete",
@@ -232,10 +238,10 @@ impl Store {
             ])
             .map_err(io_err("cannot append to the delete log"))?;
         let slot = trash.join(layout::trash_name(id));
-        let note = PendingNote::new(state.join(layout::PENDING_DELETE));
+        let note = self.note(&state, layout::PENDING_DELETE);
         note.write(&[id.to_string().as_bytes(), path_field(rel)])
             .map_err(io_err("cannot record the delete before making it"))?;
-        if let Err(e) = rename_no_replace(&path, &slot) {
+        if let Err(e) = self.ws.rename_no_replace(path, &slot) {
             let _ = note.clear();
             return Err(io_err(format!(
                 "cannot move {shown} into the trash (is it on another file system?)"
@@ -244,6 +250,9 @@ impl Store {
         self.trash_history(&state, id, rel, kind)?;
         note.clear()
             .map_err(io_err("cannot remove the pending-delete note"))?;
+        // Measured in the trash, where nothing else changes it: what was deleted, whatever was
+        // at the path when the call began.
+        let size = self.ws.tree_size(&slot, SIZE_BUDGET);
         Ok(TrashEntry {
             id,
             path: rel.to_path_buf(),
@@ -257,7 +266,7 @@ impl Store {
     pub fn list_trash(&self) -> Result<Vec<TrashEntry>, HistoryError> {
         let state = self.state_dir(false)?;
         let trash = self.trash_dir(&state);
-        let events = read_deletes(&state)?;
+        let events = self.read_deletes(&state)?;
         let restored: std::collections::HashSet<u64> =
             events.iter().filter(|e| e.restore).map(|e| e.id).collect();
         Ok(events
@@ -265,13 +274,13 @@ impl Store {
             .filter(|e| !e.restore && !restored.contains(&e.id))
             .filter_map(|e| {
                 let slot = trash.join(layout::trash_name(e.id));
-                let meta = std::fs::symlink_metadata(&slot).ok()?;
+                let meta = self.ws.stat(&slot).ok()??;
                 Some(TrashEntry {
                     id: e.id,
                     path: e.path.clone(),
                     deleted_at: e.time.clone(),
                     kind: EntryKind::of(&meta),
-                    size: size_of(&slot, &meta),
+                    size: self.ws.tree_size(&slot, SIZE_BUDGET),
                 })
             })
             .collect())
@@ -287,7 +296,7 @@ impl Store {
     ) -> Result<RestoreReport, HistoryError> {
         let state = self.state_dir(false)?;
         let trash = self.trash_dir(&state);
-        let events = read_deletes(&state)?;
+        let events = self.read_deletes(&state)?;
         let Some(deleted) = events.iter().find(|e| !e.restore && e.id == id) else {
             return Err(HistoryError::NotFound(format!(
                 "there is no trash entry {id}; list_trash shows the ids that can be restored"
@@ -301,7 +310,7 @@ impl Store {
             )));
         }
         let slot = trash.join(layout::trash_name(id));
-        let meta = std::fs::symlink_metadata(&slot).map_err(|_| {
+        let meta = self.ws.stat(&slot).ok().flatten().ok_or_else(|| {
             HistoryError::NotFound(format!(
                 "trash entry {id} is not in the trash (its delete did not complete, so {} was never moved); list_trash shows what can be restored",
                 display_relative(&deleted.path)
@@ -309,17 +318,16 @@ impl Store {
         })?;
         let kind = EntryKind::of(&meta);
         let rel = dest_rel.unwrap_or(&deleted.path).to_path_buf();
-        let path = self.abs(&rel)?;
+        let path = self.checked(&rel)?;
         let shown = display_relative(&rel);
-        if occupied(&path) {
+        if occupied(&self.ws, path) {
             return Err(HistoryError::AlreadyExists(format!(
                 "{shown} is occupied; restore to another place with 'destination', or move what is there first"
             )));
         }
-        if let Some(parent) = path.parent() {
-            create_dirs(parent).map_err(io_err(format!("cannot create the parent of {shown}")))?;
-        }
-        rename_no_replace(&slot, &path)
+        self.make_parent(path, &shown)?;
+        self.ws
+            .rename_no_replace(&slot, path)
             .map_err(|e| already_exists_or_io(e, &shown, &format!("cannot restore {shown}")))?;
         let history = trash.join(format!(
             "{}{}",
@@ -328,7 +336,7 @@ impl Store {
         ));
         let history_restored =
             self.place_history(&state, &history, &history_of(&state, &rel, kind)?)?;
-        LogFile::new(state.join(layout::DELETES_LOG))
+        self.log(&state, layout::DELETES_LOG)
             .append(&[
                 log::now().as_bytes(),
                 b"restore",

@@ -10,8 +10,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::durable::{create_dirs, replace_file, sync_dir};
 use super::HistoryError;
+use crate::workspace::Workspace;
 
 /// The file in a versions directory naming the current and the newest version.
 pub(crate) const HEAD_FILE: &str = "head";
@@ -39,17 +39,18 @@ pub(crate) struct Head {
     pub newest: u64,
 }
 
-/// The versions directory of one file.
+/// The versions directory of one file (root-relative, reached through the workspace layer).
 pub(crate) struct Versions {
+    ws: Workspace,
     dir: PathBuf,
     /// The file as the client named it, for messages.
     shown: String,
 }
 
 impl Versions {
-    /// The history kept in `dir` for the file shown to clients as `shown`.
-    pub(crate) fn new(dir: PathBuf, shown: String) -> Self {
-        Versions { dir, shown }
+    /// The history kept in root-relative `dir` for the file shown to clients as `shown`.
+    pub(crate) fn new(ws: Workspace, dir: PathBuf, shown: String) -> Self {
+        Versions { ws, dir, shown }
     }
 
     fn io(&self, what: &str) -> impl Fn(io::Error) -> HistoryError + '_ {
@@ -62,7 +63,7 @@ impl Versions {
 
     /// The head, or `None` when the file has no history yet.
     pub(crate) fn head(&self) -> Result<Option<Head>, HistoryError> {
-        let text = match read_no_follow(&self.dir.join(HEAD_FILE)) {
+        let text = match self.ws.read(&self.dir.join(HEAD_FILE)) {
             Ok(t) => String::from_utf8_lossy(&t).into_owned(),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(self.io("read")(e)),
@@ -84,7 +85,8 @@ impl Versions {
 
     fn set_head(&self, head: Head) -> Result<(), HistoryError> {
         let text = format!("{} {}\n", head.current, head.newest);
-        replace_file(&self.dir.join(HEAD_FILE), text.as_bytes(), None, false)
+        self.ws
+            .replace_file(&self.dir.join(HEAD_FILE), text.as_bytes(), None, false)
             .map_err(self.io("update"))
     }
 
@@ -114,27 +116,29 @@ impl Versions {
         let Some(h) = head else {
             return Ok(());
         };
+        let exists = |p: &Path| self.ws.exists(p);
         let committed = self.undone_path(h.current);
-        if h.current == h.newest && committed.exists() {
-            std::fs::remove_file(&committed).map_err(self.io("tidy"))?;
+        if h.current == h.newest && exists(&committed).map_err(self.io("read"))? {
+            self.ws.remove_file(&committed).map_err(self.io("tidy"))?;
         }
         let pending = self.undone_path(h.current + 1);
-        if h.newest > h.current && pending.exists() {
-            std::fs::rename(&pending, self.snapshot_path(h.current + 1))
+        if h.newest > h.current && exists(&pending).map_err(self.io("read"))? {
+            self.ws
+                .rename_replace(&pending, &self.snapshot_path(h.current + 1))
                 .map_err(self.io("restore an undone version in"))?;
             // Cut short before the new snapshot replaced it, both names are still the same
             // file, and rename(2) between two links of one file does nothing: drop the spare.
-            if pending.exists() {
-                std::fs::remove_file(&pending).map_err(self.io("tidy"))?;
+            if exists(&pending).map_err(self.io("read"))? {
+                self.ws.remove_file(&pending).map_err(self.io("tidy"))?;
             }
-            sync_dir(&self.dir).map_err(self.io("sync"))?;
+            self.ws.sync_dir(&self.dir).map_err(self.io("sync"))?;
         }
         Ok(())
     }
 
     /// The content of `version`; `None` if that snapshot is missing.
     pub(crate) fn snapshot(&self, version: u64) -> Result<Option<Vec<u8>>, HistoryError> {
-        match read_no_follow(&self.snapshot_path(version)) {
+        match self.ws.read(&self.snapshot_path(version)) {
             Ok(c) => Ok(Some(c)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(self.io("read")(e)),
@@ -146,12 +150,15 @@ impl Versions {
     /// replaces; the two are compared a block at a time after their sizes, because reading both
     /// whole into memory was most of what `--backup` added to writing a large file.
     pub(crate) fn matches_file(&self, head: Head, path: &Path) -> Result<bool, HistoryError> {
-        let snapshot = match open_no_follow(&self.snapshot_path(head.current)) {
+        let snapshot = match self.ws.open_read(&self.snapshot_path(head.current)) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(self.io("read")(e)),
         };
-        let file = std::fs::File::open(path).map_err(self.io("compare a file with"))?;
+        let file = self
+            .ws
+            .open_read(path)
+            .map_err(self.io("compare a file with"))?;
         same_content(file, snapshot).map_err(self.io("compare a file with"))
     }
 
@@ -163,19 +170,23 @@ impl Versions {
     /// that was never acknowledged), so it first gets a second name, `NNNNN.undone`, which
     /// [`Versions::settle`] either drops (the write committed) or puts back (it did not).
     pub(crate) fn append(&self, head: Option<Head>, content: &[u8]) -> Result<Head, HistoryError> {
-        create_dirs(&self.dir).map_err(self.io("create"))?;
+        self.ws.create_dirs(&self.dir).map_err(self.io("create"))?;
         self.settle(head)?;
         let version = head.map_or(1, |h| h.current + 1);
         let keep_undone = head.is_some_and(|h| h.newest >= version)
-            && match std::fs::hard_link(self.snapshot_path(version), self.undone_path(version)) {
+            && match self
+                .ws
+                .hard_link(&self.snapshot_path(version), &self.undone_path(version))
+            {
                 Ok(()) => true,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => false,
                 Err(e) => return Err(self.io("keep an undone version of")(e)),
             };
         if keep_undone {
-            sync_dir(&self.dir).map_err(self.io("sync"))?;
+            self.ws.sync_dir(&self.dir).map_err(self.io("sync"))?;
         }
-        replace_file(&self.snapshot_path(version), content, Some(0o600), false)
+        self.ws
+            .replace_file(&self.snapshot_path(version), content, Some(0o600), false)
             .map_err(self.io("write"))?;
         let new = Head {
             current: version,
@@ -183,36 +194,20 @@ impl Versions {
         };
         self.set_head(new)?;
         if keep_undone {
-            std::fs::remove_file(self.undone_path(version)).map_err(self.io("tidy"))?;
+            self.ws
+                .remove_file(&self.undone_path(version))
+                .map_err(self.io("tidy"))?;
         }
         // Only the dropped range is touched, never the whole directory.
         if let Some(old) = head {
             for stale in version + 1..=old.newest {
-                match std::fs::remove_file(self.snapshot_path(stale)) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(self.io("trim")(e)),
-                }
+                self.ws
+                    .remove_file(&self.snapshot_path(stale))
+                    .map_err(self.io("trim"))?;
             }
         }
         Ok(new)
     }
-}
-
-/// Reads a store file, refusing a symlink in its place (see [`super::layout::refuse_links`]).
-fn read_no_follow(path: &Path) -> io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut out = Vec::new();
-    open_no_follow(path)?.read_to_end(&mut out)?;
-    Ok(out)
-}
-
-fn open_no_follow(path: &Path) -> io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
 }
 
 /// True when two open files have the same bytes: sizes first, then block by block.
@@ -242,8 +237,9 @@ fn same_content(mut a: std::fs::File, mut b: std::fs::File) -> io::Result<bool> 
 }
 
 /// The versions directory of `rel` inside `state`, wrapped.
-pub(crate) fn for_path(state: &Path, rel: &Path) -> Result<Versions, HistoryError> {
+pub(crate) fn for_path(ws: &Workspace, state: &Path, rel: &Path) -> Result<Versions, HistoryError> {
     Ok(Versions::new(
+        ws.clone(),
         super::layout::versions_dir(state, rel)?,
         crate::guard::display_relative(rel),
     ))
@@ -274,9 +270,14 @@ mod tests {
         assert!(!same(b"abc", b"abd"));
     }
 
+    fn versions_in(dir: &tempfile::TempDir) -> Versions {
+        let ws = Workspace::open(dir.path()).expect("ws");
+        Versions::new(ws, PathBuf::from("v"), "f".into())
+    }
+
     fn undone_history() -> (tempfile::TempDir, Versions) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let v = Versions::new(dir.path().join("v"), "f".into());
+        let v = versions_in(&dir);
         let mut h = v.append(None, b"one").expect("1");
         h = v.append(Some(h), b"two").expect("2");
         h = v.append(Some(h), b"three").expect("3");
@@ -286,15 +287,17 @@ mod tests {
 
     #[test]
     fn a_write_after_undo_cut_short_before_the_head_moved_loses_no_undone_version() {
-        let (_dir, v) = undone_history();
+        let (dir, v) = undone_history();
+        let at = |p: PathBuf| dir.path().join(p);
         // The crash state: the undone version 2 was given its second name and the new snapshot
         // took number 2, but the head still says 1 of 3.
-        std::fs::hard_link(v.snapshot_path(2), v.undone_path(2)).expect("link");
-        replace_file(&v.snapshot_path(2), b"never acknowledged", None, false).expect("write");
+        std::fs::hard_link(at(v.snapshot_path(2)), at(v.undone_path(2))).expect("link");
+        v.ws.replace_file(&v.snapshot_path(2), b"never acknowledged", None, false)
+            .expect("write");
         let head = v.head().expect("head");
         v.settle(head).expect("settle");
         assert_eq!(v.snapshot(2).expect("read").as_deref(), Some(&b"two"[..]));
-        assert!(!v.undone_path(2).exists());
+        assert!(!at(v.undone_path(2)).exists());
         assert_eq!(
             head,
             Some(Head {
@@ -306,11 +309,12 @@ mod tests {
 
     #[test]
     fn a_write_after_undo_cut_short_right_after_the_second_name_loses_nothing() {
-        let (_dir, v) = undone_history();
-        std::fs::hard_link(v.snapshot_path(2), v.undone_path(2)).expect("link");
+        let (dir, v) = undone_history();
+        let at = |p: PathBuf| dir.path().join(p);
+        std::fs::hard_link(at(v.snapshot_path(2)), at(v.undone_path(2))).expect("link");
         let head = v.head().expect("head");
         v.settle(head).expect("settle");
-        assert!(!v.undone_path(2).exists());
+        assert!(!at(v.undone_path(2)).exists());
         assert_eq!(v.snapshot(2).expect("read").as_deref(), Some(&b"two"[..]));
         // And the next write goes through.
         let new = v.append(head, b"new").expect("append");
@@ -325,9 +329,11 @@ mod tests {
 
     #[test]
     fn a_write_after_undo_cut_short_after_the_head_moved_keeps_the_new_version() {
-        let (_dir, v) = undone_history();
-        std::fs::hard_link(v.snapshot_path(2), v.undone_path(2)).expect("link");
-        replace_file(&v.snapshot_path(2), b"new", None, false).expect("write");
+        let (dir, v) = undone_history();
+        let at = |p: PathBuf| dir.path().join(p);
+        std::fs::hard_link(at(v.snapshot_path(2)), at(v.undone_path(2))).expect("link");
+        v.ws.replace_file(&v.snapshot_path(2), b"new", None, false)
+            .expect("write");
         v.set_head(Head {
             current: 2,
             newest: 2,
@@ -336,12 +342,13 @@ mod tests {
         let head = v.head().expect("head");
         v.settle(head).expect("settle");
         assert_eq!(v.snapshot(2).expect("read").as_deref(), Some(&b"new"[..]));
-        assert!(!v.undone_path(2).exists());
+        assert!(!at(v.undone_path(2)).exists());
     }
 
     #[test]
     fn a_completed_write_after_undo_leaves_no_second_name() {
-        let (_dir, v) = undone_history();
+        let (dir, v) = undone_history();
+        let at = |p: PathBuf| dir.path().join(p);
         let head = v.head().expect("head");
         let new = v.append(head, b"new").expect("append");
         assert_eq!(
@@ -351,7 +358,7 @@ mod tests {
                 newest: 2
             }
         );
-        assert!(!v.undone_path(2).exists());
+        assert!(!at(v.undone_path(2)).exists());
         assert_eq!(v.snapshot(2).expect("read").as_deref(), Some(&b"new"[..]));
         assert_eq!(v.snapshot(3).expect("read"), None);
     }
@@ -359,7 +366,7 @@ mod tests {
     #[test]
     fn append_after_undo_drops_the_undone_future() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let v = Versions::new(dir.path().join("v"), "f".into());
+        let v = versions_in(&dir);
         assert_eq!(v.head().expect("head"), None);
         let mut h = v.append(None, b"1").expect("1");
         h = v.append(Some(h), b"2").expect("2");
@@ -389,7 +396,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir(dir.path().join("v")).expect("mkdir");
         std::fs::write(dir.path().join("v/head"), "garbage").expect("write");
-        let v = Versions::new(dir.path().join("v"), "f".into());
+        let v = versions_in(&dir);
         assert!(v.head().is_err());
     }
 }
