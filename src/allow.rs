@@ -109,20 +109,23 @@ pub enum RootRefused {
     #[error("root '/' is the whole filesystem and is never served unless the server is started with --allow-root / --allow-root-slash; name the workspace directory instead")]
     Slash,
     /// The root is not at or below any allowed place.
-    #[error("root '{given}'{resolved} is outside the roots this server may serve ({allowed}); name a directory under one of them, or start the server with --allow-root DIR or {ALLOW_ROOTS_ENV}")]
+    #[error("root '{given}'{via_links} is outside the roots this server may serve ({allowed}); name a directory under one of them, or start the server with --allow-root DIR or {ALLOW_ROOTS_ENV}")]
     Outside {
         given: String,
-        /// `" (it resolves to '…')"` when symlinks changed the path, else empty.
-        resolved: String,
+        /// `" (once its symlinks are resolved)"` when symlinks decided it, else empty. Where the
+        /// links lead is not named: like the path guard, a refusal never describes what lies
+        /// outside what the caller may see.
+        via_links: &'static str,
         allowed: String,
     },
     /// The root is, or lies inside, a store directory.
-    #[error("root '{given}'{resolved} is inside a '{store}' store directory, which holds a workspace's own history and call log and is never served; name the workspace itself ('{workspace}')")]
+    #[error("root '{given}'{via_links} is inside a '{store}' store directory, which holds a workspace's own history and call log and is never served; {instead}")]
     InsideStore {
         given: String,
-        resolved: String,
+        via_links: &'static str,
         store: String,
-        workspace: String,
+        /// What to name instead: the workspace, when the caller's own spelling shows it.
+        instead: String,
     },
 }
 
@@ -256,23 +259,30 @@ impl ServedRoots {
         if canonical == Path::new("/") && !self.allow_slash {
             return Err(RootRefused::Slash);
         }
-        let resolved = if Path::new(given) == canonical {
-            String::new()
+        // Compared with the lexically folded spelling, so `a/../b` alone does not count as links.
+        let via_links = if lexical(Path::new(given)) == canonical {
+            ""
         } else {
-            format!(" (it resolves to '{}')", canonical.display())
+            " (once its symlinks are resolved)"
         };
-        if let Some((store, workspace)) = store_component(&canonical) {
+        if let Some((store, _)) = store_component(&canonical) {
+            let instead = match store_component(&lexical(Path::new(given))) {
+                Some((_, workspace)) => {
+                    format!("name the workspace itself ('{}')", workspace.display())
+                }
+                None => "name the workspace itself, not its store".to_string(),
+            };
             return Err(RootRefused::InsideStore {
                 given: given.to_string(),
-                resolved,
+                via_links,
                 store,
-                workspace: workspace.display().to_string(),
+                instead,
             });
         }
         if !self.allowed.iter().any(|dir| is_within(&canonical, dir)) {
             return Err(RootRefused::Outside {
                 given: given.to_string(),
-                resolved,
+                via_links,
                 allowed: self.describe(),
             });
         }
@@ -294,6 +304,22 @@ impl ServedRoots {
 /// `/home/ab`.
 pub fn is_within(path: &Path, dir: &Path) -> bool {
     path.starts_with(dir)
+}
+
+/// `path` with `.` and `..` folded without touching the filesystem (`..` at `/` stays at `/`),
+/// and trailing slashes gone: the spelling a caller meant before any symlink is followed.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// The first store directory among `path`'s components, and the workspace that owns it (the path
@@ -484,8 +510,23 @@ mod tests {
         assert!(matches!(ok("outside"), Err(RootRefused::Outside { .. })));
         let through_link = ok("a/link");
         assert!(
-            matches!(&through_link, Err(RootRefused::Outside { resolved, .. }) if resolved.contains("outside")),
+            matches!(&through_link, Err(RootRefused::Outside { via_links, .. }) if !via_links.is_empty()),
             "{through_link:?}"
+        );
+        let target = base.join("outside").display().to_string();
+        let msg = through_link
+            .map_err(|e| e.to_string())
+            .expect_err("refused");
+        assert!(
+            !msg.contains(&target),
+            "the message must not say where the link leads: {msg}"
+        );
+        assert!(
+            matches!(
+                ok("a/ws/../../ab"),
+                Err(RootRefused::Outside { via_links: "", .. })
+            ),
+            "'..' alone is not a symlink"
         );
         assert!(matches!(
             ok("a/ws/.filesystem"),
