@@ -102,9 +102,18 @@ pub enum AllowListError {
 /// error, so it says what to name instead.
 #[derive(Debug, thiserror::Error)]
 pub enum RootRefused {
-    /// The root is missing, relative, not a directory or unreadable.
+    /// The root is relative or unreadable.
     #[error(transparent)]
     Invalid(#[from] RootError),
+    /// The root does not exist. (The root module's own message suggests `--root`, which a
+    /// daemon's caller cannot pass.)
+    #[error("root '{0}' does not exist; name the existing directory of the workspace")]
+    Missing(String),
+    /// The root is not a directory.
+    #[error(
+        "root '{0}' is not a directory; name the directory of the workspace, not a file in it"
+    )]
+    NotADirectory(String),
     /// The root is `/` and the daemon was not started with `--allow-root-slash`.
     #[error("root '/' is the whole filesystem and is never served unless the server is started with --allow-root / --allow-root-slash; name the workspace directory instead")]
     Slash,
@@ -255,7 +264,21 @@ impl ServedRoots {
     pub fn resolve(&self, given: &str) -> Result<PathBuf, RootRefused> {
         // `/` is judged here rather than by the root module so the message fits a daemon (which
         // has no --root to suggest).
-        let canonical = root::validate_absolute(given, true)?;
+        let canonical = match root::validate_absolute(given, true) {
+            Ok(c) => c,
+            // Outside the allowed places, "does not exist" and "is not a directory" would tell a
+            // caller about paths it may not see: there, every failure is "outside".
+            Err(RootError::Missing(_) | RootError::NotADirectory(_) | RootError::Io { .. })
+                if !self.admits(&lexical(Path::new(given))) =>
+            {
+                return Err(self.outside(given, ""));
+            }
+            Err(RootError::Missing(_)) => return Err(RootRefused::Missing(given.to_string())),
+            Err(RootError::NotADirectory(_)) => {
+                return Err(RootRefused::NotADirectory(given.to_string()))
+            }
+            Err(e) => return Err(e.into()),
+        };
         if canonical == Path::new("/") && !self.allow_slash {
             return Err(RootRefused::Slash);
         }
@@ -265,6 +288,10 @@ impl ServedRoots {
         } else {
             " (once its symlinks are resolved)"
         };
+        // Containment first: for a root outside the allowed places, nothing else is said.
+        if !self.admits(&canonical) {
+            return Err(self.outside(given, via_links));
+        }
         if let Some((store, _)) = store_component(&canonical) {
             let instead = match store_component(&lexical(Path::new(given))) {
                 Some((_, workspace)) => {
@@ -279,14 +306,20 @@ impl ServedRoots {
                 instead,
             });
         }
-        if !self.allowed.iter().any(|dir| is_within(&canonical, dir)) {
-            return Err(RootRefused::Outside {
-                given: given.to_string(),
-                via_links,
-                allowed: self.describe(),
-            });
-        }
         Ok(canonical)
+    }
+
+    /// True when `path` is at or below an allowed directory.
+    fn admits(&self, path: &Path) -> bool {
+        self.allowed.iter().any(|dir| is_within(path, dir))
+    }
+
+    fn outside(&self, given: &str, via_links: &'static str) -> RootRefused {
+        RootRefused::Outside {
+            given: given.to_string(),
+            via_links,
+            allowed: self.describe(),
+        }
     }
 
     /// The allowed directories as one human-readable list.
@@ -537,6 +570,13 @@ mod tests {
             Err(RootRefused::InsideStore { .. })
         ));
         assert!(matches!(roots.resolve("/"), Err(RootRefused::Slash)));
+        assert!(matches!(ok("a/missing"), Err(RootRefused::Missing(_))));
+        // Outside the allowed places, existence is not revealed.
+        assert!(matches!(ok("missing"), Err(RootRefused::Outside { .. })));
+        assert!(matches!(
+            roots.resolve("/no/such/dir"),
+            Err(RootRefused::Outside { .. })
+        ));
         assert!(matches!(
             roots.resolve("relative"),
             Err(RootRefused::Invalid(RootError::Relative(_)))

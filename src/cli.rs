@@ -50,7 +50,7 @@ Examples:
   filesystem --root ~/project --backup        ... with undo/redo history
   filesystem tools --root ~/project           list the tools
   filesystem call read_text_file '{\"path\":\"README.md\"}' --root ~/project
-  filesystem --server --allow-root /srv/workspaces   a daemon for the workspaces under /srv/workspaces";
+  filesystem --server --allow-root /srv/ws    a daemon for the workspaces under /srv/ws";
 
 /// Command-line arguments.
 #[derive(Parser, Debug)]
