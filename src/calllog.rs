@@ -10,11 +10,12 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
+use crate::allow::ServedRoots;
 use crate::mcp::server::{CallObserver, CallRecord};
 
 /// The log file's name inside a root's `.filesystem/` store.
@@ -23,9 +24,12 @@ pub const DEFAULT_LOG_NAME: &str = ".calls.jsonl";
 /// Where the log goes.
 #[derive(Clone, Debug)]
 pub enum LogTarget {
-    /// `<root>/.filesystem/.calls.jsonl` of the root the call acted on (in `--server` mode, the
-    /// root named by the call).
-    PerRoot(Option<PathBuf>),
+    /// `<root>/.filesystem/.calls.jsonl` of the server's one root.
+    Root(PathBuf),
+    /// `<root>/.filesystem/.calls.jsonl` of the root each call names (`--server` mode), resolved
+    /// by the same rules the daemon serves roots by: a root the daemon refuses gets no log, so a
+    /// call cannot make the server create a store in, say, `/etc`.
+    RootOfEachCall(Arc<ServedRoots>),
     /// One file chosen with `--call-log`.
     File(PathBuf),
 }
@@ -50,8 +54,8 @@ pub struct CallLog {
 enum Destination {
     /// One file for every call.
     Fixed(PathBuf),
-    /// The log of the root each call names (daemon mode).
-    RootOfEachCall,
+    /// The log of the root each call names (daemon mode), if the daemon serves that root.
+    RootOfEachCall(Arc<ServedRoots>),
 }
 
 /// One open log file and its lines not yet written.
@@ -66,8 +70,8 @@ impl CallLog {
         // A fixed root has a fixed log: worked out once, not on every call.
         let destination = match target {
             LogTarget::File(path) => Destination::Fixed(path),
-            LogTarget::PerRoot(Some(root)) => Destination::Fixed(root_log(&root)),
-            LogTarget::PerRoot(None) => Destination::RootOfEachCall,
+            LogTarget::Root(root) => Destination::Fixed(root_log(&root)),
+            LogTarget::RootOfEachCall(served) => Destination::RootOfEachCall(served),
         };
         CallLog {
             destination,
@@ -86,11 +90,11 @@ impl CallLog {
     fn path_for(&self, args: &Map<String, Value>) -> Option<Cow<'_, Path>> {
         match &self.destination {
             Destination::Fixed(p) => Some(Cow::Borrowed(p)),
-            // Daemon mode: the call names its root; an invalid root was refused by the toolset and
-            // the call still deserves a line, but there is no workspace to put it in.
-            Destination::RootOfEachCall => {
+            // Daemon mode: the call names its root; an invalid or disallowed root was refused by the
+            // toolset and the call still deserves a line, but there is no workspace to put it in.
+            Destination::RootOfEachCall(served) => {
                 let root = args.get("root")?.as_str()?;
-                let root = crate::root::validate_absolute(root, false).ok()?;
+                let root = served.resolve(root).ok()?;
                 Some(Cow::Owned(root_log(&root)))
             }
         }

@@ -10,6 +10,7 @@ use std::ffi::OsString;
 use clap::{Args, FromArgMatches, Parser, Subcommand};
 use serde_json::{Map, Value};
 
+use crate::allow::ServedRoots;
 use crate::calllog::{CallLog, LogTarget};
 use crate::daemon::PerRoot;
 use crate::fs::{FsFactory, FsOptions};
@@ -38,11 +39,18 @@ and .filesystem/ and .shelpa/ (the server's own state) cannot be touched by tool
 
 The root is --root, else $FILESYSTEM_ROOT, else the current directory.
 
+With --server, a call's root must be at or below an allowed directory: each --allow-root DIR,
+else the ':'-separated list in $FILESYSTEM_ALLOW_ROOTS, else the home directory of the user
+running the server ($HOME, or the passwd entry when HOME is unset; never '/' or a system
+directory such as /etc or /usr). Symlinks are resolved first, and a root that is or lies inside
+a .filesystem/ or .shelpa/ store is refused. Nested roots are fine.
+
 Examples:
   filesystem --root ~/project                 serve MCP on stdin/stdout
   filesystem --root ~/project --backup        ... with undo/redo history
   filesystem tools --root ~/project           list the tools
-  filesystem call read_text_file '{\"path\":\"README.md\"}' --root ~/project";
+  filesystem call read_text_file '{\"path\":\"README.md\"}' --root ~/project
+  filesystem --server --allow-root /srv/ws    a daemon for the workspaces under /srv/ws";
 
 /// Command-line arguments.
 #[derive(Parser, Debug)]
@@ -102,7 +110,13 @@ pub struct Options {
     #[arg(long, global = true)]
     pub call_log_args: bool,
 
-    /// Allow '/' as the workspace root (refused by default: desktop clients start servers in '/').
+    /// With --server: serve roots at or below DIR (repeatable). Default: the ':'-separated list in
+    /// $FILESYSTEM_ALLOW_ROOTS, else the home directory of the user running the server.
+    #[arg(long, value_name = "DIR", global = true, requires = "server")]
+    pub allow_root: Vec<PathBuf>,
+
+    /// Allow '/' as the workspace root (refused by default: desktop clients start servers in '/');
+    /// with --server, allow `--allow-root /` and calls naming '/'.
     #[arg(long, global = true)]
     pub allow_root_slash: bool,
 
@@ -232,23 +246,29 @@ impl Options {
     }
 
     /// The call log for a server or a one-off call, unless turned off.
-    fn call_log(&self, mode: String, root: Option<PathBuf>) -> Option<Arc<dyn CallObserver>> {
+    fn call_log(&self, mode: String, scope: Scope) -> Option<Arc<dyn CallObserver>> {
         if self.no_call_log {
             return None;
         }
-        let target = match &self.call_log {
-            Some(file) => LogTarget::File(file.clone()),
-            None => LogTarget::PerRoot(root),
+        let target = match (&self.call_log, scope) {
+            (Some(file), _) => LogTarget::File(file.clone()),
+            (None, Scope::Root(root)) => LogTarget::Root(root),
+            (None, Scope::EachCall(served)) => LogTarget::RootOfEachCall(served),
         };
         Some(Arc::new(CallLog::new(target, mode, self.call_log_args)))
     }
 
-    /// The toolset for the chosen mode and root, and the root it is confined to (none in daemon
-    /// mode).
-    fn toolset(&self) -> Result<(Arc<dyn Toolset>, Option<PathBuf>), String> {
+    /// The toolset for the chosen mode and root, and what it is confined to.
+    fn toolset(&self) -> Result<(Arc<dyn Toolset>, Scope), String> {
         let factory = self.factory();
         if self.server {
-            return Ok((Arc::new(PerRoot::new(factory, self.allow_root_slash)), None));
+            // Settled before serving anything: a daemon with no usable allowed place must not
+            // start, rather than start and refuse every call.
+            let served = ServedRoots::from_settings(&self.allow_root, self.allow_root_slash)
+                .map(Arc::new)
+                .map_err(|e| e.to_string())?;
+            let toolset = Arc::new(PerRoot::new(factory, served.clone()));
+            return Ok((toolset, Scope::EachCall(served)));
         }
         // The environment is read here rather than by clap so that a FILESYSTEM_ROOT exported in a
         // shell does not collide with --server, which takes its roots from each call.
@@ -262,7 +282,26 @@ impl Options {
         let root = root::validate(&given, self.allow_root_slash).map_err(|e| e.to_string())?;
         let guard = PathGuard::new(&root)
             .map_err(|e| format!("cannot open root '{}': {e}", root.display()))?;
-        Ok((Arc::from(factory.build(guard)), Some(root)))
+        Ok((Arc::from(factory.build(guard)), Scope::Root(root)))
+    }
+}
+
+/// What a server is confined to: its one root, or (daemon mode) the root each call names, within
+/// the allowed places.
+enum Scope {
+    Root(PathBuf),
+    EachCall(Arc<ServedRoots>),
+}
+
+impl Scope {
+    /// For the start-up banner and `tools`.
+    fn describe(&self) -> String {
+        match self {
+            Scope::Root(root) => root.display().to_string(),
+            Scope::EachCall(served) => {
+                format!("named by each call, at or below {}", served.describe())
+            }
+        }
     }
 }
 
@@ -291,7 +330,7 @@ pub fn main() -> i32 {
 }
 
 fn run_server(cli: &Options) -> i32 {
-    let (toolset, root) = match cli.toolset() {
+    let (toolset, scope) = match cli.toolset() {
         Ok(t) => t,
         Err(msg) => {
             eprintln!("filesystem: {msg}");
@@ -303,9 +342,7 @@ fn run_server(cli: &Options) -> i32 {
         eprintln!(
             "filesystem: waiting for an MCP client on stdin (mode: {}, root: {}, {} tools). This is a server: configure it in an MCP client, or try `filesystem tools`. Ctrl-D exits.",
             toolset.mode(),
-            root.as_ref()
-                .map(|r| r.display().to_string())
-                .unwrap_or_else(|| "named by each call".into()),
+            scope.describe(),
             toolset.tools().len()
         );
     }
@@ -329,7 +366,7 @@ fn run_server(cli: &Options) -> i32 {
         max_message_bytes: cli.max_message_bytes,
         page_size: cli.page_size,
     };
-    let observer = cli.call_log(toolset.mode(), root);
+    let observer = cli.call_log(toolset.mode(), scope);
     match serve(toolset, config, observer, input, output) {
         Ok(()) => 0,
         Err(e) => {
@@ -340,7 +377,7 @@ fn run_server(cli: &Options) -> i32 {
 }
 
 fn list_tools(cli: &Options) -> i32 {
-    let (toolset, root) = match cli.toolset() {
+    let (toolset, scope) = match cli.toolset() {
         Ok(t) => t,
         Err(msg) => {
             eprintln!("filesystem: {msg}");
@@ -352,8 +389,7 @@ fn list_tools(cli: &Options) -> i32 {
         "{} tools (mode: {}, root: {})\n",
         tools.len(),
         toolset.mode(),
-        root.map(|r| r.display().to_string())
-            .unwrap_or_else(|| "named by each call".into())
+        scope.describe()
     );
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
     for t in &tools {
@@ -454,7 +490,7 @@ mod tests {
 
     #[test]
     fn lean_and_full_parses_agree() {
-        let lines: [&[&str]; 6] = [
+        let lines: [&[&str]; 8] = [
             &[],
             &["--root", "/tmp/x", "--backup", "--no-call-log"],
             &["--legacy-pipe", "--with-filesystem", "--timeout=5"],
@@ -467,6 +503,14 @@ mod tests {
             ],
             &["--root", "/w", "--page-size", "3", "--call-log-args"],
             &["--mcp", "--allow-root-slash", "--root=/"],
+            &[
+                "--server",
+                "--allow-root",
+                "/a",
+                "--allow-root=/b",
+                "--backup",
+            ],
+            &["--server", "--allow-root", "/", "--allow-root-slash"],
         ];
         for line in lines {
             let lean = format!("{:?}", Cli::parse_args(argv(line)));
@@ -488,6 +532,31 @@ mod tests {
         let cli = Cli::parse_args(argv(&["tools", "--legacy-pipe"]));
         assert!(matches!(cli.command, Some(Command::Tools)));
         assert!(cli.options.legacy_pipe);
+    }
+
+    #[test]
+    fn allow_root_is_repeatable_and_only_for_the_daemon() {
+        let cli = Cli::parse_args(argv(&[
+            "--server",
+            "--allow-root",
+            "/a",
+            "--allow-root",
+            "/b",
+        ]));
+        assert_eq!(
+            cli.options.allow_root,
+            [PathBuf::from("/a"), PathBuf::from("/b")]
+        );
+        for parse in [
+            Cli::command().try_get_matches_from(argv(&["--allow-root", "/a"])),
+            Options::augment_args(clap::Command::new("filesystem"))
+                .try_get_matches_from(argv(&["--allow-root", "/a"])),
+        ] {
+            assert!(
+                parse.is_err(),
+                "--allow-root without --server must be refused"
+            );
+        }
     }
 
     #[test]

@@ -3,6 +3,9 @@
 //! A gateway in front of many users starts one server and names the workspace in every call. Each
 //! distinct root gets its own toolset (its own guard, its own history store), created on first use
 //! and kept for the life of the process, so calls for one root can never see another's files.
+//!
+//! Which roots may be named at all is settled by [`ServedRoots`]: only directories at or below
+//! the daemon's allowed places, and never a store directory.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -10,21 +13,22 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
+use crate::allow::ServedRoots;
 use crate::guard::PathGuard;
-use crate::root;
 use crate::toolset::{CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 
 /// A toolset that routes each call to the toolset of the root named in its `root` argument.
 pub struct PerRoot {
     factory: Box<dyn ToolsetFactory>,
     tools: Vec<ToolDef>,
-    allow_slash: bool,
+    served: Arc<ServedRoots>,
     roots: Mutex<HashMap<PathBuf, Arc<dyn Toolset>>>,
 }
 
 impl PerRoot {
-    /// Serves `factory`'s mode for any root a caller names.
-    pub fn new(factory: Box<dyn ToolsetFactory>, allow_slash: bool) -> Self {
+    /// Serves `factory`'s mode for the roots a caller names, as far as `served` allows them. The
+    /// same `served` is shared with the call log, so a refused root gets no log either.
+    pub fn new(factory: Box<dyn ToolsetFactory>, served: Arc<ServedRoots>) -> Self {
         let tools = factory
             .definitions()
             .into_iter()
@@ -33,14 +37,15 @@ impl PerRoot {
         PerRoot {
             factory,
             tools,
-            allow_slash,
+            served,
             roots: Mutex::new(HashMap::new()),
         }
     }
 
     fn toolset_for(&self, given: &str) -> Result<Arc<dyn Toolset>, String> {
-        let canonical =
-            root::validate_absolute(given, self.allow_slash).map_err(|e| e.to_string())?;
+        // Resolved on every call, before the table is consulted: a root accepted once is judged
+        // again by where it points now, so swapping a symlink later cannot redirect it.
+        let canonical = self.served.resolve(given).map_err(|e| e.to_string())?;
         let mut roots = self
             .roots
             .lock()
@@ -83,8 +88,9 @@ impl Toolset for PerRoot {
 
     fn instructions(&self) -> String {
         format!(
-            "{}\n\nThis server serves many workspaces: every tool call must include `root`, the absolute path of the workspace it acts on.",
-            self.factory.instructions()
+            "{}\n\nThis server serves many workspaces: every tool call must include `root`, the absolute path of the workspace it acts on. Roots are served only at or below {}, and never inside a .filesystem/ or .shelpa/ store.",
+            self.factory.instructions(),
+            self.served.describe()
         )
     }
 

@@ -5,6 +5,7 @@
 //! tool — the file API in [`fs`] and the shelpa pipeline shell in [`legacy`] — are toolsets behind
 //! the same core and share the one path guard.
 
+pub mod allow;
 pub mod buffer;
 pub mod calllog;
 pub mod check;

@@ -592,7 +592,14 @@ fn a_server_daemon_keeps_interleaved_roots_isolated() {
             r
         })
         .collect();
-    let mut s = Session::spawn(&["--server".as_ref()], &["--backup", "--call-log-args"]);
+    let mut s = Session::spawn(
+        &[
+            "--server".as_ref(),
+            "--allow-root".as_ref(),
+            base.as_os_str(),
+        ],
+        &["--backup", "--call-log-args"],
+    );
     s.initialize("2025-06-18");
 
     // Every step is made for each root in turn, all pipelined on the one connection.

@@ -310,7 +310,15 @@ fn server_mode_refuses_root_flag_and_requires_root_per_call() {
 
     // An exported FILESYSTEM_ROOT must not stop the daemon from starting.
     std::env::set_var("FILESYSTEM_ROOT", "/tmp");
-    let mut s = Session::spawn(&["--server".as_ref()], &[]);
+    let allowed = tempfile::tempdir().expect("tempdir");
+    let mut s = Session::spawn(
+        &[
+            "--server".as_ref(),
+            "--allow-root".as_ref(),
+            allowed.path().as_os_str(),
+        ],
+        &[],
+    );
     s.initialize("2025-11-25");
     let tools = s.request(2, "tools/list", json!({}));
     for tool in tools["result"]["tools"].as_array().expect("tools") {
