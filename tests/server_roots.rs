@@ -289,7 +289,6 @@ fn nested_roots_are_served_each_with_its_own_store() {
 }
 
 #[test]
-#[ignore = "needs the any-depth state-dir guard"]
 fn an_outer_root_cannot_touch_a_nested_roots_store() {
     let (_tmp, base) = temp();
     let a = base.join("x");
