@@ -220,7 +220,12 @@ fn delete_and_restore_in_a_swapped_directory_never_take_or_put_outside_files() {
             if !exists_at(&rig.dir, "x") {
                 write_at(&rig.dir, "x", b"delete me\n");
             }
-            let r = rig.call(&mut c, "delete_file d/x", "delete_file", json!({"path": "d/x"}));
+            let r = rig.call(
+                &mut c,
+                "delete_file d/x",
+                "delete_file",
+                json!({"path": "d/x"}),
+            );
             if r.ok {
                 pending.push(trash_id(&r.text));
             }
@@ -231,7 +236,10 @@ fn delete_and_restore_in_a_swapped_directory_never_take_or_put_outside_files() {
 
 /// The id in `... to the trash as id 7; ...`.
 fn trash_id(text: &str) -> u64 {
-    let at = text.find("as id ").expect("delete reply names the trash id") + "as id ".len();
+    let at = text
+        .find("as id ")
+        .expect("delete reply names the trash id")
+        + "as id ".len();
     text[at..]
         .chars()
         .take_while(char::is_ascii_digit)
@@ -308,7 +316,12 @@ fn pipelines_on_a_swapped_directory_never_show_outside() {
             "shelpa_pipe",
             pipe_in("head -n 5 f | sort", "d"),
         );
-        rig.call(&mut c, "head -n 5 d/f", "shelpa_pipe", pipe("head -n 5 d/f"));
+        rig.call(
+            &mut c,
+            "head -n 5 d/f",
+            "shelpa_pipe",
+            pipe("head -n 5 d/f"),
+        );
         rig.call(
             &mut c,
             "rg over d",
@@ -350,7 +363,11 @@ fn a_session_inside_a_swapped_directory_never_lists_or_reads_outside() {
         // Back to the root by absolute path, so the next round starts from a known place.
         let root = rig.arena.root.display().to_string();
         let back = c.call("shelpa_pipe", pipe(&format!("cd {root}")));
-        assert!(back.ok, "cd back to the root failed: {}", back.raw);
+        assert!(
+            back.ok,
+            "the session cannot return to the root, so its directory left the workspace: {}",
+            back.raw
+        );
     });
     rig.finish(
         swapper,
@@ -419,7 +436,10 @@ fn mirror_d_f(rig: &mut Rig) {
         let r = pipe_client.call("shelpa_write", json!({"path": "d/f", "content": content}));
         assert!(r.ok, "building the mirror failed: {}", r.raw);
     }
-    assert!(rig.arena.path(".shelpa/d/f").is_file(), "tee made no mirror");
+    assert!(
+        rig.arena.path(".shelpa/d/f").is_file(),
+        "tee made no mirror"
+    );
 }
 
 #[test]
@@ -497,15 +517,14 @@ fn juggle(
             );
         }
         let op = format!("move {from} -> {to}");
-        if c
-            .run(
-                &op,
-                "move_file",
-                json!({"source": from, "destination": to}),
-                &mut screen,
-                &mut tally,
-            )
-            .ok
+        if c.run(
+            &op,
+            "move_file",
+            json!({"source": from, "destination": to}),
+            &mut screen,
+            &mut tally,
+        )
+        .ok
         {
             phase = (phase + 1) % steps.len();
         }
@@ -573,9 +592,16 @@ fn two_session_race(raid: Raid) {
     screen.assert_clean();
     juggler_screen.assert_clean();
     arena.assert_no_secret_inside();
-    juggler_tally.assert_each_succeeded(&["move L -> d", "move d -> L", "move R -> d", "move d -> R"]);
+    juggler_tally.assert_each_succeeded(&[
+        "move L -> d",
+        "move d -> L",
+        "move R -> d",
+        "move d -> R",
+    ]);
     match raid {
-        Raid::Steal => tally.assert_each_succeeded(&["move d/secret.txt -> stolenN", "read stolenN"]),
+        Raid::Steal => {
+            tally.assert_each_succeeded(&["move d/secret.txt -> stolenN", "read stolenN"])
+        }
         Raid::Plant => tally.assert_each_succeeded(&["move p.txt -> d/plantedN"]),
     }
 }

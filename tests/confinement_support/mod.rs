@@ -187,7 +187,9 @@ impl Snapshot {
                 ino: meta.ino(),
                 nlink: meta.nlink(),
                 mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
-                content: ft.is_file().then(|| std::fs::read(&path).unwrap_or_default()),
+                content: ft
+                    .is_file()
+                    .then(|| std::fs::read(&path).unwrap_or_default()),
                 link: ft
                     .is_symlink()
                     .then(|| std::fs::read_link(&path).unwrap_or_default()),
@@ -242,7 +244,11 @@ impl Snapshot {
                 diffs.push(format!("'{path}' appeared"));
             }
         }
-        assert!(diffs.is_empty(), "{what} changed:\n  {}", diffs.join("\n  "));
+        assert!(
+            diffs.is_empty(),
+            "{what} changed:\n  {}",
+            diffs.join("\n  ")
+        );
     }
 }
 
@@ -365,6 +371,12 @@ impl Client {
             text: crate::support::text(&result),
             raw: result.to_string(),
         }
+    }
+
+    /// Closes stdin and waits for the server to exit, so everything it writes is on disk.
+    pub fn close(self) {
+        let status = self.session.close_and_wait();
+        assert!(status.success(), "server exited with {status}");
     }
 
     /// Calls, screens the reply and tallies it under `op`.
