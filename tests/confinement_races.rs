@@ -360,13 +360,16 @@ fn a_session_inside_a_swapped_directory_never_lists_or_reads_outside() {
                 pipe("head -n 5 f"),
             );
         }
-        // Back to the root by absolute path, so the next round starts from a known place.
+        // Back to the root by absolute path, so the next round starts from a known place. A
+        // server may refuse while the session directory's name is a link; it must not refuse
+        // forever.
         let root = rig.arena.root.display().to_string();
-        let back = c.call("shelpa_pipe", pipe(&format!("cd {root}")));
+        let back = (0..1000)
+            .map(|_| c.call("shelpa_pipe", pipe(&format!("cd {root}"))))
+            .find(|r| r.ok);
         assert!(
-            back.ok,
-            "the session cannot return to the root, so its directory left the workspace: {}",
-            back.raw
+            back.is_some(),
+            "the session cannot return to the root, so its directory left the workspace"
         );
     });
     rig.finish(
