@@ -366,6 +366,13 @@ mod tests {
             "half",
         );
         write(&root, "src/.filesystem-tmp-Zz9Yy8", "half");
+        // A leftover of ours still has the bits every temporary is created with.
+        std::fs::set_permissions(
+            root.join("src/.filesystem-tmp-Zz9Yy8"),
+            std::os::unix::fs::PermissionsExt::from_mode(0),
+        )
+        .expect("chmod");
+        write(&root, "src/.filesystem-tmp-User01", "a user's own file");
         write(&root, "src/.main.rs.shelpa-tmp-4000000-17-0", "half");
         std::os::unix::fs::symlink(outside.path(), root.join(".filesystem/files/evil"))
             .expect("link");
@@ -375,6 +382,10 @@ mod tests {
             .join(".filesystem/files/a/#versions/.filesystem-tmp-Ab12Cd")
             .exists());
         assert!(!root.join("src/.filesystem-tmp-Zz9Yy8").exists());
+        assert!(
+            root.join("src/.filesystem-tmp-User01").exists(),
+            "a file without the temporary's mark is a user's and stays"
+        );
         assert!(!root.join("src/.main.rs.shelpa-tmp-4000000-17-0").exists());
         assert!(std::fs::read_dir(outside.path())
             .expect("outside")

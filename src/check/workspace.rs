@@ -15,6 +15,7 @@ use std::path::Path;
 
 use crate::history::durable::is_temp_name;
 use crate::legacy::tee::temp_owner_pid;
+use crate::workspace::temp::is_leftover;
 
 use super::repair::Fixer;
 use super::{CheckError, Fix, Report, Severity};
@@ -36,7 +37,8 @@ fn walk(root: &Path, dir: &Path, fixer: &mut Fixer, report: &mut Report) -> io::
     list.sort_by(|a, b| a.0.cmp(&b.0));
     for (name, kind) in list {
         let rel = dir.join(&name);
-        if dir.as_os_str().is_empty() && crate::guard::STATE_DIRS.iter().any(|s| name == *s) {
+        // State directories at any depth are checked elsewhere (or belong to a nested root).
+        if crate::guard::STATE_DIRS.iter().any(|s| name == *s) {
             continue;
         }
         if kind.is_dir() {
@@ -61,6 +63,15 @@ fn temp(root: &Path, rel: &Path, name: &OsStr, fixer: &mut Fixer, report: &mut R
     let path = root.join(rel);
     let shown = rel.display().to_string();
     let owner = if is_temp_name(name.as_bytes()) {
+        // Only a file that still bears the mark every temporary is made with is ours; a user's
+        // file that merely has such a name is left alone.
+        let ours = fixer
+            .workspace()
+            .stat(rel)
+            .is_ok_and(|s| s.is_some_and(|s| is_leftover(name.as_bytes(), &s)));
+        if !ours {
+            return;
+        }
         Owner::Store
     } else if let Some(pid) = name.to_str().and_then(temp_owner_pid) {
         Owner::Tee(pid)

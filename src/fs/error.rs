@@ -69,9 +69,6 @@ impl From<HistoryError> for FsError {
             HistoryError::NotFound(m) => FsError::NotFound(m),
             HistoryError::AlreadyExists(m) => FsError::AlreadyExists(m),
             HistoryError::InvalidArgument(m) => FsError::InvalidArgument(m),
-            HistoryError::Io { ref source, .. } if crate::workspace::is_swap(source) => {
-                FsError::PathEscape(e.to_string())
-            }
             HistoryError::Io { .. } => FsError::IoError(e.to_string()),
         }
     }

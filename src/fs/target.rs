@@ -130,23 +130,7 @@ pub fn not_found(relative: &Path) -> FsError {
     ))
 }
 
-/// The permission bits a new file gets: what `open(2)` would give with mode 0666 under this
-/// process's umask. Read once from `/proc` because `umask(2)` can only be read by setting it,
-/// which would race with other threads.
-pub fn new_file_mode() -> u32 {
-    static MODE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| {
-        let umask = std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("Umask:"))
-                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-            })
-            .unwrap_or(0o022);
-        0o666 & !umask
-    })
-}
+pub use crate::workspace::new_file_mode;
 
 /// Gives the file just written at `resolved` the permission bits `mode`. The store writes
 /// through a temporary renamed into place; this puts the intended bits on the result, through

@@ -66,7 +66,7 @@ fn openat2_usable() -> bool {
 /// Why an operation was refused when a symlink turned up on a path the guard had checked: it
 /// was swapped in after the check (by another session or another process). Nothing was done.
 #[derive(Debug, thiserror::Error)]
-#[error("a part of the path was replaced by a symbolic link while the call ran, so nothing was done; try again")]
+#[error("a part of the path is a symbolic link where a real directory or file was checked (swapped in while the call ran, or planted); nothing was done, so try again, or remove the link if it stays")]
 pub struct Swapped;
 
 /// The error every refused component becomes (see [`Swapped`]).

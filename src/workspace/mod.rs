@@ -223,8 +223,10 @@ impl Dir {
         Ok(rustix::fs::fsync(&self.fd)?)
     }
 
-    /// Creates a fresh temporary beside the entries of this directory (see [`temp`]), with mode
-    /// `0666 & !umask`; returns its name and the open file.
+    /// Creates a fresh temporary beside the entries of this directory (see [`temp`]) with no
+    /// permission bits at all (the mark by which `check` knows it for a leftover of ours); the
+    /// caller gives it its real bits before renaming it into place. Returns its name and the
+    /// open file.
     pub fn create_temp(&self) -> io::Result<(OsString, File)> {
         for _ in 0..64 {
             let name = OsString::from(temp::fresh_name());
@@ -232,7 +234,7 @@ impl Dir {
                 &self.fd,
                 &name,
                 OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::from_raw_mode(0o666),
+                Mode::empty(),
             ) {
                 Ok(fd) => return Ok((name, File::from(fd))),
                 Err(Errno::EXIST) => continue,
@@ -259,10 +261,9 @@ impl Dir {
     ) -> io::Result<()> {
         let (tmp, mut file) = self.create_temp()?;
         let written = (|| {
-            if let Some(bits) = mode {
-                rustix::fs::fchmod(&file, Mode::from_raw_mode(bits & 0o7777))?;
-            }
             file.write_all(content)?;
+            let bits = mode.unwrap_or_else(new_file_mode) & 0o7777;
+            rustix::fs::fchmod(&file, Mode::from_raw_mode(bits))?;
             file.sync_all()?;
             drop(file);
             if no_clobber {
@@ -341,6 +342,24 @@ impl Dir {
         file.read_to_end(&mut out)?;
         Ok(out)
     }
+}
+
+/// The permission bits a new file gets: what `open(2)` would give with mode 0666 under this
+/// process's umask. Read once from `/proc` because `umask(2)` can only be read by setting it,
+/// which would race with other threads.
+pub fn new_file_mode() -> u32 {
+    static MODE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| {
+        let umask = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Umask:"))
+                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+            })
+            .unwrap_or(0o022);
+        0o666 & !umask
+    })
 }
 
 /// Refuses a regular file that has more than one name.

@@ -26,6 +26,14 @@ pub fn is_temp_name(name: &[u8]) -> bool {
     }
 }
 
+/// True when an entry is provably a temporary this program left: the name has the exact shape,
+/// and the file still has the permission bits `0000` every temporary is created with (its real
+/// bits are only set right before it is renamed into place) and a single link. A user's file that
+/// merely has such a name is never taken for one.
+pub fn is_leftover(name: &[u8], stat: &super::Stat) -> bool {
+    is_temp_name(name) && stat.is_file() && stat.mode == 0 && stat.nlink == 1
+}
+
 /// True when a path component is in the reserved temporary namespace (any name that starts with
 /// the prefix, not only the exact shape): what the guard refuses.
 pub fn is_reserved(name: &[u8]) -> bool {
