@@ -76,15 +76,18 @@ impl GuardError {
             GuardError::Outside(_)
                 | GuardError::SymlinkEscape(_)
                 | GuardError::Protected { .. }
-                | GuardError::Reserved(_)
                 | GuardError::Repository(_)
                 | GuardError::SymlinkLoop(_)
         )
     }
 
-    /// True for input that could never name a file (empty, NUL).
+    /// True for input that could never name a file (empty, NUL) or names one no tool may use
+    /// (the server's temporaries).
     pub fn is_invalid_input(&self) -> bool {
-        matches!(self, GuardError::Empty | GuardError::Nul)
+        matches!(
+            self,
+            GuardError::Empty | GuardError::Nul | GuardError::Reserved(_)
+        )
     }
 }
 

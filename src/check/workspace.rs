@@ -83,6 +83,22 @@ fn temp(root: &Path, rel: &Path, name: &OsStr, fixer: &mut Fixer, report: &mut R
         Owner::Store => !fixer.older_than_start(&path),
         Owner::Tee(pid) => !fixer.older_than_start(&path) || process_alive(pid),
     };
+    if let Owner::Tee(_) = owner {
+        // Tee no longer makes these (it uses the one temporary scheme), and nothing marks an old
+        // one as ours rather than a user's file with a look-alike name: reported, never moved.
+        report.push(
+            Severity::Info,
+            shown,
+            if busy {
+                "named like a temporary of tee from an older version, whose writer may still be running; left alone"
+            } else {
+                "named like a temporary of an interrupted tee from an older version; left alone, since a user's file could have this name: remove it by hand if it is debris"
+            }
+            .into(),
+            Fix::Nothing,
+        );
+        return;
+    }
     if busy {
         report.push(
             Severity::Info,
