@@ -306,13 +306,16 @@ impl PathGuard {
         }
     }
 
-    /// True when a root-relative path lies inside one of [`STATE_DIRS`].
+    /// The state directory a root-relative path lies inside, if any. Any component counts, not
+    /// only the first: `.filesystem/` and `.shelpa/` are untouchable at every depth
+    /// (`sub/.filesystem/x` too), because a nested copy can hold another root's state.
     pub fn is_state_path(relative: &Path) -> Option<&'static str> {
-        let first = relative.components().next()?;
-        STATE_DIRS
-            .iter()
-            .copied()
-            .find(|dir| first.as_os_str() == *dir)
+        relative.components().find_map(|c| {
+            STATE_DIRS
+                .iter()
+                .copied()
+                .find(|dir| c.as_os_str() == *dir)
+        })
     }
 
     fn check_state_dir(&self, relative: &Path, input: &str) -> Result<(), GuardError> {
@@ -555,6 +558,8 @@ mod tests {
             "./.filesystem/.moves",
             "hist",
             "hist/x",
+            "docs/.shelpa",
+            "sub/.filesystem/x",
         ] {
             assert!(
                 matches!(f.guard.resolve(p), Err(GuardError::Protected { .. })),
@@ -563,7 +568,7 @@ mod tests {
         }
         // Names that merely start like the state dirs are ordinary.
         assert!(f.guard.resolve(".filesystem-notes").is_ok());
-        assert!(f.guard.resolve("docs/.shelpa").is_ok());
+        assert!(f.guard.resolve("docs/.shelpa-old").is_ok());
     }
 
     #[test]
