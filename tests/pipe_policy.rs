@@ -325,8 +325,8 @@ fn after_a_double_dash_an_option_spelling_is_an_operand() {
             "rg",
             "--no-config",
             "--no-ignore-parent",
-            "--glob=!.shelpa",
-            "--glob=!.filesystem",
+            "--iglob=!.filesystem",
+            "--iglob=!.shelpa",
             "--",
             "--pre"
         ])]
@@ -372,8 +372,8 @@ fn seed_pipelines_produce_the_expected_argv() {
                 "rg",
                 "--no-config",
                 "--no-ignore-parent",
-                "--glob=!.shelpa",
-                "--glob=!.filesystem",
+                "--iglob=!.filesystem",
+                "--iglob=!.shelpa",
                 "--",
                 "ERROR"
             ]),
@@ -384,13 +384,13 @@ fn seed_pipelines_produce_the_expected_argv() {
     assert_eq!(
         w.argvs(r#"ls src | rg "\.rs$""#),
         vec![
-            strs(&["ls", "--", "src"]),
+            strs(&["ls", "--ignore=.filesystem", "--ignore=.shelpa", "--", "src"]),
             strs(&[
                 "rg",
                 "--no-config",
                 "--no-ignore-parent",
-                "--glob=!.shelpa",
-                "--glob=!.filesystem",
+                "--iglob=!.filesystem",
+                "--iglob=!.shelpa",
                 "--",
                 r"\.rs$"
             ]),
@@ -412,8 +412,8 @@ fn seed_pipelines_produce_the_expected_argv() {
                 fd,
                 "--no-global-ignore-file",
                 "--no-ignore-parent",
-                "--exclude=.shelpa",
                 "--exclude=.filesystem",
+                "--exclude=.shelpa",
                 "--",
                 r"\.toml$"
             ]),
@@ -577,7 +577,8 @@ fn unquoted_globs_expand_inside_the_workspace_or_are_refused() {
         strs(&["head", "--", "src/*.rs"])
     );
     // Hidden and state directories are never matched by *.
-    let all = w.argvs("ls -d .*")[0].clone();
+    let argv = w.argvs("ls -d .*")[0].clone();
+    let all: Vec<String> = argv.iter().skip_while(|a| *a != "--").cloned().collect();
     assert!(!all.iter().any(|a| a.contains(".shelpa")), "{all:?}");
     assert!(all.contains(&".git".to_string()), "{all:?}");
     assert_eq!(w.reason("head *.nothing"), GuardReason::ParseError);
@@ -623,8 +624,8 @@ fn navigation_and_the_builtin_ls() {
     );
     assert_eq!(w.reason("ls ../outside"), GuardReason::PathEscape);
     // Anything beyond the built-in's options runs the real ls.
-    assert_eq!(w.argvs("ls -t src")[0], strs(&["ls", "-t", "--", "src"]));
-    assert_eq!(w.argvs("ls src | head")[0], strs(&["ls", "--", "src"]));
+    assert_eq!(w.argvs("ls -t src")[0], strs(&["ls", "--ignore=.filesystem", "--ignore=.shelpa", "-t", "--", "src"]));
+    assert_eq!(w.argvs("ls src | head")[0], strs(&["ls", "--ignore=.filesystem", "--ignore=.shelpa", "--", "src"]));
 }
 
 #[test]
