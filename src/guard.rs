@@ -310,12 +310,9 @@ impl PathGuard {
     /// only the first: `.filesystem/` and `.shelpa/` are untouchable at every depth
     /// (`sub/.filesystem/x` too), because a nested copy can hold another root's state.
     pub fn is_state_path(relative: &Path) -> Option<&'static str> {
-        relative.components().find_map(|c| {
-            STATE_DIRS
-                .iter()
-                .copied()
-                .find(|dir| c.as_os_str() == *dir)
-        })
+        relative
+            .components()
+            .find_map(|c| STATE_DIRS.iter().copied().find(|dir| c.as_os_str() == *dir))
     }
 
     fn check_state_dir(&self, relative: &Path, input: &str) -> Result<(), GuardError> {
