@@ -11,11 +11,13 @@
 //! Decisions worth knowing:
 //!
 //! - Hidden state directories: `rg` and `fd` can be told to include hidden files, which would
-//!   recurse into `.shelpa/` and `.filesystem/`. Rather than refusing `--hidden`, both always get
-//!   trailing excludes (`rg --glob=!.shelpa …`, placed after the caller's globs because in rg the
-//!   later glob wins; `fd --exclude=.shelpa …`; these also skip nested directories of those
-//!   names). `ls -R` is refused together with `-a`/`-A`/`-f`, the only way it shows hidden
-//!   directories.
+//!   recurse into `.shelpa/` and `.filesystem/` (at any depth). Rather than refusing `--hidden`,
+//!   both always get trailing excludes that no caller option can outvote: `rg --iglob=!.shelpa …`
+//!   (ripgrep applies every `--iglob` after every `--glob`, and the last match wins) and
+//!   `fd --exclude=.shelpa …` (fd has no whitelisting override at all). They match the name at
+//!   any depth. The real `ls` always gets `--ignore=.shelpa …`, which holds even with `-a` and
+//!   `-R`; `ls -R` together with `-a`/`-A`/`-f` stays refused as well. Operands naming a state
+//!   directory at any depth, directly or through a symlink, are refused by the shared guard.
 //! - Forced flags: `sed --sandbox`, `gawk --sandbox`, `rg --no-config --no-ignore-parent`,
 //!   `fd --no-global-ignore-file --no-ignore-parent`, always first. fd 8.6 has no `--no-follow`; it does not follow
 //!   symlinks unless `-L`, which is refused.
@@ -43,7 +45,7 @@ use std::path::Path;
 
 use super::plan::{CommandName, GuardReason, Plan, Refusal, Stage, Step, Word};
 pub use super::tools::ToolPaths;
-use crate::guard::PathGuard;
+use crate::guard::{PathGuard, STATE_DIRS};
 use getopt::{parse_args, Arity, Item, ParsedOpt, Rule, Syntax};
 
 /// What the policy needs to know about the call.
@@ -278,6 +280,12 @@ fn stage_step(stage: &Stage, cx: &PolicyContext) -> Result<Step, Refusal> {
                     ));
                 }
             }
+            // GNU ls's --ignore, unlike --hide, holds even with -a/-A/-f and at every level of
+            // -R, so nested state directories are never listed either (operands naming one are
+            // refused by the guard).
+            for dir in STATE_DIRS {
+                argv.front.push(format!("--ignore={dir}").into());
+            }
             push_paths(cx, &mut argv, &operands)?;
         }
         CommandName::Sed => {
@@ -317,8 +325,16 @@ fn stage_step(stage: &Stage, cx: &PolicyContext) -> Result<Step, Refusal> {
             // Ignore files above the workspace are outside it: never read (the stage fence
             // would refuse them anyway), so results do not depend on where the workspace sits.
             argv.front.push("--no-ignore-parent".into());
-            argv.back.push("--glob=!.shelpa".into());
-            argv.back.push("--glob=!.filesystem".into());
+            // The excludes must have the last word. ripgrep adds every --glob to its override
+            // matcher first and every --iglob after them, whatever their order on the command
+            // line, and the last matching glob wins; so only an --iglob placed after all of the
+            // caller's options is sure to be last (a --glob here lost to `--iglob '*'`). The
+            // case-insensitive match also hides `.FILESYSTEM`, which is the state directory
+            // itself on a case-insensitive filesystem. A glob without a slash matches the name
+            // at any depth, and an ignored directory is never descended into.
+            for dir in STATE_DIRS {
+                argv.back.push(format!("--iglob=!{dir}").into());
+            }
             let pattern_in_options = has("regexp") || has("files") || has("type-list");
             let roles = first_is_data(operands.len(), !pattern_in_options);
             push_roles(cx, command, &mut argv, &operands, &roles)?;
@@ -326,8 +342,12 @@ fn stage_step(stage: &Stage, cx: &PolicyContext) -> Result<Step, Refusal> {
         CommandName::Fd => {
             argv.front.push("--no-global-ignore-file".into());
             argv.front.push("--no-ignore-parent".into());
-            argv.back.push("--exclude=.shelpa".into());
-            argv.back.push("--exclude=.filesystem".into());
+            // fd turns every --exclude into a negated override glob, and the caller has no way
+            // to add a whitelisting one, so these cannot be outvoted; like rg's, they match the
+            // name at any depth.
+            for dir in STATE_DIRS {
+                argv.back.push(format!("--exclude={dir}").into());
+            }
             let roles = first_is_data(operands.len(), true);
             push_roles(cx, command, &mut argv, &operands, &roles)?;
         }

@@ -317,8 +317,9 @@ impl PathGuard {
         self.ws.open_at(&resolved.relative, flags, mode)
     }
 
-    /// The state directory a root-relative path lies in, at any depth: a nested workspace's
-    /// store is as untouchable as this one's.
+    /// The state directory a root-relative path lies inside, if any. Any component counts, not
+    /// only the first: `.filesystem/` and `.shelpa/` are untouchable at every depth
+    /// (`sub/.filesystem/x` too), because a nested copy can hold another root's state.
     pub fn is_state_path(relative: &Path) -> Option<&'static str> {
         relative
             .components()
@@ -571,14 +572,11 @@ mod tests {
             "./.filesystem/.moves",
             "hist",
             "hist/x",
+            "docs/.shelpa",
+            "sub/.filesystem/x",
+            "a/b/.filesystem/x",
+            "a/.shelpa/y/z",
         ] {
-            assert!(
-                matches!(f.guard.resolve(p), Err(GuardError::Protected { .. })),
-                "{p} must be refused"
-            );
-        }
-        // At any depth: a nested workspace's store is protected too.
-        for p in ["docs/.shelpa", "a/b/.filesystem/x", "a/.shelpa/y/z"] {
             assert!(
                 matches!(f.guard.resolve(p), Err(GuardError::Protected { .. })),
                 "{p} must be refused"

@@ -325,8 +325,8 @@ fn after_a_double_dash_an_option_spelling_is_an_operand() {
             "rg",
             "--no-config",
             "--no-ignore-parent",
-            "--glob=!.shelpa",
-            "--glob=!.filesystem",
+            "--iglob=!.filesystem",
+            "--iglob=!.shelpa",
             "--",
             "--pre"
         ])]
@@ -372,8 +372,8 @@ fn seed_pipelines_produce_the_expected_argv() {
                 "rg",
                 "--no-config",
                 "--no-ignore-parent",
-                "--glob=!.shelpa",
-                "--glob=!.filesystem",
+                "--iglob=!.filesystem",
+                "--iglob=!.shelpa",
                 "--",
                 "ERROR"
             ]),
@@ -384,13 +384,19 @@ fn seed_pipelines_produce_the_expected_argv() {
     assert_eq!(
         w.argvs(r#"ls src | rg "\.rs$""#),
         vec![
-            strs(&["ls", "--", "src"]),
+            strs(&[
+                "ls",
+                "--ignore=.filesystem",
+                "--ignore=.shelpa",
+                "--",
+                "src"
+            ]),
             strs(&[
                 "rg",
                 "--no-config",
                 "--no-ignore-parent",
-                "--glob=!.shelpa",
-                "--glob=!.filesystem",
+                "--iglob=!.filesystem",
+                "--iglob=!.shelpa",
                 "--",
                 r"\.rs$"
             ]),
@@ -412,8 +418,8 @@ fn seed_pipelines_produce_the_expected_argv() {
                 fd,
                 "--no-global-ignore-file",
                 "--no-ignore-parent",
-                "--exclude=.shelpa",
                 "--exclude=.filesystem",
+                "--exclude=.shelpa",
                 "--",
                 r"\.toml$"
             ]),
@@ -577,7 +583,8 @@ fn unquoted_globs_expand_inside_the_workspace_or_are_refused() {
         strs(&["head", "--", "src/*.rs"])
     );
     // Hidden and state directories are never matched by *.
-    let all = w.argvs("ls -d .*")[0].clone();
+    let argv = w.argvs("ls -d .*")[0].clone();
+    let all: Vec<String> = argv.iter().skip_while(|a| *a != "--").cloned().collect();
     assert!(!all.iter().any(|a| a.contains(".shelpa")), "{all:?}");
     assert!(all.contains(&".git".to_string()), "{all:?}");
     assert_eq!(w.reason("head *.nothing"), GuardReason::ParseError);
@@ -623,8 +630,27 @@ fn navigation_and_the_builtin_ls() {
     );
     assert_eq!(w.reason("ls ../outside"), GuardReason::PathEscape);
     // Anything beyond the built-in's options runs the real ls.
-    assert_eq!(w.argvs("ls -t src")[0], strs(&["ls", "-t", "--", "src"]));
-    assert_eq!(w.argvs("ls src | head")[0], strs(&["ls", "--", "src"]));
+    assert_eq!(
+        w.argvs("ls -t src")[0],
+        strs(&[
+            "ls",
+            "--ignore=.filesystem",
+            "--ignore=.shelpa",
+            "-t",
+            "--",
+            "src"
+        ])
+    );
+    assert_eq!(
+        w.argvs("ls src | head")[0],
+        strs(&[
+            "ls",
+            "--ignore=.filesystem",
+            "--ignore=.shelpa",
+            "--",
+            "src"
+        ])
+    );
 }
 
 #[test]
@@ -1000,4 +1026,401 @@ fn seed_pipelines_run_with_the_real_tools() {
         run_pipeline(&w, "jq -n -r --arg a b '$a' | tr a-z A-Z"),
         "B\n"
     );
+}
+
+/// The state directories at the top and nested, each holding a file whose content is
+/// `STATE_CONTENT`; ordinary files beside them hold the same search marker. Symlinks lead into a
+/// nested state directory and onto a file inside one.
+fn state_ws() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().canonicalize().expect("canonical");
+    for (rel, content) in [
+        (".filesystem/secret", STATE_CONTENT),
+        ("sub/.filesystem/secret", STATE_CONTENT),
+        ("sub/deep/.filesystem/files/a", STATE_CONTENT),
+        (".shelpa/x", STATE_CONTENT),
+        ("sub/.shelpa/x", STATE_CONTENT),
+        ("visible.txt", "HIDDENMARK visible\n"),
+        ("sub/visible.txt", "HIDDENMARK visible\n"),
+        ("sub/deep/visible.txt", "HIDDENMARK visible\n"),
+        // Ignore files that try to re-include the state directories: overrides beat them.
+        (".ignore", "!.filesystem\n!.shelpa\n!/.filesystem/\n"),
+        (".rgignore", "!.filesystem/**\n"),
+        (".fdignore", "!.shelpa\n"),
+    ] {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, content).expect("write");
+    }
+    std::os::unix::fs::symlink("sub/.filesystem", root.join("fslink")).expect("symlink");
+    std::os::unix::fs::symlink("sub/.filesystem/secret", root.join("filelink")).expect("symlink");
+    (tmp, root)
+}
+
+const STATE_CONTENT: &str = "HIDDENMARK inside-state\n";
+
+/// Runs one `shelpa_pipe` call through the real binary, as a client would; returns whether it
+/// succeeded and its JSON result.
+fn pipe_call(root: &Path, args: serde_json::Value) -> (bool, serde_json::Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+        .arg("--legacy-pipe")
+        .args(["call", "shelpa_pipe", &args.to_string(), "--root"])
+        .arg(root)
+        .arg("--no-call-log")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run binary");
+    let text = if out.status.success() {
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    } else {
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let value: serde_json::Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("{args}: not JSON ({e}): {text}"));
+    (out.status.success(), value)
+}
+
+/// Asserts the pipe-mode refusal shape: `{"error":{"code":"GUARD_VIOLATION","reason",…}}`.
+fn assert_guard_violation(what: &str, ok: bool, v: &serde_json::Value) {
+    assert!(!ok, "{what} must be refused, got {v}");
+    assert_eq!(v["error"]["code"], "GUARD_VIOLATION", "{what}: {v}");
+    for field in ["reason", "detail", "suggestion"] {
+        assert!(
+            v["error"][field].as_str().is_some_and(|s| !s.is_empty()),
+            "{what}: no {field}: {v}"
+        );
+    }
+}
+
+/// Asserts that a call's output names nothing inside a state directory and shows no content of
+/// one. No ordinary name in the workspace contains `.filesystem` or `.shelpa`.
+fn assert_no_state(what: &str, v: &serde_json::Value) -> String {
+    let stdout = v["stdout"].as_str().unwrap_or_default().to_string();
+    let stderr = v["error"]["stderr"].as_str().unwrap_or_default();
+    for out in [stdout.as_str(), stderr] {
+        assert!(!out.contains("inside-state"), "{what}: {v}");
+        assert!(!out.contains(".filesystem"), "{what}: {v}");
+        assert!(!out.contains(".shelpa"), "{what}: {v}");
+    }
+    stdout
+}
+
+#[test]
+fn no_rg_or_fd_spelling_reaches_a_state_directory_at_any_depth() {
+    let (_tmp, root) = state_ws();
+    // (command, cwd, must the visible files be found?)
+    let searches: &[(&str, &str, bool)] = &[
+        ("rg --hidden HIDDENMARK", "", true),
+        ("rg -uuu HIDDENMARK", "", true),
+        ("rg -u -u -u HIDDENMARK", "", true),
+        ("rg -.uuu HIDDENMARK", "", true),
+        (
+            "rg --hidden --no-ignore --no-ignore-vcs --no-ignore-dot HIDDENMARK",
+            "",
+            true,
+        ),
+        // A caller's glob that would re-include everything, in every spelling.
+        ("rg --hidden --iglob '*' HIDDENMARK", "", true),
+        ("rg --hidden --iglob='*' HIDDENMARK", "", true),
+        ("rg --hidden --iglob '**' HIDDENMARK", "", true),
+        ("rg --hidden -g '*' HIDDENMARK", "", true),
+        ("rg --hidden --glob='*' HIDDENMARK", "", true),
+        (
+            "rg --hidden -g '*' --iglob '*' --glob '*' HIDDENMARK",
+            "",
+            true,
+        ),
+        ("rg HIDDENMARK -uuu --iglob '*'", "", true),
+        ("rg -uuu HIDDENMARK --iglob '*' .", "", true),
+        ("rg -uuu --iglob '*' -e HIDDENMARK", "", true),
+        (
+            "rg --hidden --iglob '.filesystem' --iglob '.shelpa' HIDDENMARK",
+            "",
+            false,
+        ),
+        ("rg --hidden --iglob '.filesystem/**' HIDDENMARK", "", false),
+        (
+            "rg --hidden --iglob '**/.filesystem/**' -g '**/.shelpa/**' HIDDENMARK",
+            "",
+            false,
+        ),
+        (
+            "rg --hidden --iglob '.FILESYSTEM' --iglob '.Shelpa' HIDDENMARK",
+            "",
+            false,
+        ),
+        (
+            "rg --hidden --iglob '{.filesystem,.shelpa,*}' HIDDENMARK",
+            "",
+            true,
+        ),
+        ("rg --hidden --iglob '!!.filesystem' HIDDENMARK", "", true),
+        (
+            "rg --hidden --glob-case-insensitive -g '!.FILESYSTEM' -g '*' HIDDENMARK",
+            "",
+            true,
+        ),
+        (
+            "rg --hidden --glob-case-insensitive --iglob '*' HIDDENMARK",
+            "",
+            true,
+        ),
+        ("rg -uuu --type-add 'st:*' -t st HIDDENMARK", "", true),
+        ("rg -uuu --iglob '*' HIDDENMARK sub", "", true),
+        ("rg -uuu --iglob '*' HIDDENMARK ./sub/", "", true),
+        ("rg -uuu --iglob '*' HIDDENMARK sub/deep", "", true),
+        ("rg -uuu --iglob '*' HIDDENMARK sub/../sub", "", true),
+        ("rg -uuu --iglob '*' HIDDENMARK -- sub", "", true),
+        ("rg -uuu --iglob '*' HIDDENMARK ..", "sub", true),
+        ("rg -uuu --iglob '*' HIDDENMARK", "sub", true),
+        ("rg -uuu --iglob '*' HIDDENMARK ../..", "sub/deep", true),
+        ("rg -uuu --iglob '*' -l HIDDENMARK | sort", "", true),
+        ("rg -uuu --iglob '*' --files", "", true),
+        ("rg --files --hidden -g '*'", "", true),
+        ("rg --files -uuu --iglob '*' sub", "", true),
+        ("rg -uuu --iglob '*' -c HIDDENMARK", "", true),
+        ("fd -H", "", true),
+        ("fd -u", "", true),
+        ("fd -HI", "", true),
+        ("fd -H -I -u", "", true),
+        ("fd -H . sub", "", true),
+        ("fd -u . sub/deep", "", true),
+        ("fd -u . ..", "sub", true),
+        ("fd -u -a", "", true),
+        ("fd -H -t f . .", "", true),
+        ("fd -u --prune", "", true),
+        ("fd -u -E '!.filesystem' -E '!.shelpa'", "", true),
+        ("fd -u -p filesystem", "", false),
+        ("fd -u --full-path '\\.shelpa'", "", false),
+        ("fd -H -g '*secret*'", "", false),
+        ("fd -H -g '*' -- . sub", "", true),
+        ("fd -u secret", "", false),
+        ("fd -u -t d", "", false),
+        // The real ls in a pipeline, hidden entries shown.
+        ("ls -a sub | sort", "", false),
+        ("ls -A sub/deep | sort", "", true),
+        ("ls -la sub | sort", "", false),
+        ("ls -f sub | sort", "", false),
+        ("ls -R | sort", "", true),
+        ("ls -R sub | sort", "", true),
+    ];
+    for (command, cwd, finds_visible) in searches {
+        let mut args = serde_json::json!({ "command": command });
+        if !cwd.is_empty() {
+            args["cwd"] = serde_json::json!(cwd);
+        }
+        let (ok, v) = pipe_call(&root, args);
+        // A search that the excludes leave with nothing to search fails (rg: "No files were
+        // searched"); that is fine as long as it shows nothing of the state.
+        assert!(
+            ok || !finds_visible,
+            "{command} (cwd {cwd:?}) must run: {v}"
+        );
+        let stdout = assert_no_state(command, &v);
+        if *finds_visible {
+            assert!(
+                stdout.contains("visible"),
+                "{command} (cwd {cwd:?}): {stdout}"
+            );
+        }
+    }
+
+    // Naming a state directory, at any depth and through any spelling or symlink, is refused.
+    let refused: &[(&str, &str)] = &[
+        ("rg HIDDENMARK .filesystem", ""),
+        ("rg HIDDENMARK ./.filesystem/secret", ""),
+        ("rg HIDDENMARK sub/.filesystem", ""),
+        ("rg HIDDENMARK sub/.filesystem/", ""),
+        ("rg HIDDENMARK sub/.filesystem/secret", ""),
+        ("rg HIDDENMARK sub/deep/.filesystem/files", ""),
+        ("rg HIDDENMARK sub/.shelpa/x", ""),
+        ("rg HIDDENMARK sub/x/../.filesystem", ""),
+        ("rg HIDDENMARK -- sub/.filesystem", ""),
+        ("rg -e HIDDENMARK sub/.filesystem", ""),
+        ("rg --files sub/.filesystem", ""),
+        ("rg -uuu HIDDENMARK fslink", ""),
+        ("rg -uuu HIDDENMARK filelink", ""),
+        ("rg HIDDENMARK .filesystem", "sub"),
+        ("rg HIDDENMARK ../.shelpa", "sub"),
+        ("rg -uuu HIDDENMARK */.filesystem", ""),
+        ("rg -uuu HIDDENMARK sub/.f*", ""),
+        ("rg -uuu HIDDENMARK sub/.*/secret", ""),
+        ("rg -uuu HIDDENMARK", "sub/.filesystem"),
+        ("fd -H . sub/.filesystem", ""),
+        ("fd -u . .shelpa", ""),
+        ("fd -u . fslink", ""),
+        ("head sub/.filesystem/secret", ""),
+        ("head fslink/secret", ""),
+        ("head filelink", ""),
+        ("tail -n 5 sub/.shelpa/x", ""),
+        ("wc -l sub/.filesystem/secret", ""),
+        ("sort sub/.filesystem/secret", ""),
+        ("sed -n p sub/.filesystem/secret", ""),
+        ("awk '{print}' sub/.filesystem/secret", ""),
+        ("jq -R . sub/.filesystem/secret", ""),
+        ("ls sub/.filesystem", ""),
+        ("ls -la sub/.shelpa | head", ""),
+        ("ls -R sub/deep/.filesystem | head", ""),
+        ("cd sub/.filesystem", ""),
+        ("head -n 1 visible.txt | tee sub/.filesystem/new", ""),
+        ("head -n 1 visible.txt | tee sub/.shelpa/x", ""),
+        // Not on the list at all: no cat, grep -r, find, du or tree in this mode.
+        ("cat sub/.filesystem/secret", ""),
+        ("grep -r HIDDENMARK .", ""),
+        ("find . -name secret", ""),
+        ("du -a", ""),
+        ("tree -a", ""),
+    ];
+    for (command, cwd) in refused {
+        let mut args = serde_json::json!({ "command": command });
+        if !cwd.is_empty() {
+            args["cwd"] = serde_json::json!(cwd);
+        }
+        let (ok, v) = pipe_call(&root, args);
+        assert_guard_violation(command, ok, &v);
+        assert!(!v.to_string().contains("inside-state"), "{command}: {v}");
+    }
+    assert!(
+        !root.join("sub/.filesystem/new").exists(),
+        "tee wrote into a state directory"
+    );
+}
+
+#[test]
+fn rg_iglobs_beat_globs_so_the_forced_excludes_are_iglobs_last() {
+    // The fact the rg exclusion rests on, checked against the installed ripgrep: a --glob placed
+    // after an --iglob still loses to it, so a trailing --glob exclude could be outvoted by any
+    // caller --iglob, while a trailing --iglob exclude is last of all.
+    let (_tmp, root) = state_ws();
+    let w = ws();
+    let Some(rg) = w.tools.get(CommandName::Rg) else {
+        return;
+    };
+    let run = |args: &[&str]| -> String {
+        let out = Command::new(rg)
+            .args(["--no-config", "--hidden", "--no-ignore"])
+            .args(args)
+            .current_dir(&root)
+            .env_clear()
+            .stdin(Stdio::null())
+            .output()
+            .expect("rg runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let old = run(&[
+        "--iglob=*",
+        "--glob=!.filesystem",
+        "--glob=!.shelpa",
+        "HIDDENMARK",
+    ]);
+    assert!(
+        old.contains("inside-state"),
+        "rg no longer lets an iglob win: {old}"
+    );
+    let new = run(&[
+        "--iglob=*",
+        "--iglob=!.filesystem",
+        "--iglob=!.shelpa",
+        "HIDDENMARK",
+    ]);
+    assert!(!new.contains("inside-state"), "{new}");
+    assert!(new.contains("visible"), "{new}");
+    // And the plan really ends the options with them.
+    let argv = &w.argvs("rg --hidden --iglob '*' -g '*' x")[0];
+    let dash = argv.iter().position(|a| a == "--").expect("--");
+    assert_eq!(
+        argv[dash - 2..dash],
+        strs(&["--iglob=!.filesystem", "--iglob=!.shelpa"])[..]
+    );
+}
+
+/// jq programs that read the environment, in every spelling tried against jq 1.6 and 1.7:
+/// whitespace and comments between `$` and the name (jq 1.6 lexes `$` as its own token), the
+/// object shorthand, interpolation, and `env` in any position.
+const JQ_ENV_SPELLINGS: &[&str] = &[
+    "$ENV.SHELPA_JQ_SECRET",
+    "$ ENV.SHELPA_JQ_SECRET",
+    "$  ENV.SHELPA_JQ_SECRET",
+    "$\tENV.SHELPA_JQ_SECRET",
+    "$\nENV.SHELPA_JQ_SECRET",
+    "$\n ENV.SHELPA_JQ_SECRET",
+    "$\r\nENV.SHELPA_JQ_SECRET",
+    "$ # a comment\nENV.SHELPA_JQ_SECRET",
+    "$# a comment\n ENV.SHELPA_JQ_SECRET",
+    "$ # one\n # two\n\tENV.SHELPA_JQ_SECRET",
+    "$ #x\\\nENV.SHELPA_JQ_SECRET",
+    "$ #x\r\nENV.SHELPA_JQ_SECRET",
+    "$ENV | .SHELPA_JQ_SECRET",
+    "[$ ENV][0].SHELPA_JQ_SECRET",
+    "{$ENV}.ENV.SHELPA_JQ_SECRET",
+    "{$ ENV}.ENV.SHELPA_JQ_SECRET",
+    "\"\\($ ENV.SHELPA_JQ_SECRET)\"",
+    "def f: $ ENV; f.SHELPA_JQ_SECRET",
+    "env.SHELPA_JQ_SECRET",
+    "env | .SHELPA_JQ_SECRET",
+    "[env][0].SHELPA_JQ_SECRET",
+    "(env).SHELPA_JQ_SECRET",
+    "\"\\(env.SHELPA_JQ_SECRET)\"",
+    "1 as $x | env.SHELPA_JQ_SECRET",
+    "# c\nenv.SHELPA_JQ_SECRET",
+];
+
+#[test]
+fn every_jq_spelling_of_the_environment_is_refused() {
+    let w = ws();
+    let mut leaked_with_real_jq = 0;
+    for program in JQ_ENV_SPELLINGS {
+        let command = format!("jq -n {}", shell_words::quote(program));
+        let r = w.refused(&command);
+        assert_eq!(
+            r.reason,
+            GuardReason::DisallowedSyntax,
+            "{program:?}: {r:?}"
+        );
+        // The real jq, given the same program and a secret, shows which spellings are live on
+        // this machine; the policy must refuse them all whatever the version.
+        if let Some(jq) = w.tools.get(CommandName::Jq) {
+            let out = Command::new(jq)
+                .args(["-n", program])
+                .env_clear()
+                .env("SHELPA_JQ_SECRET", "leaked-value")
+                .stdin(Stdio::null())
+                .output()
+                .expect("jq runs");
+            if String::from_utf8_lossy(&out.stdout).contains("leaked-value") {
+                leaked_with_real_jq += 1;
+            }
+        }
+    }
+    if w.tools.get(CommandName::Jq).is_some() {
+        // At least the plain spellings work in every jq, so the list is not testing nothing.
+        assert!(leaked_with_real_jq >= 10, "{leaked_with_real_jq}");
+    }
+    // Variables and fields that only look similar stay allowed.
+    for program in [
+        "$__loc__",
+        "$ __loc__",
+        "input_filename",
+        ".env",
+        ".ENV",
+        "$ENVIRONMENT",
+        "$ ENVx",
+    ] {
+        let command = format!(
+            "jq -n --arg ENVIRONMENT a --arg ENVx b {}",
+            shell_words::quote(program)
+        );
+        assert!(w.plan(&command).is_ok(), "{program:?}");
+    }
+}
+
+#[test]
+fn jq_environment_spellings_are_refused_by_the_binary_with_the_guard_shape() {
+    let (_tmp, root) = state_ws();
+    for program in JQ_ENV_SPELLINGS {
+        let command = format!("jq -n {}", shell_words::quote(program));
+        let (ok, v) = pipe_call(&root, serde_json::json!({ "command": command }));
+        assert_guard_violation(&command, ok, &v);
+        assert_eq!(v["error"]["reason"], "DISALLOWED_SYNTAX", "{command}: {v}");
+    }
 }

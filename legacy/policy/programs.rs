@@ -87,12 +87,22 @@ pub(super) fn check_awk_assignment(text: &str, from_v: bool) -> Result<bool, Ref
     Ok(true)
 }
 
+/// What jq's lexer may skip between the `$` token and the name that follows it: whitespace and
+/// comments, in every jq version's spelling. jq 1.6 lexes `$` as a token of its own, so
+/// `$ ENV`, `$\tENV` and `$ # note⏎ENV` all mean `$ENV` there (verified with jq 1.6); jq 1.7
+/// lexes `$name` as one token but still skips the same things between tokens. A comment ends at
+/// `\r` or `\n` in jq 1.6 (`#[^\r\n]*`); from jq 1.7.1 a backslash before the newline continues
+/// it (`\\` and `\⏎` inside, `\r?\n` ends it). Both shapes are alternatives here: a match under
+/// either reading is refused, so a program cannot hide the name from one version's reading
+/// behind the other's. `\s` is wider than jq's `[ \t\r\n]`, which only refuses more.
+const JQ_GAP: &str = r"(?:\s|#[^\r\n]*|#(?:\\\\|\\\r?\n|[^\n])*)*";
+
 fn jq_forbidden() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(
-            r"\$ENV\b|\$__prog|\b(?:import|include|modulemeta|get_search_list|get_prog_origin|get_jq_origin)\b",
-        )
+        Regex::new(&format!(
+            r"\${JQ_GAP}(?:ENV\b|__prog)|\b(?:import|include|modulemeta|get_search_list|get_prog_origin|get_jq_origin)\b"
+        ))
         .expect("constant pattern compiles")
     })
 }
@@ -105,10 +115,21 @@ fn jq_env_word() -> &'static Regex {
 /// Refuses jq programs that read files or the environment: modules (`import`, `include`,
 /// `modulemeta`, and the search-path builtins), `$ENV` and `env`. `.env` (a field) is data.
 /// `input_filename` and `$__loc__` are allowed: they only reveal operand names and line numbers.
+///
+/// Like the awk check, this scans the raw text, strings and comments included, rather than a
+/// token stream from a home-made jq lexer: a lexer that disagreed with jq's about where a string
+/// or comment ends (string interpolation nests, and comment rules changed in jq 1.7.1) would hide
+/// code, while a raw scan can only refuse too much (`"$ENV"` as text is refused; pass it with
+/// `--arg`). What it must model is the gap jq allows between `$` and the variable name.
 pub(super) fn check_jq_program(text: &str) -> Result<(), Refusal> {
     let hit = jq_forbidden()
         .find(text)
-        .map(|m| m.as_str().to_string())
+        .map(|m| match m.as_str() {
+            // Quote a variable as jq means it, without the whitespace or comment between.
+            v if v.starts_with('$') && v.ends_with("ENV") => "$ENV".to_string(),
+            v if v.starts_with('$') => "$__prog".to_string(),
+            v => v.to_string(),
+        })
         .or_else(|| jq_env_word().find(text).map(|_| "env".to_string()));
     match hit {
         None => Ok(()),
@@ -165,6 +186,24 @@ mod tests {
             "modulemeta",
             "get_search_list",
             "{a: env}",
+            // jq 1.6 lexes `$` as a token of its own: whitespace and comments may follow it.
+            "$ ENV.HOME",
+            "$\tENV",
+            "$\n ENV",
+            "$\r\nENV",
+            "$ # note\n ENV.HOME",
+            "$# note\nENV",
+            "$ # a\n # b\n\tENV",
+            // jq 1.6 ends this comment at the newline (so `ENV` is code: verified to leak);
+            // jq 1.7.1 would continue it after the backslash. Both readings are refused.
+            "$ #x\\\nENV",
+            "$ #x\\\ny\nENV",
+            "{$ ENV}",
+            "[$ENV][0]",
+            "\"\\($ ENV)\"",
+            "$$$$ENV",
+            "$ __prog_args",
+            "$ env",
         ] {
             assert!(check_jq_program(p).is_err(), "{p}");
         }
@@ -174,6 +213,9 @@ mod tests {
             ".config.env",
             ".[] | select(.x > 1)",
             "$environment",
+            "$ ENVIRONMENT",
+            "$__loc__",
+            "$ __loc__",
             "input_filename",
         ] {
             assert!(check_jq_program(p).is_ok(), "{p}");
