@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use std::ffi::OsString;
 
-use clap::{Args, FromArgMatches, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::{Map, Value};
 
 use crate::allow::ServedRoots;
@@ -35,7 +35,10 @@ Modes:
   --server          one daemon for many workspaces: every tool call names its `root`.
 
 Every path is confined to the root by one shared guard: '..' and symlinks cannot leave it,
-and .filesystem/ and .shelpa/ (the server's own state) cannot be touched by tools.
+.filesystem/ and .shelpa/ (the server's own state, at any depth) cannot be touched by tools,
+and .git/ can be read but never changed. Every operation is done relative to directory
+descriptors opened beneath the root, so a symlink swapped in mid-call makes it fail, never
+escape.
 
 The root is --root, else $FILESYSTEM_ROOT, else the current directory.
 
@@ -215,7 +218,14 @@ impl Cli {
                 };
             }
         }
-        Cli::parse_from(argv)
+        // The full parse also serves --help, which says how this system opens paths beneath the
+        // root: that is only known at run time.
+        let command = Cli::command().after_long_help(format!(
+            "Confinement on this system: every file operation is done relative to the root's descriptor, opening paths with {} (set FILESYSTEM_NO_OPENAT2=1 to force the per-component walk).",
+            crate::workspace::resolution_method()
+        ));
+        let matches = command.get_matches_from(argv);
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
     }
 }
 

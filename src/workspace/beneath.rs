@@ -36,6 +36,8 @@ static OPENAT2: AtomicU8 = AtomicU8::new(UNKNOWN);
 pub fn resolution_method() -> &'static str {
     if openat2_usable() {
         "openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)"
+    } else if std::env::var_os(NO_OPENAT2_ENV).is_some() {
+        "a per-component O_NOFOLLOW walk (chosen by FILESYSTEM_NO_OPENAT2)"
     } else {
         "a per-component O_NOFOLLOW walk (openat2 is not available here)"
     }
