@@ -97,8 +97,17 @@ fn pipe_in(command: &str, cwd: &str) -> Value {
 
 #[test]
 fn write_file_into_a_swapped_directory_never_writes_outside() {
+    write_file_race(false);
+}
+
+#[test]
+fn write_file_with_the_per_component_walk_never_writes_outside() {
+    write_file_race(true);
+}
+
+fn write_file_race(walk: bool) {
     let mut rig = Rig::new();
-    let mut c = Client::start(&rig.arena.root, &[]);
+    let mut c = Client::start_with(&rig.arena.root, &[], walk);
     let swapper = rig.swap();
     for_duration(race_duration(), |i| {
         let content = format!("EDIT-ME\nw{i}\n");
@@ -500,8 +509,9 @@ fn juggle(
     root: std::path::PathBuf,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     mut screen: Screen,
+    walk: bool,
 ) -> (Screen, Tally) {
-    let mut c = Client::start(&root, &[]);
+    let mut c = Client::start_with(&root, &[], walk);
     let mut tally = Tally::default();
     let root_fd = open_dir(&root);
     let steps = [("L", "d"), ("d", "L"), ("R", "d"), ("d", "R")];
@@ -535,7 +545,7 @@ fn juggle(
     (screen, tally)
 }
 
-fn two_session_race(raid: Raid) {
+fn two_session_race(raid: Raid, walk: bool) {
     let arena = Arena::new();
     let decoy = "inside decoy, fine to move\n";
     std::os::unix::fs::symlink(&arena.canary, arena.path("L")).expect("symlink");
@@ -547,9 +557,9 @@ fn two_session_race(raid: Raid) {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let juggler = {
         let (root, stop, screen) = (arena.root.clone(), stop.clone(), arena.screen());
-        std::thread::spawn(move || juggle(root, stop, screen))
+        std::thread::spawn(move || juggle(root, stop, screen, walk))
     };
-    let mut c = Client::start(&arena.root, &[]);
+    let mut c = Client::start_with(&arena.root, &[], walk);
     let mut screen = arena.screen();
     let mut tally = Tally::default();
     for_duration(race_duration(), |i| match raid {
@@ -611,10 +621,16 @@ fn two_session_race(raid: Raid) {
 
 #[test]
 fn a_move_racing_another_sessions_link_moves_never_takes_a_file_from_outside() {
-    two_session_race(Raid::Steal);
+    two_session_race(Raid::Steal, false);
 }
 
 #[test]
 fn a_move_racing_another_sessions_link_moves_never_puts_a_file_outside() {
-    two_session_race(Raid::Plant);
+    two_session_race(Raid::Plant, false);
+}
+
+#[test]
+fn with_the_per_component_walk_a_racing_move_never_takes_or_puts_outside_files() {
+    two_session_race(Raid::Steal, true);
+    two_session_race(Raid::Plant, true);
 }

@@ -355,7 +355,18 @@ pub struct Client {
 
 impl Client {
     pub fn start(root: &Path, flags: &[&str]) -> Client {
-        let mut session = Session::start_in(root, flags);
+        Client::start_with(root, flags, false)
+    }
+
+    /// A server that opens paths with the per-component `O_NOFOLLOW` walk instead of `openat2`
+    /// when `walk` is set: the fallback must hold under the same races.
+    pub fn start_with(root: &Path, flags: &[&str], walk: bool) -> Client {
+        let mut cmd = Command::new(FILESYSTEM);
+        cmd.arg("--root").arg(root).args(flags);
+        if walk {
+            cmd.env("FILESYSTEM_NO_OPENAT2", "1");
+        }
+        let mut session = Session::from_command(cmd);
         session.initialize("2025-06-18");
         Client {
             session,
