@@ -467,17 +467,7 @@ impl Store {
                 "cannot move {from_s} to {to_s}: the destination is {from_s} itself or inside it; pick a destination outside it"
             )));
         }
-        let meta = match self.ws.stat(src) {
-            Ok(Some(m)) => m,
-            Ok(None) => {
-                return Err(not_found_or_io(
-                    io::ErrorKind::NotFound.into(),
-                    &from_s,
-                    "move",
-                ))
-            }
-            Err(e) => return Err(not_found_or_io(e, &from_s, "move")),
-        };
+        let meta = self.entry(src, &from_s, "move")?;
         if occupied(&self.ws, dst) {
             return Err(HistoryError::AlreadyExists(format!(
                 "{to_s} already exists; move or delete it first, or pick another destination"
@@ -580,6 +570,16 @@ impl Store {
             ))),
             Ok(None) => Ok(None),
             Err(e) => Err(io_err(format!("cannot inspect {shown}"))(e)),
+        }
+    }
+
+    /// What is at `path` (not following a final symlink), for an operation `verb` that needs
+    /// something there: `NotFound` when nothing is.
+    fn entry(&self, path: &Path, shown: &str, verb: &str) -> Result<Stat, HistoryError> {
+        match self.ws.stat(path) {
+            Ok(Some(m)) => Ok(m),
+            Ok(None) => Err(not_found_or_io(io::ErrorKind::NotFound.into(), shown, verb)),
+            Err(e) => Err(not_found_or_io(e, shown, verb)),
         }
     }
 

@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 use super::durable::occupied;
 use super::log::{field_path, path_field, LogFile};
 use super::{
-    already_exists_or_io, history_of, io_err, layout, log, not_found_or_io, HistoryError, Store,
-    StoreLock,
+    already_exists_or_io, history_of, io_err, layout, log, HistoryError, Store, StoreLock,
 };
 use crate::guard::display_relative;
 use crate::workspace::Stat;
@@ -208,17 +207,7 @@ impl Store {
     pub fn trash(&self, _lock: &StoreLock, rel: &Path) -> Result<TrashEntry, HistoryError> {
         let path = self.checked(rel)?;
         let shown = display_relative(rel);
-        let meta = match self.ws.stat(path) {
-            Ok(Some(m)) => m,
-            Ok(None) => {
-                return Err(not_found_or_io(
-                    io::ErrorKind::NotFound.into(),
-                    &shown,
-                    "delete",
-                ))
-            }
-            Err(e) => return Err(not_found_or_io(e, &shown, "delete")),
-        };
+        let meta = self.entry(path, &shown, "delete")?;
         let kind = EntryKind::of(&meta);
         let state = self.state_dir(true)?;
         let trash = self.trash_dir(&state);
