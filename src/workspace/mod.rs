@@ -437,6 +437,17 @@ impl Workspace {
             let st = rustix::fs::fstat(self.root_fd())?;
             return Ok(Some(Stat::from_raw(&st)));
         }
+        // An entry of the root itself is looked up on the root's own descriptor: nothing lies
+        // between them, so there is nothing to open (the guard's walk asks this of every path).
+        if let (Some(name), Some(parent)) = (rel.file_name(), rel.parent()) {
+            if parent.as_os_str().is_empty() && beneath::plain_components(rel).is_ok() {
+                return match rustix::fs::statat(self.root_fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) => Ok(Some(Stat::from_raw(&st))),
+                    Err(Errno::NOENT) => Ok(None),
+                    Err(e) => Err(e.into()),
+                };
+            }
+        }
         match self.parent(rel) {
             Ok((dir, name)) => dir.stat(name),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
