@@ -841,6 +841,45 @@ mod tests {
     }
 
     #[test]
+    fn a_stage_starts_in_the_directory_opened_through_the_layer() {
+        let workspace = workspace_with("");
+        std::fs::create_dir(workspace.path().join("sub")).expect("mkdir");
+        std::fs::write(workspace.path().join("sub/inside-marker"), "").expect("write");
+        let root = workspace.path().canonicalize().expect("canonical");
+        let ws = Workspace::open(&root).expect("open");
+        let ls = installed(CommandName::Ls);
+        let step = |cwd: PathBuf| Step::Run {
+            command: CommandName::Ls,
+            argv: vec![ls.clone().into()],
+            cwd,
+        };
+        let r = run(
+            &[step(root.join("sub"))],
+            &ws,
+            &limits(),
+            &CancelToken::default(),
+        )
+        .expect("runs");
+        assert_eq!(r.stdout, b"inside-marker\n", "{}", stderr_of(&r));
+
+        // The swap lands between the policy's check and the start of the stage: the stage is
+        // not started at all, rather than started in the directory the link leads to.
+        let outside = tempfile::tempdir().expect("tmp");
+        std::fs::write(outside.path().join("outside-marker"), "").expect("write");
+        std::fs::rename(root.join("sub"), root.join("parked")).expect("park");
+        std::os::unix::fs::symlink(outside.path(), root.join("sub")).expect("link");
+        let err = run(
+            &[step(root.join("sub"))],
+            &ws,
+            &limits(),
+            &CancelToken::default(),
+        )
+        .expect_err("refused");
+        assert!(crate::workspace::is_swap(&err.source), "{err}");
+        assert!(!err.to_string().contains(&root.display().to_string()));
+    }
+
+    #[test]
     fn tee_passes_input_on_and_keeps_up_to_its_limit() {
         let (r, mut w) = os_pipe::pipe().expect("pipe");
         let (out_r, out_w) = os_pipe::pipe().expect("pipe");

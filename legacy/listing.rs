@@ -15,7 +15,7 @@ use std::path::Path;
 use rustix::fs::FileType;
 
 use crate::guard::{display_relative, normalize, PathGuard, STATE_DIRS};
-use crate::workspace::{temp, Dir, Stat, Workspace};
+use crate::workspace::{swapped, temp, Dir, Stat, Workspace};
 
 /// Shown instead of a symlink's target when the target lies outside the workspace or in its
 /// state: the listing must not become a way to read where links lead on the host.
@@ -27,6 +27,11 @@ pub fn list(ws: &Workspace, target: &Path, all: bool, long: bool) -> io::Result<
     let Some(stat) = ws.stat(target)? else {
         return Err(io::Error::from(io::ErrorKind::NotFound));
     };
+    // The guard splices every symlink out of the path it admits (it follows a final one for
+    // listing), so a link here was swapped in after the check: fail, as the layer does.
+    if stat.is_symlink() {
+        return Err(swapped());
+    }
     if !stat.is_dir() {
         let (dir, name) = ws.parent(target)?;
         let link = long
@@ -111,4 +116,30 @@ fn line(name: &str, stat: &Stat, long: bool, link: Option<&str>) -> String {
         "{kind}{:o} {:>10} {mtime} {name}{suffix}{arrow}\n",
         stat.mode, stat.size
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_swapped_for_a_link_is_not_listed() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let base = tmp.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(base.join("ws/a")).expect("mkdir");
+        std::fs::write(base.join("ws/a/inside"), "").expect("write");
+        std::fs::create_dir_all(base.join("out")).expect("mkdir");
+        std::fs::write(base.join("out/outside"), "").expect("write");
+        let ws = Workspace::open(&base.join("ws")).expect("open");
+        assert_eq!(
+            list(&ws, Path::new("a"), false, false).expect("list"),
+            "inside\n"
+        );
+        std::fs::rename(base.join("ws/a"), base.join("ws/b")).expect("park");
+        std::os::unix::fs::symlink(base.join("out"), base.join("ws/a")).expect("link");
+        for long in [false, true] {
+            let err = list(&ws, Path::new("a"), true, long).expect_err("refused");
+            assert!(crate::workspace::is_swap(&err), "{err}");
+        }
+    }
 }

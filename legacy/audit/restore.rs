@@ -128,11 +128,12 @@ pub fn restore(
         unrecorded = !recorded;
     }
 
-    // The directory must already exist (a restore creates no directories in the workspace); a
-    // missing or swapped one fails here, before anything is recorded.
+    // Missing directories of the destination are made (a deleted file comes back with its
+    // directory), one at a time beneath the root's descriptor; a swapped-in link fails here,
+    // before anything is recorded.
     let parent_rel = dest.relative.parent().unwrap_or(Path::new(""));
-    ws.dir(parent_rel).map_err(|e| {
-        open_err(format!("cannot open the directory of '{shown}'"), &shown)(e.into())
+    ws.create_dirs(parent_rel).map_err(|e| {
+        open_err(format!("cannot create the directory of '{shown}'"), &shown)(e.into())
     })?;
     // Record first, then change the file: if the change then fails, the mirror holds a record of
     // an attempt, which an auditor can see through; the other order could leave a change the
