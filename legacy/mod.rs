@@ -474,6 +474,17 @@ impl PipeToolset {
             tee_limit: self.options.max_write_bytes,
         };
         let run = exec::run(steps, self.guard.workspace(), &limits, &ctx.cancel).map_err(|e| {
+            if crate::workspace::is_swap(&e.source) {
+                // The stage's directory turned into a symlink after the checks: nothing ran.
+                let mut f = Failure::new(
+                    GUARD_VIOLATION,
+                    "PATH_ESCAPE",
+                    format!("'{}' was not started: {}.", e.command, e.source),
+                    "Run the command again; if it keeps failing, check what replaced the directory.",
+                );
+                f.token = Some(e.command.to_string());
+                return f;
+            }
             let mut f = Failure::new(
                 EXEC_FAILED,
                 "SPAWN_FAILED",
