@@ -20,6 +20,7 @@
 //!   reading until it holds the hard limit, so the file gets what a shell's tee would have had.
 
 use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -33,6 +34,7 @@ use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 use super::fence::{self, Fence};
 use super::plan::{CommandName, Step};
 use crate::toolset::CancelToken;
+use crate::workspace::{Dir, Workspace};
 
 /// The fixed `PATH` of every stage (binaries are absolute anyway; this is for what they spawn).
 const STAGE_PATH: &str = "/usr/bin:/bin";
@@ -158,10 +160,11 @@ struct TeeThread {
 
 /// Runs `steps` (checked by the policy) and waits for them, within `limits`, polling `cancel`.
 /// Every stage runs inside a [`Fence`] that lets it read `workspace` and nothing of the user's
-/// outside it.
+/// outside it, and starts in its directory opened through the workspace layer (see
+/// `StageDir`), never in one named by path.
 pub fn run(
     steps: &[Step],
-    workspace: &Path,
+    workspace: &Workspace,
     limits: &ExecLimits,
     cancel: &CancelToken,
 ) -> Result<RunResult, SpawnError> {
@@ -181,7 +184,7 @@ pub fn run(
             Step::Tee { .. } => None,
         })
         .collect();
-    let fence = Fence::new(workspace, home.path(), &programs).map_err(|e| SpawnError {
+    let fence = Fence::new(workspace.root(), home.path(), &programs).map_err(|e| SpawnError {
         command: first,
         source: io::Error::other(e),
     })?;
@@ -193,23 +196,24 @@ pub fn run(
 
     for (index, step) in steps.iter().enumerate() {
         let spawned = match step {
-            Step::Run { command, argv, cwd } => {
-                let place = Place {
-                    cwd,
-                    home: home.path(),
-                    fence: fence.handle(),
-                };
-                spawn_stage(*command, argv, &place, prev.take(), pgid, limits)
-                    .map(|(proc_, out)| {
-                        pgid.get_or_insert(proc_.pid);
-                        procs.push(Proc { index, ..proc_ });
-                        out
-                    })
-                    .map_err(|source| SpawnError {
-                        command: command.as_str(),
-                        source,
-                    })
-            }
+            Step::Run { command, argv, cwd } => StageDir::open(workspace, cwd)
+                .and_then(|dir| {
+                    let place = Place {
+                        dir: &dir,
+                        home: home.path(),
+                        fence: fence.handle(),
+                    };
+                    spawn_stage(*command, argv, &place, prev.take(), pgid, limits)
+                })
+                .map(|(proc_, out)| {
+                    pgid.get_or_insert(proc_.pid);
+                    procs.push(Proc { index, ..proc_ });
+                    out
+                })
+                .map_err(|source| SpawnError {
+                    command: command.as_str(),
+                    source,
+                }),
             Step::Tee { append, targets } => {
                 spawn_tee(*append, targets.clone(), prev.take(), limits.tee_limit)
                     .map(|(handle, out)| {
@@ -436,9 +440,40 @@ fn exited(pid: Pid) -> Option<i32> {
     }
 }
 
+/// The directory a stage starts in, opened through the workspace layer (beneath the root's
+/// descriptor, no symlink anywhere) in the server before the fork; the child `fchdir`s to it
+/// between fork and exec. Starting a process in a directory named by path would let a directory
+/// swapped for a symlink after the policy looked move the stage outside the workspace; a
+/// descriptor keeps naming the directory that was checked, and a swap makes the open fail.
+struct StageDir {
+    dir: Dir,
+}
+
+impl StageDir {
+    /// Opens the stage directory `cwd` (absolute inside the root, as the policy builds it).
+    fn open(ws: &Workspace, cwd: &Path) -> io::Result<StageDir> {
+        let relative = cwd.strip_prefix(ws.root()).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the stage's directory is not inside the workspace",
+            )
+        })?;
+        Ok(StageDir {
+            dir: ws.dir(relative)?,
+        })
+    }
+
+    /// The descriptor number the child changes into. It is close-on-exec (the layer opens
+    /// everything so): `fork` copies it into the child, where `fchdir` uses it, and the `exec`
+    /// of the stage's program closes it, so the stage never holds it.
+    fn raw(&self) -> RawFd {
+        self.dir.as_fd().as_raw_fd()
+    }
+}
+
 /// Where a stage runs: its directory, its private home, and the fence it enters.
 struct Place<'a> {
-    cwd: &'a Path,
+    dir: &'a StageDir,
     home: &'a Path,
     /// [`Fence::handle`]; `None` runs the stage unfenced (a kernel without Landlock).
     fence: Option<std::os::fd::RawFd>,
@@ -461,12 +496,11 @@ fn spawn_stage(
     };
     let (out_r, out_w) = os_pipe::pipe()?;
     let (err_r, err_w) = os_pipe::pipe()?;
-    let (cwd, home) = (place.cwd, place.home);
+    let home = place.home;
     let mut cmd = Command::new(program);
     // argv[0] is the typed name, so messages read `sort: …`, not `/usr/bin/sort: …`.
     cmd.arg0(command.as_str())
         .args(args)
-        .current_dir(cwd)
         .env_clear()
         .env("PATH", STAGE_PATH)
         .env("LC_ALL", STAGE_LOCALE)
@@ -479,13 +513,22 @@ fn spawn_stage(
         .stdout(out_w)
         .stderr(err_w)
         .process_group(pgid.map(|p| p.as_raw_nonzero().get()).unwrap_or(0));
-    if let Some(fd) = place.fence {
-        // SAFETY: `fence::enter` makes two system calls on a plain integer and allocates
-        // nothing, as the child side of fork requires. If it fails the spawn fails: a stage never
-        // runs unfenced where a fence was built.
-        unsafe {
-            cmd.pre_exec(move || fence::enter(fd));
-        }
+    let (dir, fence_fd) = (place.dir.raw(), place.fence);
+    // SAFETY: the hook makes only system calls on plain integers (`fchdir`, then the two of
+    // `fence::enter`) and allocates nothing, as the child side of fork requires. `dir` stays
+    // open in the parent until `spawn` returns (the caller holds the `StageDir`), so the child's
+    // copy names the checked directory. If either step fails the spawn fails: a stage never runs
+    // elsewhere than where it was checked, nor unfenced where a fence was built.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::fchdir(dir) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            match fence_fd {
+                Some(fd) => fence::enter(fd),
+                None => Ok(()),
+            }
+        });
     }
     let child = cmd.spawn()?;
     // Dropping the command closes our copies of the child's ends, so EOF can propagate.
@@ -623,19 +666,21 @@ mod tests {
         }
     }
 
+    /// The system's temporary directory as a workspace (canonical, as the layer requires).
+    fn temp_ws() -> (PathBuf, Workspace) {
+        let dir = std::env::temp_dir().canonicalize().expect("canonical");
+        let ws = Workspace::open(&dir).expect("open");
+        (dir, ws)
+    }
+
     fn run_argv(argv: &[&str]) -> RunResult {
+        let (dir, ws) = temp_ws();
         let step = Step::Run {
             command: CommandName::Awk,
             argv: argv.iter().map(Into::into).collect(),
-            cwd: std::env::temp_dir(),
+            cwd: dir,
         };
-        run(
-            &[step],
-            &std::env::temp_dir(),
-            &limits(),
-            &CancelToken::default(),
-        )
-        .expect("runs")
+        run(&[step], &ws, &limits(), &CancelToken::default()).expect("runs")
     }
 
     #[test]
@@ -669,29 +714,26 @@ mod tests {
 
     #[test]
     fn a_missing_program_is_a_spawn_error() {
+        let (dir, ws) = temp_ws();
         let step = Step::Run {
             command: CommandName::Jq,
             argv: vec!["/nonexistent/jq".into()],
-            cwd: std::env::temp_dir(),
+            cwd: dir,
         };
-        let err = run(
-            &[step],
-            &std::env::temp_dir(),
-            &limits(),
-            &CancelToken::default(),
-        )
-        .expect_err("fails");
+        let err = run(&[step], &ws, &limits(), &CancelToken::default()).expect_err("fails");
         assert_eq!(err.command, "jq");
     }
 
     /// Runs one stage with `workspace` as the fenced workspace.
     fn run_in(workspace: &Path, command: CommandName, argv: &[&str]) -> RunResult {
+        let workspace = workspace.canonicalize().expect("canonical");
+        let ws = Workspace::open(&workspace).expect("open");
         let step = Step::Run {
             command,
             argv: argv.iter().map(Into::into).collect(),
-            cwd: workspace.to_path_buf(),
+            cwd: workspace,
         };
-        run(&[step], workspace, &limits(), &CancelToken::default()).expect("runs")
+        run(&[step], &ws, &limits(), &CancelToken::default()).expect("runs")
     }
 
     fn stderr_of(r: &RunResult) -> String {
@@ -796,6 +838,45 @@ mod tests {
         } else {
             assert!(written);
         }
+    }
+
+    #[test]
+    fn a_stage_starts_in_the_directory_opened_through_the_layer() {
+        let workspace = workspace_with("");
+        std::fs::create_dir(workspace.path().join("sub")).expect("mkdir");
+        std::fs::write(workspace.path().join("sub/inside-marker"), "").expect("write");
+        let root = workspace.path().canonicalize().expect("canonical");
+        let ws = Workspace::open(&root).expect("open");
+        let ls = installed(CommandName::Ls);
+        let step = |cwd: PathBuf| Step::Run {
+            command: CommandName::Ls,
+            argv: vec![ls.clone().into()],
+            cwd,
+        };
+        let r = run(
+            &[step(root.join("sub"))],
+            &ws,
+            &limits(),
+            &CancelToken::default(),
+        )
+        .expect("runs");
+        assert_eq!(r.stdout, b"inside-marker\n", "{}", stderr_of(&r));
+
+        // The swap lands between the policy's check and the start of the stage: the stage is
+        // not started at all, rather than started in the directory the link leads to.
+        let outside = tempfile::tempdir().expect("tmp");
+        std::fs::write(outside.path().join("outside-marker"), "").expect("write");
+        std::fs::rename(root.join("sub"), root.join("parked")).expect("park");
+        std::os::unix::fs::symlink(outside.path(), root.join("sub")).expect("link");
+        let err = run(
+            &[step(root.join("sub"))],
+            &ws,
+            &limits(),
+            &CancelToken::default(),
+        )
+        .expect_err("refused");
+        assert!(crate::workspace::is_swap(&err.source), "{err}");
+        assert!(!err.to_string().contains(&root.display().to_string()));
     }
 
     #[test]

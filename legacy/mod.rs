@@ -295,13 +295,23 @@ fn session_failure(e: SessionError) -> Failure {
             f.token = Some(token.clone());
             f
         }
+        SessionError::Swapped(token) => {
+            let mut f = Failure::new(
+                GUARD_VIOLATION,
+                "PATH_ESCAPE",
+                e.to_string(),
+                "Run the command again; if it keeps failing, check what replaced the directory.",
+            );
+            f.token = Some(token.clone());
+            f
+        }
         SessionError::Refused(inner) => guard_failure(inner, ""),
     }
 }
 
 fn guard_failure(e: &GuardError, token: &str) -> Failure {
     let (code, reason, suggestion) = match e {
-        GuardError::Protected { .. } => (
+        GuardError::Protected { .. } | GuardError::Repository(_) => (
             GUARD_VIOLATION,
             "PROTECTED_PATH",
             "Write somewhere outside .shelpa/, .filesystem/ and .git/.",
@@ -368,6 +378,12 @@ fn capped_text(bytes: &[u8], cap: usize) -> (String, bool) {
 }
 
 impl PipeToolset {
+    /// The root-relative form of a directory or file the policy checked (it works in absolute
+    /// paths inside the root, for stage arguments); the server acts only on this form.
+    fn relative_of(&self, checked: &std::path::Path) -> Result<std::path::PathBuf, Failure> {
+        tee::relative_target(&self.guard, checked).map_err(|e| e.to_failure())
+    }
+
     fn limits(&self) -> TeeLimits {
         TeeLimits {
             approve_above: self.options.approve_above,
@@ -396,10 +412,13 @@ impl PipeToolset {
             .iter()
             .filter_map(|s| s.words.first().map(|w| w.text.clone()))
             .collect();
-        let cwd = self
+        let cwd_rel = self
             .session
             .current(&self.guard, cwd_arg)
             .map_err(session_failure)?;
+        // The policy builds stage arguments relative to the session directory as an absolute
+        // path (lexical work only); every operation the server itself does uses `cwd_rel`.
+        let cwd = session::absolute(&self.guard, &cwd_rel);
         let cx = policy::PolicyContext {
             guard: &self.guard,
             cwd: &cwd,
@@ -412,16 +431,18 @@ impl PipeToolset {
                 Ok(success(text, vec![step], Value::Null, ""))
             }
             Plan::Cd(dir) => {
+                let rel = self.relative_of(&dir)?;
                 self.session
-                    .change(&self.guard, &dir)
+                    .change(&self.guard, &rel)
                     .map_err(session_failure)?;
                 let step = builtin_step("cd", 0, false, started);
                 Ok(success(String::new(), vec![step], Value::Null, ""))
             }
             Plan::BuiltinLs { target, all, long } => {
+                let rel = self.relative_of(&target)?;
                 let listing =
-                    listing::list(self.guard.root(), &target, all, long).map_err(|e| {
-                        let shown = tee::shown(&self.guard, &target);
+                    listing::list(self.guard.workspace(), &rel, all, long).map_err(|e| {
+                        let shown = crate::guard::display_relative(&rel);
                         let mut f = Failure::new(
                             EXEC_FAILED,
                             "NONZERO_EXIT",
@@ -452,7 +473,18 @@ impl PipeToolset {
             stderr_cap: STDERR_CAP,
             tee_limit: self.options.max_write_bytes,
         };
-        let run = exec::run(steps, self.guard.root(), &limits, &ctx.cancel).map_err(|e| {
+        let run = exec::run(steps, self.guard.workspace(), &limits, &ctx.cancel).map_err(|e| {
+            if crate::workspace::is_swap(&e.source) {
+                // The stage's directory turned into a symlink after the checks: nothing ran.
+                let mut f = Failure::new(
+                    GUARD_VIOLATION,
+                    "PATH_ESCAPE",
+                    format!("'{}' was not started: {}.", e.command, e.source),
+                    "Run the command again; if it keeps failing, check what replaced the directory.",
+                );
+                f.token = Some(e.command.to_string());
+                return f;
+            }
             let mut f = Failure::new(
                 EXEC_FAILED,
                 "SPAWN_FAILED",
@@ -534,8 +566,20 @@ impl PipeToolset {
     /// every file (and mirror) untouched.
     fn commit_tees(&self, run: &RunResult, confirmed: bool) -> Result<Vec<TeeReport>, Failure> {
         let limits = self.limits();
+        let relative = |capture: &exec::TeeCapture| {
+            capture
+                .targets
+                .iter()
+                .map(|t| tee::relative_target(&self.guard, t))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_failure())
+        };
         for capture in run.tees.iter().filter(|c| !c.targets.is_empty()) {
-            let first = tee::shown(&self.guard, &capture.targets[0]);
+            let targets = relative(capture)?;
+            let first = targets
+                .first()
+                .map(|t| crate::guard::display_relative(t))
+                .unwrap_or_default();
             tee::gate(capture.total, confirmed, &limits, &first).map_err(|e| e.to_failure())?;
         }
         let mut reports = Vec::new();
@@ -546,8 +590,8 @@ impl PipeToolset {
                 TeeMode::Overwrite
             };
             let report = tee::commit(
-                &self.guard,
-                &capture.targets,
+                self.guard.workspace(),
+                &relative(capture)?,
                 &capture.data,
                 mode,
                 capture.truncated,
@@ -570,14 +614,16 @@ impl PipeToolset {
             .map_err(bad_argument)?
             .unwrap_or(false);
 
-        let cwd = self
+        let cwd_rel = self
             .session
             .current(&self.guard, None)
             .map_err(session_failure)?;
-        let joined = cwd.join(path);
+        // Joined to the root-relative session directory (an absolute `path` replaces it), so
+        // every refusal quotes a root-relative path or the caller's own, never the host's.
+        let joined = cwd_rel.join(path);
         let resolved = self
             .guard
-            .resolve_no_follow(&joined.to_string_lossy())
+            .resolve_for_change(&joined.to_string_lossy())
             .map_err(|e| guard_failure(&e, path))?;
         let limits = self.limits();
         let bytes = content.as_bytes();
@@ -590,8 +636,14 @@ impl PipeToolset {
         } else {
             TeeMode::Overwrite
         };
-        let report = tee::commit(&self.guard, &[resolved.path], data, mode, truncated)
-            .map_err(|e: TeeError| e.to_failure())?;
+        let report = tee::commit(
+            self.guard.workspace(),
+            &[resolved.relative],
+            data,
+            mode,
+            truncated,
+        )
+        .map_err(|e: TeeError| e.to_failure())?;
         let step = builtin_step("tee", data.len() as u64, truncated, started);
         Ok(success(
             String::new(),

@@ -1,13 +1,15 @@
 //! The session directory: shelpa's one piece of shell state.
 //!
 //! Models expect `cd` to stick, so each toolset keeps one working directory, starting at the root.
-//! It is stored relative to the root and re-resolved through the guard on every call: a directory
-//! that was swapped for a symlink to the outside since the `cd` is refused, not followed.
+//! It is stored relative to the root and re-resolved through the guard, then opened through the
+//! workspace layer, on every call: a directory that was swapped for a symlink since the `cd` is
+//! refused, not followed.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::guard::{GuardError, PathGuard};
+use crate::guard::{display_relative, GuardError, PathGuard};
+use crate::workspace::is_swap;
 
 /// Why the working directory of a call could not be established.
 #[derive(Debug, thiserror::Error)]
@@ -18,6 +20,9 @@ pub enum SessionError {
     /// The path exists but is not a directory, or does not exist.
     #[error("'{0}' is not a directory inside the workspace.")]
     NotADirectory(String),
+    /// The directory was replaced by a symlink between the check and the open: refused.
+    #[error("'{0}' was replaced by a symbolic link while the call ran, so it was not entered.")]
+    Swapped(String),
     /// The guard refused the path for another reason (state directory, NUL, empty…).
     #[error("{0}")]
     Refused(#[source] GuardError),
@@ -44,8 +49,10 @@ impl Session {
         }
     }
 
-    /// The absolute directory a call runs in: `override_dir` (the call's `cwd` argument) if given,
-    /// else the session directory. Either is checked again through the guard now.
+    /// The directory a call runs in, relative to the root: `override_dir` (the call's `cwd`
+    /// argument) if given, else the session directory. Either is checked again now, through the
+    /// guard and then by opening it through the workspace layer, so a directory swapped for a
+    /// symlink since the `cd` is refused, never followed.
     ///
     /// `override_dir` is relative to the root, like every path a tool argument names, so that the
     /// same `cwd` means the same directory whatever `cd` happened before.
@@ -54,32 +61,24 @@ impl Session {
         guard: &PathGuard,
         override_dir: Option<&str>,
     ) -> Result<PathBuf, SessionError> {
-        let session_rel = self.relative();
-        let session_abs = guard.root().join(&session_rel);
         match override_dir {
             Some(dir) => resolve_dir(guard, dir, dir),
             None => {
-                let shown = crate::guard::display_relative(&session_rel);
-                resolve_dir(guard, &session_abs.to_string_lossy(), &shown)
+                let shown = display_relative(&self.relative());
+                resolve_dir(guard, &shown, &shown)
             }
         }
     }
 
-    /// Moves the session to `dir` (absolute, already guarded by the policy); checked again here.
+    /// Moves the session to `dir` (root-relative, already guarded by the policy); checked again
+    /// here. Returns the new directory, root-relative.
     pub fn change(&self, guard: &PathGuard, dir: &Path) -> Result<PathBuf, SessionError> {
-        let shown = dir
-            .strip_prefix(guard.root())
-            .map(crate::guard::display_relative)
-            .unwrap_or_else(|_| dir.to_string_lossy().into_owned());
-        let resolved = resolve_dir(guard, &dir.to_string_lossy(), &shown)?;
-        let relative = resolved
-            .strip_prefix(guard.root())
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
+        let shown = display_relative(dir);
+        let relative = resolve_dir(guard, &shown, &shown)?;
         if let Ok(mut cwd) = self.cwd.lock() {
-            *cwd = relative;
+            *cwd = relative.clone();
         }
-        Ok(resolved)
+        Ok(relative)
     }
 
     fn relative(&self) -> PathBuf {
@@ -92,7 +91,9 @@ impl Session {
     }
 }
 
-/// Resolves `path` through the guard and requires a directory; `shown` is the caller's spelling.
+/// Resolves `path` (root-relative or absolute inside the root) through the guard and requires
+/// a real directory there, opened through the workspace layer; `shown` is the caller's spelling.
+/// Returns the root-relative directory.
 fn resolve_dir(guard: &PathGuard, path: &str, shown: &str) -> Result<PathBuf, SessionError> {
     let resolved = guard.resolve(path).map_err(|e| {
         if e.is_escape() && !matches!(e, GuardError::Protected { .. }) {
@@ -101,14 +102,19 @@ fn resolve_dir(guard: &PathGuard, path: &str, shown: &str) -> Result<PathBuf, Se
             SessionError::Refused(e)
         }
     })?;
-    // `root.join("")` would end in a slash; `pwd` shows the root as itself.
-    let path = if resolved.is_root() {
+    match guard.workspace().dir(&resolved.relative) {
+        Ok(_) => Ok(resolved.relative),
+        Err(e) if is_swap(&e) => Err(SessionError::Swapped(shown.to_string())),
+        Err(_) => Err(SessionError::NotADirectory(shown.to_string())),
+    }
+}
+
+/// The absolute form of a session directory, for the argument policy (which hands stages paths
+/// relative to it) and for `pwd`: the root itself for the root, never with a trailing slash.
+pub fn absolute(guard: &PathGuard, relative: &Path) -> PathBuf {
+    if relative.as_os_str().is_empty() {
         guard.root().to_path_buf()
     } else {
-        resolved.path
-    };
-    match std::fs::metadata(&path) {
-        Ok(m) if m.is_dir() => Ok(path),
-        _ => Err(SessionError::NotADirectory(shown.to_string())),
+        guard.root().join(relative)
     }
 }

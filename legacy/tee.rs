@@ -16,21 +16,27 @@
 //! format. Likewise, content that itself contains a line shaped like a separator cannot be told
 //! apart from a real one by reading the mirror alone.
 //!
-//! Every file operation is relative to a directory handle opened with `RESOLVE_BENEATH` and no
-//! symlinks, and the target is re-checked with `lstat`/`fstat` right before it is written, so a
-//! target swapped for a symlink, FIFO or hard link after the policy checked it is refused.
+//! Every file operation goes through the workspace layer ([`crate::workspace`]), relative to
+//! directory descriptors opened beneath the root without following any symlink, and the target is
+//! re-checked right before it is written, so a target swapped for a symlink, FIFO or hard link
+//! after the policy checked it is refused, and a directory swapped for a symlink makes the write
+//! fail instead of landing outside. An overwrite uses the layer's one temporary-file scheme;
+//! mirror files are appended through [`Dir::open_append`], which refuses a hard-linked file.
 
 use crate::legacy::audit::mirror::{format_separator, parse_separator, RecordKind};
+use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 
-use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
+use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
 use serde_json::{json, Value};
 
 use super::failure::{Failure, EXEC_FAILED, GUARD_VIOLATION};
-use crate::guard::{display_relative, PathGuard, Resolved};
+use crate::guard::{display_relative, PathGuard, REPOSITORY_DIR};
+use crate::workspace::{is_swap, temp, Dir, Stat, Workspace};
 
 /// The mirror directory, at the top of the root.
 pub const MIRROR_DIR: &str = ".shelpa";
@@ -227,18 +233,31 @@ pub fn gate(
     Ok(())
 }
 
-/// Root-relative display of an absolute target (for messages and reports).
-pub fn shown(guard: &PathGuard, target: &Path) -> String {
+/// The root-relative form of a target the policy checked (it hands absolute paths inside the
+/// root to the stages, and tee gets the same ones). Lexical only: the guard made the absolute
+/// path by joining the root and the resolved relative path, so stripping the root gives that
+/// relative path back; everything after this acts on it through the workspace layer.
+pub fn relative_target(guard: &PathGuard, target: &Path) -> Result<PathBuf, TeeError> {
     target
         .strip_prefix(guard.root())
-        .map(display_relative)
-        .unwrap_or_else(|_| target.to_string_lossy().into_owned())
+        .map(Path::to_path_buf)
+        .map_err(|_| {
+            // Never echo a path outside the root: only its last component.
+            let name = target
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            TeeError::Escape(name)
+        })
 }
 
 /// Writes `data` to every target and its mirror. The gate must already have been passed; `data`
-/// is already cut to the hard limit (`truncated` says whether it was).
+/// is already cut to the hard limit (`truncated` says whether it was). Targets are root-relative
+/// (see [`relative_target`]); every operation goes through the workspace layer, relative to
+/// directory descriptors opened beneath the root, so a directory swapped for a symlink after the
+/// policy looked makes the write fail instead of landing elsewhere.
 pub fn commit(
-    guard: &PathGuard,
+    ws: &Workspace,
     targets: &[PathBuf],
     data: &[u8],
     mode: TeeMode,
@@ -248,7 +267,7 @@ pub fn commit(
     // tee behind.
     let mut checked = Vec::with_capacity(targets.len());
     for target in targets {
-        checked.push(check_target(guard, target)?);
+        checked.push(check_target(target)?);
     }
     let mut report = TeeReport {
         paths: Vec::new(),
@@ -258,7 +277,7 @@ pub fn commit(
         truncated,
     };
     for target in &checked {
-        write_one(guard, target, data, mode)?;
+        write_one(ws, target, data, mode)?;
         report.paths.push(display_relative(&target.relative));
         report.mirror.push(format!(
             "{MIRROR_DIR}/{}",
@@ -272,15 +291,11 @@ pub fn commit(
 struct Target {
     relative: PathBuf,
     parent: PathBuf,
-    name: PathBuf,
+    name: OsString,
 }
 
-fn check_target(guard: &PathGuard, target: &Path) -> Result<Target, TeeError> {
-    let shown_path = shown(guard, target);
-    let relative = target
-        .strip_prefix(guard.root())
-        .map_err(|_| TeeError::Escape(shown_path.clone()))?
-        .to_path_buf();
+fn check_target(relative: &Path) -> Result<Target, TeeError> {
+    let shown_path = display_relative(relative);
     let mut components = Vec::new();
     for c in relative.components() {
         match c {
@@ -294,28 +309,27 @@ fn check_target(guard: &PathGuard, target: &Path) -> Result<Target, TeeError> {
             what: "the workspace root (a directory)",
         });
     };
-    let first_is_state = components
-        .first()
-        .is_some_and(|c| crate::guard::STATE_DIRS.iter().any(|s| c == s));
-    if first_is_state || components.iter().any(|c| *c == ".git") {
+    // State directories at any depth (a nested workspace's mirror is as untouchable as this
+    // one's), and a repository's `.git/` anywhere.
+    if PathGuard::is_state_path(relative).is_some()
+        || components.iter().any(|c| *c == REPOSITORY_DIR)
+    {
         return Err(TeeError::Protected(shown_path));
     }
-    let name = PathBuf::from(name);
+    if components.iter().any(|c| temp::is_reserved(c.as_bytes())) {
+        return Err(TeeError::DisallowedTarget {
+            path: shown_path,
+            what:
+                "in the server's temporary-file namespace (names starting with '.filesystem-tmp-')",
+        });
+    }
+    let name = name.to_os_string();
     let parent = relative.parent().map(Path::to_path_buf).unwrap_or_default();
     Ok(Target {
-        relative,
+        relative: relative.to_path_buf(),
         parent,
         name,
     })
-}
-
-/// Opens a root-relative directory with the kernel refusing symlinks and escapes.
-fn open_dir(guard: &PathGuard, relative: &Path) -> io::Result<OwnedFd> {
-    let resolved = Resolved {
-        path: guard.root().join(relative),
-        relative: relative.to_path_buf(),
-    };
-    guard.open_beneath(&resolved, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
 }
 
 fn kind_name(file_type: FileType) -> &'static str {
@@ -329,41 +343,35 @@ fn kind_name(file_type: FileType) -> &'static str {
     }
 }
 
-fn write_one(
-    guard: &PathGuard,
-    target: &Target,
-    data: &[u8],
-    mode: TeeMode,
-) -> Result<(), TeeError> {
+fn write_one(ws: &Workspace, target: &Target, data: &[u8], mode: TeeMode) -> Result<(), TeeError> {
     let shown_path = display_relative(&target.relative);
     let io_err = |op: &'static str| {
         let path = shown_path.clone();
         move |source: io::Error| TeeError::Io { op, path, source }
     };
-    let dir = open_dir(guard, &target.parent).map_err(|e| match e.raw_os_error() {
-        Some(libc::ENOENT) | Some(libc::ENOTDIR) => TeeError::NoDirectory(shown_path.clone()),
-        Some(libc::ELOOP) | Some(libc::EXDEV) => TeeError::Escape(shown_path.clone()),
-        _ => TeeError::Io {
-            op: "open the directory of",
-            path: shown_path.clone(),
-            source: e,
-        },
+    let dir = ws.dir(&target.parent).map_err(|e| {
+        if is_swap(&e) {
+            TeeError::Escape(shown_path.clone())
+        } else if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) {
+            TeeError::NoDirectory(shown_path.clone())
+        } else {
+            TeeError::Io {
+                op: "open the directory of",
+                path: shown_path.clone(),
+                source: e,
+            }
+        }
     })?;
     // The re-check that closes the window since the policy looked.
-    let existing = match rustix::fs::statat(&dir, &target.name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) => Some(st),
-        Err(rustix::io::Errno::NOENT) => None,
-        Err(e) => return Err(io_err("inspect")(e.into())),
-    };
+    let existing = dir.stat(&target.name).map_err(io_err("inspect"))?;
     if let Some(st) = &existing {
-        let file_type = FileType::from_raw_mode(st.st_mode);
-        if file_type != FileType::RegularFile {
+        if !st.is_file() {
             return Err(TeeError::DisallowedTarget {
                 path: shown_path,
-                what: kind_name(file_type),
+                what: kind_name(st.kind),
             });
         }
-        if mode == TeeMode::Append && st.st_nlink > 1 {
+        if mode == TeeMode::Append && st.nlink > 1 {
             return Err(TeeError::DisallowedTarget {
                 path: shown_path,
                 what: "a file with more than one hard link",
@@ -371,7 +379,7 @@ fn write_one(
         }
     }
 
-    let mut mirror = Mirror::open(guard, target)?;
+    let mut mirror = Mirror::open(ws, target)?;
     if mirror.is_empty()? && existing.is_some() {
         let mut old = open_regular(&dir, &target.name, OFlags::RDONLY, &shown_path, mode)?;
         mirror.baseline(&mut old)?;
@@ -390,27 +398,16 @@ fn write_one(
             file.write_all(data).map_err(io_err("append to"))?;
         }
         TeeMode::Overwrite => {
-            let keep_mode = existing.map(|st| Mode::from_raw_mode(st.st_mode & 0o7777));
-            let (tmp_name, mut tmp) = create_temp(&dir, &target.name)
-                .map_err(io_err("create a temporary file beside"))?;
-            let written = (|| -> io::Result<()> {
-                if let Some(m) = keep_mode {
-                    rustix::fs::fchmod(&tmp, m)?;
-                }
-                tmp.write_all(data)?;
-                tmp.sync_all()
-            })();
-            let result = written
-                .map_err(io_err("write"))
-                .and_then(|()| mirror.overwrite(data))
-                .and_then(|()| {
-                    rustix::fs::renameat(&dir, &tmp_name, &dir, &target.name)
-                        .map_err(|e| io_err("replace")(e.into()))
-                });
-            if result.is_err() {
-                let _ = rustix::fs::unlinkat(&dir, &tmp_name, AtFlags::empty());
-            }
-            result?;
+            // The record goes into the mirror before the file changes: if the replacement then
+            // fails, the mirror holds a record of an attempt, which an auditor can see through;
+            // the other order could leave a change the audit never saw. The replacement is the
+            // layer's one temporary-file scheme (a `.filesystem-tmp-` file beside the target,
+            // synced, renamed into place), which replaces a hard link instead of writing
+            // through it and keeps the old permission bits.
+            mirror.overwrite(data)?;
+            let keep_mode = existing.map(|st| st.mode);
+            dir.replace_file(&target.name, data, keep_mode, false)
+                .map_err(io_err("replace"))?;
         }
     }
     Ok(())
@@ -419,97 +416,51 @@ fn write_one(
 /// Opens an existing-or-new target without following symlinks and without blocking on a FIFO,
 /// then checks what was actually opened.
 fn open_regular(
-    dir: &OwnedFd,
-    name: &Path,
+    dir: &Dir,
+    name: &OsStr,
     flags: OFlags,
     shown_path: &str,
     mode: TeeMode,
 ) -> Result<std::fs::File, TeeError> {
-    let fd = rustix::fs::openat(
-        dir,
-        name,
-        flags | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o666),
-    )
-    .map_err(|e| match e {
-        rustix::io::Errno::LOOP => TeeError::DisallowedTarget {
-            path: shown_path.to_string(),
-            what: "a symlink",
-        },
-        rustix::io::Errno::NXIO => TeeError::DisallowedTarget {
-            path: shown_path.to_string(),
-            what: "a FIFO",
-        },
-        other => TeeError::Io {
-            op: "open",
-            path: shown_path.to_string(),
-            source: other.into(),
-        },
-    })?;
-    let st = rustix::fs::fstat(&fd).map_err(|e| TeeError::Io {
+    let fd = dir
+        .open(name, flags | OFlags::NONBLOCK, Mode::from_raw_mode(0o666))
+        .map_err(|e| {
+            if is_swap(&e) {
+                TeeError::DisallowedTarget {
+                    path: shown_path.to_string(),
+                    what: "a symlink",
+                }
+            } else if e.raw_os_error() == Some(libc::ENXIO) {
+                TeeError::DisallowedTarget {
+                    path: shown_path.to_string(),
+                    what: "a FIFO",
+                }
+            } else {
+                TeeError::Io {
+                    op: "open",
+                    path: shown_path.to_string(),
+                    source: e,
+                }
+            }
+        })?;
+    let st = Stat::of(&fd).map_err(|e| TeeError::Io {
         op: "inspect",
         path: shown_path.to_string(),
-        source: e.into(),
+        source: e,
     })?;
-    let file_type = FileType::from_raw_mode(st.st_mode);
-    if file_type != FileType::RegularFile {
+    if !st.is_file() {
         return Err(TeeError::DisallowedTarget {
             path: shown_path.to_string(),
-            what: kind_name(file_type),
+            what: kind_name(st.kind),
         });
     }
-    if mode == TeeMode::Append && st.st_nlink > 1 {
+    if mode == TeeMode::Append && st.nlink > 1 {
         return Err(TeeError::DisallowedTarget {
             path: shown_path.to_string(),
             what: "a file with more than one hard link",
         });
     }
     Ok(std::fs::File::from(fd))
-}
-
-/// What marks a name as one of [`create_temp`]'s temporaries: `.{name}.shelpa-tmp-{pid}-{nanos}-{attempt}`.
-const TEMP_MARKER: &str = ".shelpa-tmp-";
-
-/// The process id inside a name [`create_temp`] produced, or `None` if `name` does not have
-/// exactly that shape. `filesystem check` uses it to tell an interrupted overwrite's leftover
-/// (its process is gone) from one still being written.
-pub(crate) fn temp_owner_pid(name: &str) -> Option<u32> {
-    let at = name.rfind(TEMP_MARKER)?;
-    if !name.starts_with('.') || at < 2 {
-        return None;
-    }
-    let mut parts = name[at + TEMP_MARKER.len()..].split('-');
-    let pid = parts.next()?.parse::<u32>().ok()?;
-    let nanos = parts.next()?;
-    let attempt = parts.next()?;
-    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    (numeric(nanos) && numeric(attempt) && parts.next().is_none()).then_some(pid)
-}
-
-/// Creates a fresh temporary file in `dir` next to `name`, for the atomic overwrite.
-fn create_temp(dir: &OwnedFd, name: &Path) -> io::Result<(PathBuf, std::fs::File)> {
-    let base = name.to_string_lossy();
-    for attempt in 0..100u32 {
-        let tmp = PathBuf::from(format!(
-            ".{base}{TEMP_MARKER}{}-{}-{attempt}",
-            std::process::id(),
-            now_nanos()
-        ));
-        match rustix::fs::openat(
-            dir,
-            &tmp,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o666),
-        ) {
-            Ok(fd) => return Ok((tmp, std::fs::File::from(fd))),
-            Err(rustix::io::Errno::EXIST) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(io::Error::new(
-        io::ErrorKind::AlreadyExists,
-        "no free temporary name",
-    ))
 }
 
 /// One open, locked mirror file.
@@ -519,61 +470,46 @@ struct Mirror {
 }
 
 impl Mirror {
-    /// Opens (creating as needed) `.shelpa/<relative>`, refusing symlinks at every step, and
-    /// takes an exclusive lock so two server processes cannot interleave records.
-    fn open(guard: &PathGuard, target: &Target) -> Result<Mirror, TeeError> {
+    /// Opens (creating as needed) `.shelpa/<relative>` through the workspace layer, refusing
+    /// symlinks at every step and a mirror file with more than one link (a mirror hard-linked to
+    /// a file elsewhere must never be written through), and takes an exclusive lock so two
+    /// server processes cannot interleave records.
+    fn open(ws: &Workspace, target: &Target) -> Result<Mirror, TeeError> {
         let shown = format!("{MIRROR_DIR}/{}", target.relative.to_string_lossy());
-        let unsafe_err = || TeeError::MirrorUnsafe(shown.clone());
-        let io_err = |source: io::Error| TeeError::Io {
+        let refused = |e: io::Error| {
+            // A link on the way, a file where a directory is needed, a special or
+            // multiply-linked mirror file: tampering, reported as such.
+            if is_swap(&e)
+                || matches!(
+                    e.kind(),
+                    io::ErrorKind::AlreadyExists | io::ErrorKind::InvalidData
+                )
+                || matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOTDIR) | Some(libc::EISDIR) | Some(libc::ENXIO)
+                )
+            {
+                TeeError::MirrorUnsafe(shown.clone())
+            } else {
+                TeeError::Io {
+                    op: "write the audit mirror",
+                    path: shown.clone(),
+                    source: e,
+                }
+            }
+        };
+        let mirror_dir = Path::new(MIRROR_DIR).join(&target.parent);
+        ws.create_dirs(&mirror_dir).map_err(refused)?;
+        let file = ws
+            .dir(&mirror_dir)
+            .and_then(|dir| dir.open_append(&target.name))
+            .map_err(refused)?;
+        rustix::fs::flock(&file, FlockOperation::LockExclusive).map_err(|e| TeeError::Io {
             op: "write the audit mirror",
             path: shown.clone(),
-            source,
-        };
-        let mut dir = open_dir(guard, Path::new("")).map_err(io_err)?;
-        let mut steps: Vec<&std::ffi::OsStr> = vec![MIRROR_DIR.as_ref()];
-        steps.extend(target.parent.components().map(|c| c.as_os_str()));
-        for step in steps {
-            match rustix::fs::mkdirat(&dir, step, Mode::from_raw_mode(0o755)) {
-                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-                Err(e) => return Err(io_err(e.into())),
-            }
-            dir = rustix::fs::openat(
-                &dir,
-                step,
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(|e| match e {
-                rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => unsafe_err(),
-                other => io_err(other.into()),
-            })?;
-        }
-        let fd = rustix::fs::openat(
-            &dir,
-            &target.name,
-            OFlags::RDWR
-                | OFlags::APPEND
-                | OFlags::CREATE
-                | OFlags::NOFOLLOW
-                | OFlags::NONBLOCK
-                | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o644),
-        )
-        .map_err(|e| match e {
-            rustix::io::Errno::LOOP | rustix::io::Errno::NXIO | rustix::io::Errno::ISDIR => {
-                unsafe_err()
-            }
-            other => io_err(other.into()),
+            source: e.into(),
         })?;
-        let st = rustix::fs::fstat(&fd).map_err(|e| io_err(e.into()))?;
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_nlink > 1 {
-            return Err(unsafe_err());
-        }
-        rustix::fs::flock(&fd, FlockOperation::LockExclusive).map_err(|e| io_err(e.into()))?;
-        Ok(Mirror {
-            file: std::fs::File::from(fd),
-            shown,
-        })
+        Ok(Mirror { file, shown })
     }
 
     fn io_err(&self, source: io::Error) -> TeeError {

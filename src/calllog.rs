@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::allow::ServedRoots;
 use crate::mcp::server::{CallObserver, CallRecord};
+use crate::workspace::Workspace;
 
 /// The log file's name inside a root's `.filesystem/` store.
 pub const DEFAULT_LOG_NAME: &str = ".calls.jsonl";
@@ -52,10 +53,38 @@ pub struct CallLog {
 
 /// Where lines go, as settled when the log is created.
 enum Destination {
-    /// One file for every call.
+    /// One file the operator chose, for every call: a plain path, the operator's to pick.
     Fixed(PathBuf),
+    /// The log inside the one root's store, for every call.
+    Root(PathBuf),
     /// The log of the root each call names (daemon mode), if the daemon serves that root.
     RootOfEachCall(Arc<ServedRoots>),
+}
+
+/// Where one call's line goes.
+enum Place<'a> {
+    /// The operator's `--call-log FILE`.
+    File(&'a Path),
+    /// `<root>/.filesystem/.calls.jsonl`, opened through the workspace layer.
+    InRoot(Cow<'a, Path>),
+}
+
+impl Place<'_> {
+    /// The log file's path: the key of the open-file table and the name in the operator's
+    /// messages (never used to open a file inside a root).
+    fn key(&self) -> PathBuf {
+        match self {
+            Place::File(path) => path.to_path_buf(),
+            Place::InRoot(root) => root.join(STORE_DIR).join(DEFAULT_LOG_NAME),
+        }
+    }
+
+    fn open(&self) -> std::io::Result<File> {
+        match self {
+            Place::File(path) => open_log(path),
+            Place::InRoot(root) => open_root_log(root),
+        }
+    }
 }
 
 /// One open log file and its lines not yet written.
@@ -70,7 +99,7 @@ impl CallLog {
         // A fixed root has a fixed log: worked out once, not on every call.
         let destination = match target {
             LogTarget::File(path) => Destination::Fixed(path),
-            LogTarget::Root(root) => Destination::Fixed(root_log(&root)),
+            LogTarget::Root(root) => Destination::Root(root),
             LogTarget::RootOfEachCall(served) => Destination::RootOfEachCall(served),
         };
         CallLog {
@@ -87,15 +116,16 @@ impl CallLog {
         &self.session
     }
 
-    fn path_for(&self, args: &Map<String, Value>) -> Option<Cow<'_, Path>> {
+    fn place_for(&self, args: &Map<String, Value>) -> Option<Place<'_>> {
         match &self.destination {
-            Destination::Fixed(p) => Some(Cow::Borrowed(p)),
+            Destination::Fixed(p) => Some(Place::File(p)),
+            Destination::Root(root) => Some(Place::InRoot(Cow::Borrowed(root))),
             // Daemon mode: the call names its root; an invalid or disallowed root was refused by the
             // toolset and the call still deserves a line, but there is no workspace to put it in.
             Destination::RootOfEachCall(served) => {
                 let root = args.get("root")?.as_str()?;
                 let root = served.resolve(root).ok()?;
-                Some(Cow::Owned(root_log(&root)))
+                Some(Place::InRoot(Cow::Owned(root)))
             }
         }
     }
@@ -177,20 +207,21 @@ impl Write for ByteCounter {
 
 impl CallObserver for CallLog {
     fn observe(&self, record: &CallRecord<'_>) {
-        let Some(path) = self.path_for(record.args) else {
+        let Some(place) = self.place_for(record.args) else {
             return;
         };
+        let path = place.key();
         let Ok(mut files) = self.open.lock() else {
             return;
         };
-        if !files.contains_key(&*path) {
-            match open_log(&path) {
+        if !files.contains_key(&path) {
+            match place.open() {
                 Ok(file) => {
                     let log = LogFile {
                         file,
                         pending: Vec::new(),
                     };
-                    files.insert(path.to_path_buf(), log);
+                    files.insert(path.clone(), log);
                 }
                 Err(err) => {
                     // A broken log must never break the call it describes.
@@ -199,7 +230,7 @@ impl CallObserver for CallLog {
                 }
             }
         }
-        if let Some(log) = files.get_mut(&*path) {
+        if let Some(log) = files.get_mut(&path) {
             if serde_json::to_writer(&mut log.pending, &self.entry(record)).is_ok() {
                 log.pending.push(b'\n');
             }
@@ -225,8 +256,8 @@ impl CallObserver for CallLog {
     }
 }
 
-/// Opens (creating it and its directory) a log file for appending, and cuts a torn last line a
-/// killed server may have left.
+/// Opens (creating it and its directory) the operator's `--call-log FILE` for appending, and cuts
+/// a torn last line a killed server may have left.
 fn open_log(path: &Path) -> std::io::Result<File> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
@@ -237,6 +268,22 @@ fn open_log(path: &Path) -> std::io::Result<File> {
         .append(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)?;
+    prepare(file)
+}
+
+/// Opens the log inside the store of `root` through the workspace layer: the store directory is
+/// created beneath the root's descriptor, nothing on the way may be a symlink, and a log file with
+/// more than one link is refused, so neither a swapped-in link nor a planted hard link can carry
+/// the server's appends to a file outside the workspace.
+fn open_root_log(root: &Path) -> std::io::Result<File> {
+    let ws = Workspace::open(root)?;
+    ws.create_dirs(Path::new(STORE_DIR))?;
+    let file = ws.open_append(&Path::new(STORE_DIR).join(DEFAULT_LOG_NAME))?;
+    prepare(file)
+}
+
+/// Cuts a torn last line of a freshly opened log under its lock.
+fn prepare(file: File) -> std::io::Result<File> {
     rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
     let cut = cut_torn_tail(&file);
     rustix::fs::flock(&file, rustix::fs::FlockOperation::Unlock)?;
@@ -277,10 +324,8 @@ fn cut_torn_tail(file: &File) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The log file of a workspace root.
-fn root_log(root: &Path) -> PathBuf {
-    root.join(".filesystem").join(DEFAULT_LOG_NAME)
-}
+/// The store directory the per-root log lives in.
+const STORE_DIR: &str = crate::guard::STATE_DIRS[0];
 
 /// A session id unique enough to tell processes apart: start time and pid.
 fn session_id() -> String {

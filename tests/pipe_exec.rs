@@ -662,3 +662,164 @@ fn ignore_files_above_the_workspace_do_not_shape_searches() {
         assert_eq!(v["stdout"], json!("a.log\nb.txt\n"), "{command}");
     }
 }
+
+#[test]
+fn the_builtin_ls_long_shows_inside_link_targets_but_never_outside_ones() {
+    let ws = Ws::new();
+    ws.write("a.txt", "x\n");
+    let outside = tempfile::tempdir().expect("tmp");
+    let outside = outside.path().canonicalize().expect("canonical");
+    std::os::unix::fs::symlink("a.txt", ws.root.join("in-link")).expect("link");
+    std::os::unix::fs::symlink(&outside, ws.root.join("out-link")).expect("link");
+    std::os::unix::fs::symlink("../../etc/passwd", ws.root.join("rel-out")).expect("link");
+    std::os::unix::fs::symlink(".shelpa/x", ws.root.join("state-link")).expect("link");
+    let v = ws.pipe_ok("ls -l");
+    let out = v["stdout"].as_str().expect("stdout");
+    assert!(out.contains("in-link -> a.txt\n"), "{out}");
+    assert!(
+        out.contains("out-link -> (outside the workspace)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("rel-out -> (outside the workspace)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("state-link -> (outside the workspace)\n"),
+        "{out}"
+    );
+    assert!(!out.contains(&outside.display().to_string()), "{out}");
+    assert!(!out.contains("passwd"), "{out}");
+}
+
+#[test]
+fn the_builtin_ls_hides_nested_state_dirs_and_temporaries() {
+    let ws = Ws::new();
+    ws.write("sub/.shelpa/m", "x\n");
+    ws.write("sub/.filesystem/h", "x\n");
+    ws.write("sub/.filesystem-tmp-abc123", "half\n");
+    ws.write("sub/f.txt", "x\n");
+    let v = ws.pipe_ok("ls -a sub");
+    assert_eq!(v["stdout"], "f.txt\n");
+}
+
+#[test]
+fn tee_never_appends_through_a_mirror_hard_linked_to_an_outside_file() {
+    let ws = Ws::new();
+    let outside = tempfile::tempdir().expect("tmp");
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "secret\n").expect("write");
+    std::fs::create_dir_all(ws.root.join(".shelpa")).expect("mkdir");
+    std::fs::hard_link(&secret, ws.root.join(".shelpa/f.txt")).expect("link");
+    ws.write("in.txt", "data\n");
+    for (tool, args) in [
+        ("shelpa_write", json!({"path": "f.txt", "content": "x\n"})),
+        (
+            "shelpa_write",
+            json!({"path": "f.txt", "content": "x\n", "append": true}),
+        ),
+        (
+            "shelpa_pipe",
+            json!({"command": "head -n 1 in.txt | tee f.txt"}),
+        ),
+    ] {
+        let (ok, v) = ws.call_with(tool, args, &[]);
+        assert!(!ok, "{tool}: {v}");
+        assert_eq!(v["error"]["reason"], "WRITE_FAILED", "{tool}: {v}");
+    }
+    assert_eq!(std::fs::read_to_string(&secret).expect("read"), "secret\n");
+    assert!(
+        !ws.root.join("f.txt").exists(),
+        "a write the mirror could not record did not happen"
+    );
+}
+
+#[test]
+fn tee_overwrites_leave_no_temporary_and_use_the_one_scheme() {
+    let ws = Ws::new();
+    ws.write("f.txt", "old\n");
+    let (ok, v) = ws.call_with(
+        "shelpa_write",
+        json!({"path": "f.txt", "content": "new\n"}),
+        &[],
+    );
+    assert!(ok, "{v}");
+    assert_eq!(ws.read("f.txt"), "new\n");
+    let names: Vec<String> = std::fs::read_dir(&ws.root)
+        .expect("ls")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.contains("tmp")),
+        "leftover temporaries: {names:?}"
+    );
+}
+
+#[test]
+fn write_refusals_never_name_the_host_root() {
+    let ws = Ws::new();
+    ws.write("src/a.txt", "x\n");
+    let root = ws.root.display().to_string();
+    let mut mcp = Mcp::start(&ws.root);
+    let r = mcp.pipe(1, json!({"command": "cd src"}));
+    assert_eq!(r["isError"], false, "{r}");
+    for (id, path) in [
+        (2, "../../outside.txt"),
+        (3, "../.shelpa/x"),
+        (4, "../.git/hooks/pre-commit"),
+        (5, "../.filesystem-tmp-abc123"),
+    ] {
+        mcp.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "shelpa_write", "arguments": {"path": path, "content": "x"}}}));
+        let r = mcp.response(id)["result"].clone();
+        assert_eq!(r["isError"], true, "{path}: {r}");
+        let text = r["content"][0]["text"].as_str().expect("text");
+        assert!(!text.contains(&root), "{path}: {text}");
+    }
+    assert!(!ws.root.join(".git").exists());
+}
+
+#[test]
+fn a_stage_never_runs_in_a_directory_swapped_for_an_outside_link() {
+    let ws = Ws::new();
+    ws.write("a/inside-marker", "x\n");
+    let outside = tempfile::tempdir().expect("tmp");
+    std::fs::write(outside.path().join("outside-marker"), "x\n").expect("write");
+    let real = ws.root.join("a");
+    let parked = ws.root.join("a-parked");
+    let link_target = outside.path().to_path_buf();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let stop = stop.clone();
+        let (real, parked) = (real.clone(), parked.clone());
+        std::thread::spawn(move || {
+            // Another process on the same root: `a` keeps turning into a link to the outside
+            // and back, between any two system calls of the server.
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if std::fs::rename(&real, &parked).is_ok() {
+                    let _ = std::os::unix::fs::symlink(&link_target, &real);
+                    std::thread::yield_now();
+                    let _ = std::fs::remove_file(&real);
+                    let _ = std::fs::rename(&parked, &real);
+                }
+                std::thread::yield_now();
+            }
+        })
+    };
+    let mut mcp = Mcp::start(&ws.root);
+    let mut ran_inside = 0;
+    for id in 1..=40 {
+        for command in ["ls | sort", "ls -l"] {
+            let r = mcp.pipe(id, json!({"command": command, "cwd": "a"}));
+            let text = r.to_string();
+            assert!(!text.contains("outside-marker"), "{command}: {text}");
+            if text.contains("inside-marker") {
+                ran_inside += 1;
+            }
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    swapper.join().expect("swapper");
+    // Calls that found `a` swapped failed; the rest listed the real directory.
+    assert!(ran_inside > 0 || std::fs::symlink_metadata(&real).is_ok());
+}

@@ -2,7 +2,6 @@
 //! JSON through [`render`](super::render).
 
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -12,15 +11,13 @@ use super::render::{cell_text, first_line, local, table, utc};
 use super::tree::{self, OpenError};
 use super::{AuditArgs, AuditCommand, AuditError};
 use crate::guard::{display_relative, PathGuard};
+use crate::workspace::Workspace;
 
-/// The workspace an audit runs against: its canonical root, a directory handle on it for
-/// link-free opens, and the shared path guard for everything that names a workspace file.
+/// The workspace an audit runs against: the shared path guard for everything that names a
+/// workspace file, and through it the workspace layer (one handle on the root) that every read
+/// and write goes through.
 pub struct Audit {
-    /// Canonical root.
-    pub root: PathBuf,
-    /// Handle on the root for descriptor-relative opens.
-    pub root_fd: OwnedFd,
-    /// The guard every workspace path goes through.
+    /// The guard every workspace path goes through; its workspace does every operation.
     pub guard: PathGuard,
 }
 
@@ -70,22 +67,27 @@ impl Audit {
         };
         let root = crate::root::validate(&given, allow_root_slash)
             .map_err(|e| AuditError::Root(e.to_string()))?;
-        let io = |source| AuditError::Io {
+        let guard = PathGuard::new(&root).map_err(|source| AuditError::Io {
             what: format!("cannot open the root '{}'", root.display()),
             source,
-        };
-        let root_fd = tree::open_root(&root).map_err(io)?;
-        let guard = PathGuard::new(&root).map_err(io)?;
-        Ok(Audit {
-            root,
-            root_fd,
-            guard,
-        })
+        })?;
+        Ok(Audit { guard })
+    }
+
+    /// The canonical root, for lexical work on PATH arguments and for reports; never for an
+    /// operation.
+    pub fn root(&self) -> &Path {
+        self.guard.root()
+    }
+
+    /// The workspace layer every read and write of the audit goes through.
+    pub fn workspace(&self) -> &Workspace {
+        self.guard.workspace()
     }
 
     /// Reads and parses the mirror of a root-relative path.
     fn load_relative(&self, relative: &Path, shown: &str) -> Result<Loaded, AuditError> {
-        match tree::read_mirror(&self.root_fd, relative) {
+        match tree::read_mirror(self.workspace(), relative) {
             Ok(bytes) => Ok(Loaded {
                 relative: relative.to_path_buf(),
                 display: display_relative(relative),
@@ -108,7 +110,7 @@ impl Audit {
     /// (tee names mirrors after the resolved real path, so a link in the workspace leads to its
     /// target's mirror).
     pub fn load(&self, input: &str) -> Result<Loaded, AuditError> {
-        let lexical = tree::lexical_relative(&self.root, input)
+        let lexical = tree::lexical_relative(self.root(), input)
             .ok_or_else(|| AuditError::BadPath(input.to_string()))?;
         match self.load_relative(&lexical, input) {
             Err(AuditError::NoMirror(_)) => {}
@@ -130,7 +132,7 @@ impl Audit {
             Err(e) if e.is_escape() => return Ok(Current::Unsafe),
             Err(e) => return Err(AuditError::Guard(e)),
         };
-        match tree::open_file_nofollow(&self.root_fd, &resolved.relative) {
+        match tree::open_file_nofollow(self.workspace(), &resolved.relative) {
             Ok(mut f) => {
                 let mut bytes = Vec::new();
                 f.read_to_end(&mut bytes).map_err(|source| AuditError::Io {
@@ -253,7 +255,7 @@ pub fn dispatch(audit: &Audit, args: &AuditArgs, out: &mut dyn Write) -> Result<
 }
 
 fn scan(audit: &Audit) -> Result<tree::Scan, AuditError> {
-    tree::scan(&audit.root).map_err(|source| AuditError::Io {
+    tree::scan(audit.workspace()).map_err(|source| AuditError::Io {
         what: "cannot walk .shelpa/".into(),
         source,
     })
@@ -311,7 +313,7 @@ fn list(audit: &Audit, json: bool, out: &mut dyn Write) -> Result<i32, AuditErro
     if json {
         print_json(
             out,
-            &json!({"root": audit.root.display().to_string(), "files": items, "skipped_hostile_entries": hostile}),
+            &json!({"root": audit.root().display().to_string(), "files": items, "skipped_hostile_entries": hostile}),
         )?;
     } else if rows.is_empty() {
         write_out(out, b"no mirrored files under .shelpa/\n")?;

@@ -21,22 +21,27 @@ pub fn import(audit: &Audit, json_out: bool, out: &mut dyn Write) -> Result<i32,
     let mut refused = 0;
     for l in &loaded {
         // The history is keyed by workspace path, so that path must be one the guard accepts
-        // (a mirror of a path that now leads outside the root is left alone).
-        if let Err(e) = audit.guard.resolve_no_follow(&l.display) {
-            refused += 1;
-            rows.push(vec![
-                l.display.clone(),
-                "-".into(),
-                "-".into(),
-                format!("skipped: {e}"),
-            ]);
-            items.push(json!({"path": l.display, "skipped": e.to_string()}));
-            continue;
-        }
+        // for a change (a mirror of a path that now leads outside the root, or into `.git/`, is
+        // left alone), and the store is handed the resolved, link-free path the workspace layer
+        // acts on.
+        let resolved = match audit.guard.resolve_for_change(&l.display) {
+            Ok(resolved) => resolved,
+            Err(e) => {
+                refused += 1;
+                rows.push(vec![
+                    l.display.clone(),
+                    "-".into(),
+                    "-".into(),
+                    format!("skipped: {e}"),
+                ]);
+                items.push(json!({"path": l.display, "skipped": e.to_string()}));
+                continue;
+            }
+        };
         let versions = keyed_versions(&l.mirror.records);
         let report = store
             .lock()
-            .and_then(|lock| store.import_versions(&lock, &l.relative, &versions))
+            .and_then(|lock| store.import_versions(&lock, &resolved.relative, &versions))
             .map_err(|e| AuditError::History(e.to_string()))?;
         rows.push(vec![
             l.display.clone(),

@@ -1,19 +1,23 @@
 //! `audit restore`: writing a recorded version back into the workspace.
 //!
-//! The destination goes through the path guard without following a final link, is replaced
-//! atomically (a temporary file in the same directory, then a rename), and the restore is appended
+//! The destination goes through the path guard as a change (a final link is not followed, `.git/`
+//! is refused), every read and write goes through the workspace layer (relative to descriptors
+//! opened beneath the root, so a swapped-in link makes the restore fail rather than write
+//! elsewhere), the file is replaced with the layer's one temporary-file scheme (or by the history
+//! store when the workspace has one), and the restore is appended
 //! to the destination's mirror as an overwrite record exactly as `tee` writes one, so the restore
 //! itself can be audited and undone. Content that exists in no record is never replaced without
 //! `--force`, and even then it is first kept in the mirror as a baseline record.
 
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, Utc};
-use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
+use rustix::fs::FlockOperation;
 use serde_json::json;
+
+use crate::workspace::is_swap;
 
 use super::commands::{record_name, select, Audit};
 use super::mirror::{format_separator, Mirror, RecordKind};
@@ -65,22 +69,24 @@ pub fn restore(
     let record = &source.mirror.records[index];
     let version = record.content.clone();
     let dest_input = req.to.unwrap_or(&source.display);
-    let dest = audit.guard.resolve_no_follow(dest_input)?;
-    let name = match (dest.relative.file_name(), dest.is_root()) {
-        (Some(n), false) => n.to_os_string(),
-        _ => return Err(AuditError::DestinationNotFile(dest_input.to_string())),
-    };
+    // A restore is a change: the final link is not followed and `.git/` is refused, so a
+    // hostile mirror of `.git/hooks/pre-commit` cannot plant a hook.
+    let dest = audit.guard.resolve_for_change(dest_input)?;
+    if dest.is_root() || dest.relative.file_name().is_none() {
+        return Err(AuditError::DestinationNotFile(dest_input.to_string()));
+    }
     let shown = dest.display();
+    let ws = audit.workspace();
 
-    let existing = match std::fs::symlink_metadata(&dest.path) {
-        Ok(meta) if meta.file_type().is_file() => Some(meta),
-        Ok(_) => return Err(AuditError::DestinationNotFile(dest_input.to_string())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+    let existing = match ws.stat(&dest.relative) {
+        Ok(Some(st)) if st.is_file() => Some(st),
+        Ok(Some(_)) => return Err(AuditError::DestinationNotFile(dest_input.to_string())),
+        Ok(None) => None,
         Err(e) => return Err(io(format!("cannot inspect '{shown}'"))(e)),
     };
     let current = match existing {
         Some(_) => {
-            let mut f = tree::open_file_nofollow(&audit.root_fd, &dest.relative)
+            let mut f = tree::open_file_nofollow(ws, &dest.relative)
                 .map_err(open_err(format!("cannot read '{shown}'"), &shown))?;
             let mut bytes = Vec::new();
             f.read_to_end(&mut bytes)
@@ -105,7 +111,7 @@ pub fn restore(
     // Forced or not, content no record holds is kept as a baseline record before it is replaced.
     let mut unrecorded = false;
     if let Some(cur) = &current {
-        let dest_mirror = match tree::read_mirror(&audit.root_fd, &dest.relative) {
+        let dest_mirror = match tree::read_mirror(ws, &dest.relative) {
             Ok(bytes) => Mirror::parse(&bytes),
             Err(OpenError::NotFound) => Mirror::default(),
             Err(e) => {
@@ -122,64 +128,39 @@ pub fn restore(
         unrecorded = !recorded;
     }
 
-    // Write the new content beside the destination first, so a failure leaves the workspace as it
-    // was; then record it; then swap it in.
+    // Missing directories of the destination are made (a deleted file comes back with its
+    // directory), one at a time beneath the root's descriptor; a swapped-in link fails here,
+    // before anything is recorded.
     let parent_rel = dest.relative.parent().unwrap_or(Path::new(""));
-    let dir = tree::open_dir_nofollow(&audit.root_fd, parent_rel, true).map_err(open_err(
-        format!("cannot open the directory of '{shown}'"),
-        &shown,
-    ))?;
-    let mode = existing
-        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
-        .unwrap_or(0o644);
-    let tmp_name = format!(
-        ".{}.audit-restore.{}.{}",
-        name.to_string_lossy(),
-        std::process::id(),
-        now_nanos()
-    );
-    let tmp = rustix::fs::openat(
-        &dir,
-        tmp_name.as_str(),
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(mode),
-    )
-    .map_err(errno(format!(
-        "cannot create a temporary file beside '{shown}'"
-    )))?;
-    let written = write_and_sync(tmp, &version)
-        .map_err(io(format!(
-            "cannot write a temporary file beside '{shown}'"
-        )))
-        .and_then(|_| {
-            let keep = if unrecorded { current.as_deref() } else { None };
-            record_restore(audit, &dest.relative, &shown, keep, &version)
-        });
-    let ids = match written {
-        Ok(ids) => ids,
-        Err(e) => {
-            let _ = rustix::fs::unlinkat(&dir, tmp_name.as_str(), rustix::fs::AtFlags::empty());
-            return Err(e);
-        }
-    };
+    ws.create_dirs(parent_rel).map_err(|e| {
+        open_err(format!("cannot create the directory of '{shown}'"), &shown)(e.into())
+    })?;
+    // Record first, then change the file: if the change then fails, the mirror holds a record of
+    // an attempt, which an auditor can see through; the other order could leave a change the
+    // audit never saw.
+    let keep = if unrecorded { current.as_deref() } else { None };
+    let ids = record_restore(audit, &dest.relative, &shown, keep, &version)?;
     // A workspace that has a `.filesystem/` history gets the restore as a version there too (the
     // store swaps the file in itself), so `undo_file` can take the restore back.
-    let history_version = if audit.root.join(crate::guard::STATE_DIRS[0]).is_dir() {
-        let _ = rustix::fs::unlinkat(&dir, tmp_name.as_str(), rustix::fs::AtFlags::empty());
-        let store = crate::history::Store::new(audit.guard.workspace().clone(), true);
+    let has_store = ws
+        .stat(Path::new(crate::guard::STATE_DIRS[0]))
+        .ok()
+        .flatten()
+        .is_some_and(|st| st.is_dir());
+    let history_version = if has_store {
+        let store = crate::history::Store::new(ws.clone(), true);
         let report = store
             .lock()
             .and_then(|lock| store.write(&lock, &dest.relative, &version, false))
             .map_err(|e| AuditError::History(e.to_string()))?;
         report.version
     } else {
-        if let Err(e) = rustix::fs::renameat(&dir, tmp_name.as_str(), &dir, name.as_os_str()) {
-            let _ = rustix::fs::unlinkat(&dir, tmp_name.as_str(), rustix::fs::AtFlags::empty());
-            return Err(errno(format!(
+        // The layer's one temporary-file scheme: a temporary beside the destination, synced,
+        // renamed into place; the old permission bits are kept.
+        ws.replace_file(&dest.relative, &version, existing.map(|st| st.mode), false)
+            .map_err(io(format!(
                 "cannot move the restored content into '{shown}'"
-            ))(e));
-        }
-        let _ = rustix::fs::fsync(&dir);
+            )))?;
         None
     };
 
@@ -238,12 +219,6 @@ fn finish(
     Ok(0)
 }
 
-fn write_and_sync(fd: OwnedFd, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = std::fs::File::from(fd);
-    file.write_all(bytes)?;
-    file.sync_all()
-}
-
 fn now_nanos() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -271,36 +246,35 @@ fn record_restore(
     let mirror_rel = Path::new(MIRROR_DIR).join(dest_rel);
     let parent = mirror_rel.parent().unwrap_or(Path::new(MIRROR_DIR));
     let what = format!("cannot record the restore in .shelpa/{shown}");
-    let dir = tree::open_dir_nofollow(&audit.root_fd, parent, true)
-        .map_err(open_err(what.clone(), shown))?;
-    let name = mirror_rel.file_name().unwrap_or_default();
-    let fd = rustix::fs::openat(
-        &dir,
-        name,
-        OFlags::RDWR
-            | OFlags::APPEND
-            | OFlags::CREATE
-            | OFlags::NOFOLLOW
-            | OFlags::NONBLOCK
-            | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o644),
-    )
-    .map_err(|e| match e {
-        rustix::io::Errno::LOOP => AuditError::HostileMirror {
-            path: shown.to_string(),
-            why: "is a symlink".into(),
-        },
-        other => errno(what.clone())(other),
-    })?;
-    let stat = rustix::fs::fstat(&fd).map_err(errno(what.clone()))?;
-    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Err(AuditError::HostileMirror {
-            path: shown.to_string(),
-            why: "is not a regular file".into(),
-        });
-    }
-    rustix::fs::flock(&fd, FlockOperation::LockExclusive).map_err(errno(what.clone()))?;
-    let mut file = std::fs::File::from(fd);
+    let ws = audit.workspace();
+    let hostile = |e: std::io::Error| {
+        if is_swap(&e) || e.raw_os_error() == Some(libc::ENOTDIR) {
+            AuditError::HostileMirror {
+                path: shown.to_string(),
+                why: "goes through a symlink, which is not followed here".into(),
+            }
+        } else if e.kind() == std::io::ErrorKind::InvalidData {
+            // What the layer's append refuses: a special file, or one with another name that
+            // could be a file anywhere else.
+            AuditError::HostileMirror {
+                path: shown.to_string(),
+                why: "is not a regular file with a single link".into(),
+            }
+        } else if e.kind() == std::io::ErrorKind::AlreadyExists {
+            AuditError::HostileMirror {
+                path: shown.to_string(),
+                why: "has a file where a directory of .shelpa/ belongs".into(),
+            }
+        } else {
+            AuditError::Io {
+                what: what.clone(),
+                source: e,
+            }
+        }
+    };
+    ws.create_dirs(parent).map_err(hostile)?;
+    let mut file = ws.open_append(&mirror_rel).map_err(hostile)?;
+    rustix::fs::flock(&file, FlockOperation::LockExclusive).map_err(errno(what.clone()))?;
     let mut existing = Vec::new();
     file.read_to_end(&mut existing).map_err(io(what.clone()))?;
     let parsed = Mirror::parse(&existing);

@@ -1,18 +1,16 @@
 //! Finding and reading mirror files under `.shelpa/` without ever following a link.
 //!
 //! A `.shelpa/` tree may come from an old machine, an archive, or an agent that was not careful,
-//! so it is treated as hostile: every entry is inspected with `lstat`, symlinks and special files
-//! are reported and skipped, and files are opened one directory handle at a time with
-//! `O_NOFOLLOW`, so swapping a component for a link between the walk and the read cannot redirect
-//! the read outside the root either.
+//! so it is treated as hostile: every entry is inspected without following it, symlinks and special
+//! files are reported and skipped, and everything is opened through the workspace layer (beneath
+//! the root's descriptor, refusing every link), so swapping a component for a link between the
+//! walk and the read cannot redirect the read outside the root either.
 
 use std::io::{self, Read};
-use std::os::fd::OwnedFd;
-use std::path::{Component, Path, PathBuf};
-
-use rustix::fs::{FileType, Mode, OFlags};
+use std::path::{Path, PathBuf};
 
 use crate::guard::normalize;
+use crate::workspace::{is_swap, Dir, Stat, Workspace};
 
 /// The mirror directory's name inside the workspace root.
 pub const MIRROR_DIR: &str = ".shelpa";
@@ -44,70 +42,68 @@ pub struct Scan {
     pub hostile: Vec<Hostile>,
 }
 
-/// Walks `root/.shelpa/` without following symlinks. A missing `.shelpa/` is an empty scan.
-pub fn scan(root: &Path) -> io::Result<Scan> {
+/// Walks `.shelpa/` through the workspace layer without following symlinks. A missing `.shelpa/`
+/// is an empty scan. Iterative (a stack of directories opened by descriptor), so a deep hostile
+/// tree cannot exhaust the stack, and a directory swapped for a link mid-walk is refused by the
+/// layer rather than followed.
+pub fn scan(ws: &Workspace) -> io::Result<Scan> {
     let mut out = Scan::default();
-    let top = root.join(MIRROR_DIR);
-    match std::fs::symlink_metadata(&top) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(e),
-        Ok(meta) if meta.file_type().is_symlink() => {
+    let top = Path::new(MIRROR_DIR);
+    match ws.stat(top)? {
+        None => return Ok(out),
+        Some(stat) if stat.is_symlink() => {
             out.hostile.push(Hostile {
                 display: ".".into(),
                 message: ".shelpa itself is a symlink; it was not followed (a mirror directory is never a link: move the real directory into place)".into(),
             });
             return Ok(out);
         }
-        Ok(meta) if !meta.is_dir() => {
+        Some(stat) if !stat.is_dir() => {
             out.hostile.push(Hostile {
                 display: ".".into(),
                 message: ".shelpa is not a directory, so there is no mirror to read".into(),
             });
             return Ok(out);
         }
-        Ok(_) => {}
+        Some(_) => {}
     }
-    walk(&top, Path::new(""), &mut out)?;
+    let mut stack: Vec<(Dir, PathBuf)> = vec![(ws.dir(top)?, PathBuf::new())];
+    while let Some((dir, rel)) = stack.pop() {
+        for entry in dir.entries()? {
+            let child_rel = rel.join(&entry.name);
+            let display = child_rel.to_string_lossy().into_owned();
+            let kind = entry.stat;
+            if entry.name.to_str().is_none() {
+                out.hostile.push(Hostile {
+                    display,
+                    message:
+                        "the name is not valid UTF-8, so no workspace path can name it; it was skipped"
+                            .into(),
+                });
+            } else if kind.is_symlink() {
+                out.hostile.push(Hostile {
+                    display,
+                    message: "a symlink inside .shelpa/; it was not followed (tee never writes links, so this mirror was tampered with or copied carelessly)".into(),
+                });
+            } else if kind.is_dir() {
+                stack.push((dir.subdir(&entry.name)?, child_rel));
+            } else if kind.is_file() {
+                out.mirrors.push(MirrorFile {
+                    relative: child_rel,
+                    display,
+                });
+            } else {
+                out.hostile.push(Hostile {
+                    display,
+                    message: "not a regular file (FIFO, socket or device); it was not opened"
+                        .into(),
+                });
+            }
+        }
+    }
     out.mirrors.sort_by(|a, b| a.relative.cmp(&b.relative));
     out.hostile.sort_by(|a, b| a.display.cmp(&b.display));
     Ok(out)
-}
-
-fn walk(dir: &Path, rel: &Path, out: &mut Scan) -> io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        let child_rel = rel.join(&name);
-        let display = child_rel.to_string_lossy().into_owned();
-        // DirEntry::file_type does not follow links.
-        let kind = entry.file_type()?;
-        if name.to_str().is_none() {
-            out.hostile.push(Hostile {
-                display,
-                message:
-                    "the name is not valid UTF-8, so no workspace path can name it; it was skipped"
-                        .into(),
-            });
-        } else if kind.is_symlink() {
-            out.hostile.push(Hostile {
-                display,
-                message: "a symlink inside .shelpa/; it was not followed (tee never writes links, so this mirror was tampered with or copied carelessly)".into(),
-            });
-        } else if kind.is_dir() {
-            walk(&entry.path(), &child_rel, out)?;
-        } else if kind.is_file() {
-            out.mirrors.push(MirrorFile {
-                relative: child_rel,
-                display,
-            });
-        } else {
-            out.hostile.push(Hostile {
-                display,
-                message: "not a regular file (FIFO, socket or device); it was not opened".into(),
-            });
-        }
-    }
-    Ok(())
 }
 
 /// Why a path could not be opened safely.
@@ -124,86 +120,38 @@ pub enum OpenError {
     NotAFile,
     /// Anything else.
     #[error("{0}")]
-    Io(#[from] io::Error),
+    Io(io::Error),
 }
 
-/// Opens the directory handle of the root for the descriptor walk.
-pub fn open_root(root: &Path) -> io::Result<OwnedFd> {
-    Ok(rustix::fs::open(
-        root,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?)
-}
-
-/// Splits a root-relative path into plain names; anything else (`..`, `/`) is refused.
-fn names(rel: &Path) -> Result<Vec<&std::ffi::OsStr>, OpenError> {
-    rel.components()
-        .map(|c| match c {
-            Component::Normal(n) => Ok(n),
-            _ => Err(OpenError::Symlink),
-        })
-        .collect()
-}
-
-fn map_errno(e: rustix::io::Errno) -> OpenError {
-    match e {
-        rustix::io::Errno::NOENT => OpenError::NotFound,
-        rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => OpenError::Symlink,
-        other => OpenError::Io(other.into()),
+impl From<io::Error> for OpenError {
+    /// The layer's answers, sorted: nothing there, a link met on the way (or a file where a
+    /// directory was needed, the shape a swapped-in link takes too), anything else.
+    fn from(e: io::Error) -> OpenError {
+        if is_swap(&e) || e.raw_os_error() == Some(libc::ENOTDIR) {
+            OpenError::Symlink
+        } else if e.kind() == io::ErrorKind::NotFound {
+            OpenError::NotFound
+        } else {
+            OpenError::Io(e)
+        }
     }
 }
 
-/// Opens the directory `rel` (relative to `root_fd`) one component at a time, refusing links.
-/// With `create`, missing directories are made on the way.
-pub fn open_dir_nofollow(
-    root_fd: &OwnedFd,
-    rel: &Path,
-    create: bool,
-) -> Result<OwnedFd, OpenError> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let mut dir = rustix::fs::openat(root_fd, ".", flags, Mode::empty()).map_err(map_errno)?;
-    for name in names(rel)? {
-        let next = match rustix::fs::openat(&dir, name, flags, Mode::empty()) {
-            Err(rustix::io::Errno::NOENT) if create => {
-                match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o755)) {
-                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-                    Err(e) => return Err(map_errno(e)),
-                }
-                rustix::fs::openat(&dir, name, flags, Mode::empty()).map_err(map_errno)?
-            }
-            other => other.map_err(map_errno)?,
-        };
-        dir = next;
-    }
-    Ok(dir)
-}
-
-/// Opens the regular file `rel` (relative to `root_fd`) for reading without following any link
-/// and without blocking on a FIFO.
-pub fn open_file_nofollow(root_fd: &OwnedFd, rel: &Path) -> Result<std::fs::File, OpenError> {
-    let parent = rel.parent().unwrap_or(Path::new(""));
-    let name = rel.file_name().ok_or(OpenError::NotAFile)?;
-    let dir = open_dir_nofollow(root_fd, parent, false)?;
-    let fd = rustix::fs::openat(
-        &dir,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(map_errno)?;
-    let stat = rustix::fs::fstat(&fd).map_err(|e| OpenError::Io(e.into()))?;
-    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+/// Opens the regular file `rel` for reading through the workspace layer: no link anywhere on the
+/// way or at the end, no blocking on a FIFO.
+pub fn open_file_nofollow(ws: &Workspace, rel: &Path) -> Result<std::fs::File, OpenError> {
+    let file = ws.open_read(rel)?;
+    if !Stat::of(&file)?.is_file() {
         return Err(OpenError::NotAFile);
     }
-    Ok(std::fs::File::from(fd))
+    Ok(file)
 }
 
 /// Reads the mirror of a workspace path (`.shelpa/<relative>`) without following links.
-pub fn read_mirror(root_fd: &OwnedFd, relative: &Path) -> Result<Vec<u8>, OpenError> {
-    let mut file = open_file_nofollow(root_fd, &Path::new(MIRROR_DIR).join(relative))?;
+pub fn read_mirror(ws: &Workspace, relative: &Path) -> Result<Vec<u8>, OpenError> {
+    let mut file = open_file_nofollow(ws, &Path::new(MIRROR_DIR).join(relative))?;
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
+    file.read_to_end(&mut bytes).map_err(OpenError::Io)?;
     Ok(bytes)
 }
 

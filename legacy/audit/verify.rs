@@ -31,7 +31,7 @@ pub struct Problem {
 /// Checks every mirror and returns how many were read and what is wrong with them; shared by
 /// `audit verify` and `filesystem check`, so both judge mirrors the same way.
 pub fn problems(audit: &Audit) -> Result<(usize, Vec<Problem>), AuditError> {
-    let scan = tree::scan(&audit.root).map_err(|source| AuditError::Io {
+    let scan = tree::scan(audit.workspace()).map_err(|source| AuditError::Io {
         what: "cannot walk .shelpa/".into(),
         source,
     })?;
@@ -55,7 +55,7 @@ pub fn problems(audit: &Audit) -> Result<(usize, Vec<Problem>), AuditError> {
                 message: format!("its workspace path would not be accepted by the guard ({e}); audit commands will not read or write that workspace path"),
             });
         }
-        let bytes = match tree::read_mirror(&audit.root_fd, &m.relative) {
+        let bytes = match tree::read_mirror(audit.workspace(), &m.relative) {
             Ok(b) => b,
             Err(e) => {
                 problems.push(Problem {

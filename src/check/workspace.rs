@@ -1,9 +1,10 @@
 //! Temporary files beside workspace files, left when a process died between writing the
 //! temporary and renaming it over the real file.
 //!
-//! Two writers make them: the store's atomic replace (`.filesystem-tmp-XXXXXX`, only ever under
-//! the store lock) and the legacy `tee` (`.NAME.shelpa-tmp-PID-NANOS-N`, under the mirror's own
-//! lock, not the store's). A leftover was never renamed into place, so no acknowledged write
+//! Today every writer uses the workspace layer's one scheme (`.filesystem-tmp-XXXXXX`): the
+//! store's atomic replace under the store lock, and the legacy `tee` and `audit restore`. Older
+//! versions of the legacy `tee` made `.NAME.shelpa-tmp-PID-NANOS-N` under the mirror's own lock;
+//! those are still recognised, since a workspace may hold one from before the change. A leftover was never renamed into place, so no acknowledged write
 //! depends on it; still, it may be the only copy of an unacknowledged write, so `--repair` moves
 //! it aside into `.filesystem/.orphans/` rather than deleting it. The walk never follows a link
 //! and skips the server's own state directories (checked elsewhere).
@@ -14,7 +15,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use crate::history::durable::is_temp_name;
-use crate::legacy::tee::temp_owner_pid;
 use crate::workspace::temp::is_leftover;
 
 use super::repair::Fixer;
@@ -79,7 +79,10 @@ fn temp(root: &Path, rel: &Path, name: &OsStr, fixer: &mut Fixer, report: &mut R
         return;
     };
     let busy = match owner {
-        // Store temporaries are only made under the store lock, which --repair holds.
+        // The store makes these only under the store lock, which --repair holds; tee and
+        // `audit restore` hold one only for the length of a single write, so one older than the
+        // start of this check is a leftover (at worst a write racing the check fails; it is
+        // never lost, as the rename into place then finds no temporary).
         Owner::Store => !fixer.older_than_start(&path),
         Owner::Tee(pid) => !fixer.older_than_start(&path) || process_alive(pid),
     };
@@ -119,7 +122,7 @@ fn temp(root: &Path, rel: &Path, name: &OsStr, fixer: &mut Fixer, report: &mut R
 
 /// Who made a temporary.
 enum Owner {
-    /// The store's atomic replace.
+    /// The workspace layer's scheme (the store, tee, `audit restore`).
     Store,
     /// Legacy `tee`, in the process with this id.
     Tee(u32),
@@ -137,4 +140,25 @@ fn process_alive(pid: u32) -> bool {
         Ok(()) => true,
         Err(e) => e != rustix::io::Errno::SRCH,
     }
+}
+
+/// What marked a name as a temporary of the legacy `tee` before it used the workspace layer's
+/// scheme: `.{name}.shelpa-tmp-{pid}-{nanos}-{attempt}`. No longer made; recognised so leftovers
+/// of older versions are still found.
+const OLD_TEE_MARKER: &str = ".shelpa-tmp-";
+
+/// The process id inside an old tee temporary's name, or `None` if `name` does not have exactly
+/// that shape: an interrupted overwrite's leftover (its process is gone) is told from one still
+/// being written by an older server that is still running.
+fn temp_owner_pid(name: &str) -> Option<u32> {
+    let at = name.rfind(OLD_TEE_MARKER)?;
+    if !name.starts_with('.') || at < 2 {
+        return None;
+    }
+    let mut parts = name[at + OLD_TEE_MARKER.len()..].split('-');
+    let pid = parts.next()?.parse::<u32>().ok()?;
+    let nanos = parts.next()?;
+    let attempt = parts.next()?;
+    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (numeric(nanos) && numeric(attempt) && parts.next().is_none()).then_some(pid)
 }
