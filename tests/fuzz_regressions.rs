@@ -37,3 +37,8 @@ fn saved_guard_inputs_still_pass() {
 fn saved_pipeline_inputs_still_pass() {
     replay("pipeline", checks::pipeline);
 }
+
+#[test]
+fn saved_workspace_inputs_still_pass() {
+    replay("workspace", checks::workspace);
+}

@@ -369,7 +369,7 @@ mod tests {
         // A leftover of ours still has the bits every temporary is created with.
         std::fs::set_permissions(
             root.join("src/.filesystem-tmp-Zz9Yy8"),
-            std::os::unix::fs::PermissionsExt::from_mode(0o0),
+            std::os::unix::fs::PermissionsExt::from_mode(0o000),
         )
         .expect("chmod");
         write(&root, "src/.filesystem-tmp-User01", "a user's own file");

@@ -322,7 +322,7 @@ impl Dir {
             Mode::from_raw_mode(0o644),
         )?;
         let file = File::from(fd);
-        refuse_shared(&file)?;
+        self.refuse_shared(&file, name)?;
         Ok(file)
     }
 
@@ -330,7 +330,7 @@ impl Dir {
     /// file with more than one link: for trimming a torn log line in place.
     pub fn open_for_update(&self, name: &OsStr) -> io::Result<File> {
         let file = File::from(self.open(name, OFlags::RDWR, Mode::empty())?);
-        refuse_shared(&file)?;
+        self.refuse_shared(&file, name)?;
         Ok(file)
     }
 
@@ -362,8 +362,29 @@ pub fn new_file_mode() -> u32 {
     })
 }
 
-/// Refuses a regular file that has more than one name.
-fn refuse_shared(file: &File) -> io::Result<()> {
+impl Dir {
+    /// Refuses an opened `name` unless it is a regular file whose one and only name is `name`
+    /// here. The open file's link count alone is not enough: a planted link removed between the
+    /// open and the count leaves 1, yet that one name is the file elsewhere. So one `statat` of
+    /// the name must show this very inode *and* a single link (a link removed before the
+    /// `fstat` and planted again before a separate name check would pass both apart). This
+    /// narrows the race to the inside of that one `statat`; names cannot close it entirely.
+    fn refuse_shared(&self, file: &File, name: &OsStr) -> io::Result<()> {
+        let st = refuse_linked(file)?;
+        match rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(now) if now.st_dev == st.st_dev && now.st_ino == st.st_ino && now.st_nlink == 1 => {
+                Ok(())
+            }
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the file's name was removed or replaced while it was being opened, so writing to it could change a file elsewhere; nothing was written (try again)",
+            )),
+        }
+    }
+}
+
+/// Refuses a regular file that has more than one name; returns what it is.
+fn refuse_linked(file: &File) -> io::Result<rustix::fs::Stat> {
     let st = rustix::fs::fstat(file)?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
         return Err(io::Error::new(
@@ -377,7 +398,7 @@ fn refuse_shared(file: &File) -> io::Result<()> {
             "the file has more than one hard link, so writing to it could change a file elsewhere; nothing was written (remove the extra link)",
         ));
     }
-    Ok(())
+    Ok(st)
 }
 
 impl Workspace {

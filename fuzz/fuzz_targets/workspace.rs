@@ -1,0 +1,7 @@
+//! Fuzz target: see `checks::workspace`.
+#![no_main]
+
+#[path = "../checks.rs"]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::workspace(data));
