@@ -3,6 +3,8 @@
 //!
 //! `scripts/bench` installs the peers and calls this with their paths. With `--floor` the same
 //! executable is the floor server instead, so the floor needs no target of its own.
+//! With `--baseline` an earlier build of ours runs beside the current one in the same cases, and
+//! the report says what the changes since it cost (`BENCH_BASELINE` in `scripts/bench`).
 
 mod harness;
 
@@ -40,6 +42,13 @@ struct Opts {
     /// The rust-mcp-filesystem executable.
     #[arg(long, value_name = "PATH")]
     rust_mcp: Option<PathBuf>,
+    /// An earlier build of ours, measured beside the current one in every case ours takes part
+    /// in, started the same way; the report then says what the changes since it cost.
+    #[arg(long, value_name = "PATH")]
+    baseline: Option<PathBuf>,
+    /// What that build is called: its rows are labelled `filesystem@NAME` (default: baseline).
+    #[arg(long, value_name = "NAME", requires = "baseline")]
+    baseline_label: Option<String>,
     /// Leave the floor out.
     #[arg(long)]
     no_floor: bool,
@@ -86,22 +95,35 @@ fn main() -> ExitCode {
     }
 }
 
+/// A `filesystem` binary as a peer: the current build, or the earlier one compared against.
+fn build_of_ours(label: String, kind: Kind, program: PathBuf) -> Peer {
+    Peer {
+        label,
+        kind,
+        version: format!(
+            "{}, {}",
+            machine::first_line(&program, &["--version"]).unwrap_or_default(),
+            machine::linkage(&program)
+        ),
+        program,
+        leading: vec![],
+    }
+}
+
 fn run(opts: &Opts) -> Result<(), String> {
     let ours = opts
         .ours
         .clone()
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_filesystem")));
-    let mut peers = vec![Peer {
-        label: "filesystem".into(),
-        kind: Kind::Ours,
-        version: format!(
-            "{}, {}",
-            machine::first_line(&ours, &["--version"]).unwrap_or_default(),
-            machine::linkage(&ours)
-        ),
-        program: ours,
-        leading: vec![],
-    }];
+    let mut peers = vec![build_of_ours("filesystem".into(), Kind::Ours, ours)];
+    if let Some(exe) = &opts.baseline {
+        let name = opts.baseline_label.as_deref().unwrap_or("baseline");
+        peers.push(build_of_ours(
+            format!("filesystem@{name}"),
+            Kind::Baseline,
+            exe.clone(),
+        ));
+    }
     if !opts.no_floor {
         let me =
             std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;

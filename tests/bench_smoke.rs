@@ -1,6 +1,7 @@
 //! The benchmark harness on tiny inputs against our binary only: it must run every case to the
 //! end and produce a report. Nothing here looks at how long anything took — a benchmark is not
-//! a test — but every measurement the harness makes of a tool we serve must have succeeded.
+//! a test — but every measurement the harness makes of a tool we serve must have succeeded. A
+//! second run adds the same binary as a `--baseline` build to check its rows and report section.
 
 #[allow(dead_code)]
 #[path = "../benches/harness/mod.rs"]
@@ -16,6 +17,17 @@ fn ours() -> Peer {
         program: env!("CARGO_BIN_EXE_filesystem").into(),
         leading: vec![],
         version: "test build".into(),
+    }
+}
+
+fn preamble() -> report::Preamble {
+    report::Preamble {
+        command: "smoke".into(),
+        machine: harness::machine::facts(),
+        versions: vec![("filesystem".into(), "test build".into())],
+        reps: 1,
+        reps_startup: 1,
+        findings: String::new(),
     }
 }
 
@@ -77,19 +89,67 @@ fn smoke_run_measures_every_case_against_our_binary_and_renders_a_table() {
     assert!(row.error.is_none(), "start-up failed: {:?}", row.error);
     assert!(row.rss_kib.median().is_some_and(|k| k > 0.0));
 
-    let text = report::render(
-        &report::Preamble {
-            command: "smoke".into(),
-            machine: harness::machine::facts(),
-            versions: vec![("filesystem".into(), "test build".into())],
-            reps: 1,
-            reps_startup: 1,
-            findings: String::new(),
-        },
-        &outcome,
-    );
+    let text = report::render(&preamble(), &outcome);
     assert!(text.contains("## Targets"));
     assert!(text.contains("| subject | median | min | max | runs |"));
     assert!(text.contains("| filesystem |"));
     assert!(text.contains("### start-up"));
+}
+
+/// `--baseline` pointed at the current binary itself: the earlier-build rows and the cost section
+/// must appear. The ratios are whatever they are (about 1); timing is never asserted.
+#[test]
+fn baseline_build_runs_beside_ours_in_every_case_and_gets_a_cost_section() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut previous = ours();
+    previous.label = "filesystem@same".into();
+    previous.kind = Kind::Baseline;
+    let cfg = Config {
+        sizes: Sizes::smoke(),
+        reps: 1,
+        reps_startup: 1,
+        data_dir: dir.path().to_path_buf(),
+        peers: vec![ours(), previous],
+        only: vec![],
+    };
+    let outcome = harness::run(&cfg).expect("the harness runs to the end");
+    assert_eq!(outcome.baseline.as_deref(), Some("filesystem@same"));
+
+    // Every case ours takes part in has a twin for each of ours' rows, measured like it.
+    for result in &outcome.results {
+        assert!(
+            !result.twins.is_empty(),
+            "{} has no baseline rows",
+            result.title
+        );
+        for twin in &result.twins {
+            let now = result.row(&twin.current).expect("current row");
+            let then = result.row(&twin.previous).expect("baseline row");
+            assert!(
+                twin.previous.contains("filesystem@same"),
+                "{}",
+                twin.previous
+            );
+            assert_eq!(
+                now.error.is_some(),
+                then.error.is_some(),
+                "{}",
+                twin.previous
+            );
+            assert_eq!(now.time.len(), then.time.len(), "{}", twin.previous);
+        }
+    }
+
+    let text = report::render(&preamble(), &outcome);
+    assert!(text.contains("## Cost of the changes since filesystem@same"));
+    assert!(text.contains("| filesystem@same |"));
+    assert!(text.contains("| filesystem@same --backup |"));
+    assert!(text.contains("| write_file, --backup vs not | filesystem --backup |"));
+    // The section sits between the targets and the results, which keep their place.
+    let (targets, cost, results) = (
+        text.find("## Targets"),
+        text.find("## Cost of the changes"),
+        text.find("## Results"),
+    );
+    assert!(targets < cost && cost < results);
 }

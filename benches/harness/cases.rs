@@ -50,6 +50,20 @@ pub struct Check {
     pub met: Option<bool>,
 }
 
+/// The limit on what the changes since the `--baseline` build may cost: the current build's
+/// median time at most this many times the baseline build's, where a case is bound by it.
+pub const COST_LIMIT: f64 = 1.10;
+
+/// A row of the current build and the row of the same subject (same flags, same inputs) on the
+/// `--baseline` build, whose ratio is what the changes since then cost.
+#[derive(Clone, Debug)]
+pub struct Twin {
+    /// Label of the current build's row.
+    pub current: String,
+    /// Label of the baseline build's row.
+    pub previous: String,
+}
+
 /// Everything one case produced.
 #[derive(Clone, Debug)]
 pub struct CaseResult {
@@ -65,6 +79,11 @@ pub struct CaseResult {
     pub rows: Vec<Row>,
     /// Facts noticed while measuring (mismatches, truncated output…).
     pub notes: Vec<String>,
+    /// Current rows paired with their `--baseline` rows (empty without a baseline build).
+    pub twins: Vec<Twin>,
+    /// The limit on the twins' time ratio in this case ([`COST_LIMIT`]), or `None` when the
+    /// case's cost is reported without one.
+    pub cost_limit: Option<f64>,
 }
 
 impl CaseResult {
@@ -84,6 +103,36 @@ impl CaseResult {
     pub fn rss(&self, label: &str) -> Option<f64> {
         self.row(label)?.rss_kib.median()
     }
+
+    /// Median time of the twin's current row divided by its baseline row's (above 1: the
+    /// changes since the baseline made it slower).
+    pub fn time_cost(&self, twin: &Twin) -> Option<f64> {
+        let now = self.row(&twin.current)?.time.median()?;
+        let then = self.row(&twin.previous)?.time.median()?;
+        (then > 0.0).then(|| now / then)
+    }
+
+    /// The same ratio for median peak RSS, where both rows measured it.
+    pub fn rss_cost(&self, twin: &Twin) -> Option<f64> {
+        let (now, then) = (self.rss(&twin.current)?, self.rss(&twin.previous)?);
+        (then > 0.0).then(|| now / then)
+    }
+}
+
+/// The label of the baseline build's twin of the row `current`: the current build's label swapped
+/// for the baseline's when the row is named after it (`filesystem --backup` becomes
+/// `filesystem@abc1234 --backup`), else the baseline's label appended (`10 versions
+/// (filesystem@abc1234)`).
+fn twin_label(current: &str, ours: &str, previous: &str) -> String {
+    match current.strip_prefix(ours) {
+        Some(rest) if !ours.is_empty() => format!("{previous}{rest}"),
+        _ => format!("{current} ({previous})"),
+    }
+}
+
+/// A label made safe for a file name.
+fn slug(label: &str) -> String {
+    label.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
 }
 
 /// One repetition's measurement.
@@ -180,17 +229,46 @@ impl<'a> Bench<'a> {
         })
     }
 
+    /// `subjects` with the baseline build's twin right after each subject run on our binary,
+    /// launched with the same flags, and the pairs; unchanged when there is no baseline build.
+    /// Twins take part in the same alternation as every peer, so drift hits both builds alike.
+    fn with_twins(&self, subjects: Vec<Subject>) -> (Vec<Subject>, Vec<Twin>) {
+        let Some(previous) = self.peer(Kind::Baseline) else {
+            return (subjects, Vec::new());
+        };
+        let ours = self.ours_label();
+        let mut all = Vec::with_capacity(subjects.len() * 2);
+        let mut twins = Vec::new();
+        for subject in subjects {
+            let on_ours = subject.peer.as_ref().is_some_and(|p| p.kind == Kind::Ours);
+            if on_ours {
+                let twin = Subject {
+                    label: twin_label(&subject.label, &ours, &previous.label),
+                    peer: Some(previous.clone()),
+                    extra: subject.extra.clone(),
+                };
+                twins.push(Twin {
+                    current: subject.label.clone(),
+                    previous: twin.label.clone(),
+                });
+                all.push(subject);
+                all.push(twin);
+            } else {
+                all.push(subject);
+            }
+        }
+        (all, twins)
+    }
+
     fn start(&self, subject: &Subject) -> Result<Server, BenchError> {
         let peer = subject
             .peer
             .as_ref()
             .ok_or_else(|| BenchError::Protocol("no server for this subject".into()))?;
-        let log = self.cfg.data_dir.join(format!(
-            "stderr-{}.log",
-            subject
-                .label
-                .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
-        ));
+        let log = self
+            .cfg
+            .data_dir
+            .join(format!("stderr-{}.log", slug(&subject.label)));
         Server::spawn(
             &peer.launch(&self.data.root, &subject.extra, Some(log)),
             SESSION_LIMIT,
@@ -245,6 +323,7 @@ impl<'a> Bench<'a> {
     /// Process start to an answered `initialize`.
     pub fn startup(&mut self) {
         let subjects = self.subjects(&[Kind::Ours, Kind::Floor, Kind::Reference, Kind::RustMcp]);
+        let (subjects, twins) = self.with_twins(subjects);
         let rows = alternate(&subjects, self.cfg.reps_startup, |s, _| {
             let mut server = self.start(s)?;
             server.initialize()?;
@@ -260,6 +339,8 @@ impl<'a> Bench<'a> {
             calls: None,
             rows,
             notes: vec![],
+            twins,
+            cost_limit: None,
         });
         let i = self.results.len() - 1;
         self.check_faster(
@@ -314,6 +395,7 @@ impl<'a> Bench<'a> {
         let mut subjects = self.subjects(&[Kind::Ours]);
         subjects.extend(self.ours_with("filesystem --no-call-log", vec!["--no-call-log"]));
         subjects.extend(self.subjects(&[Kind::Floor, Kind::Reference, Kind::RustMcp]));
+        let (subjects, twins) = self.with_twins(subjects);
         let path = self.data.read_file.display().to_string();
         let expected = std::fs::read_to_string(&self.data.read_file).unwrap_or_default();
         let rows = alternate(&subjects, self.cfg.reps, |s, _| {
@@ -342,6 +424,8 @@ impl<'a> Bench<'a> {
             calls: Some(n),
             rows,
             notes: vec![],
+            twins,
+            cost_limit: Some(COST_LIMIT),
         });
         let i = self.results.len() - 1;
         self.check_faster(i, Kind::Reference, 10.0, "≥ 10× the reference's throughput");
@@ -396,6 +480,7 @@ impl<'a> Bench<'a> {
     /// `directory_tree` over the generated tree: time and peak memory.
     pub fn tree(&mut self) {
         let subjects = self.subjects(&[Kind::Ours, Kind::Reference, Kind::RustMcp]);
+        let (subjects, twins) = self.with_twins(subjects);
         let path = self.data.tree.display().to_string();
         let files = self.data.tree_files;
         let mut notes = Vec::new();
@@ -431,6 +516,8 @@ impl<'a> Bench<'a> {
             calls: None,
             rows,
             notes,
+            twins,
+            cost_limit: Some(COST_LIMIT),
         });
         let i = self.results.len() - 1;
         self.check_faster(i, Kind::Reference, 10.0, "≥ 10× faster than the reference");
@@ -470,6 +557,7 @@ impl<'a> Bench<'a> {
     /// One `edit_file` near the end of a large file.
     pub fn edit(&mut self) {
         let subjects = self.subjects(&[Kind::Ours, Kind::Reference, Kind::RustMcp]);
+        let (subjects, twins) = self.with_twins(subjects);
         let path = self.data.edit_file.display().to_string();
         let rows = alternate(&subjects, self.cfg.reps, |s, _| {
             data::restore(&self.data.edit_pristine, &self.data.edit_file)?;
@@ -506,6 +594,8 @@ impl<'a> Bench<'a> {
             calls: None,
             rows,
             notes: vec![],
+            twins,
+            cost_limit: None,
         });
         let i = self.results.len() - 1;
         self.check_faster(i, Kind::Reference, 5.0, "≥ 5× faster than the reference");
@@ -526,6 +616,7 @@ impl<'a> Bench<'a> {
         .into_iter()
         .flatten()
         .collect();
+        let (subjects, twins) = self.with_twins(subjects);
         let bytes = self.cfg.sizes.write_bytes;
         let writes = self.cfg.sizes.writes_per_session;
         let dir = self.data.root.join("write");
@@ -535,12 +626,11 @@ impl<'a> Bench<'a> {
         let rows = alternate(&subjects, self.cfg.reps, |s, rep| {
             let (mut server, tool) =
                 self.session_with_tool(s, "write_file", &["path", "content"])?;
-            let tag = if s.extra.is_empty() {
-                "plain"
-            } else {
-                "backup"
-            };
-            let path = dir.join(format!("{tag}-{rep}.txt")).display().to_string();
+            // One file per subject and repetition: every session writes a new file.
+            let path = dir
+                .join(format!("{}-{rep}.txt", slug(&s.label)))
+                .display()
+                .to_string();
             let mut total = Duration::ZERO;
             for w in 0..writes {
                 let content = filler(bytes, w);
@@ -567,6 +657,8 @@ impl<'a> Bench<'a> {
             calls: None,
             rows,
             notes: vec![],
+            twins,
+            cost_limit: Some(COST_LIMIT),
         });
         let i = self.results.len() - 1;
         let title = self.results[i].title.clone();
@@ -621,6 +713,7 @@ impl<'a> Bench<'a> {
                 peer: None,
                 extra: vec![],
             });
+            let (subjects, twins) = self.with_twins(subjects);
             let mut outputs: Vec<(String, String)> = Vec::new();
             let rows = alternate(&subjects, self.cfg.reps, |s, rep| {
                 if s.peer.is_none() {
@@ -648,20 +741,7 @@ impl<'a> Bench<'a> {
                 format!("pipeline: `{command}`"),
                 format!("shell: `{shell}`"),
             ];
-            if let [(a, out_a), (b, out_b)] = outputs.as_slice() {
-                if out_a != out_b {
-                    notes.push(format!(
-                        "outputs differ: {a} gave {} bytes, {b} gave {} bytes",
-                        out_a.len(),
-                        out_b.len()
-                    ));
-                } else {
-                    notes.push(format!(
-                        "both produced the same {} bytes of output",
-                        out_a.len()
-                    ));
-                }
-            }
+            notes.extend(compare_outputs(&outputs));
             let result = CaseResult {
                 title: format!("legacy pipeline, {label} log"),
                 what: format!(
@@ -672,6 +752,8 @@ impl<'a> Bench<'a> {
                 calls: None,
                 rows,
                 notes,
+                twins,
+                cost_limit: Some(COST_LIMIT),
             };
             rss_by_size.push((label.clone(), result.rss("filesystem --legacy-pipe")));
             self.push_result(result);
@@ -742,6 +824,7 @@ impl<'a> Bench<'a> {
             .iter()
             .filter_map(|(label, _, _)| self.ours_with(label, vec!["--backup"]))
             .collect();
+        let (subjects, twins) = self.with_twins(subjects);
         let rows = match setup {
             Err(e) => subjects
                 .iter()
@@ -755,9 +838,14 @@ impl<'a> Bench<'a> {
                 })
                 .collect(),
             Ok(()) => alternate(&subjects, self.cfg.reps, |s, _| {
+                // A baseline twin works on the file of the row it mirrors.
+                let row = twins
+                    .iter()
+                    .find(|t| t.previous == s.label)
+                    .map_or(&s.label, |t| &t.current);
                 let path = files
                     .iter()
-                    .find(|(l, _, _)| *l == s.label)
+                    .find(|(l, _, _)| l == row)
                     .map(|(_, p, _)| p.display().to_string())
                     .unwrap_or_default();
                 let (mut server, undo) = self.session_with_tool(s, "undo_file", &["path"])?;
@@ -800,6 +888,8 @@ impl<'a> Bench<'a> {
             calls: None,
             rows,
             notes: vec![],
+            twins,
+            cost_limit: None,
         });
         let i = self.results.len() - 1;
         let title = self.results[i].title.clone();
@@ -842,6 +932,28 @@ impl<'a> Bench<'a> {
         }
         server.finish()
     }
+}
+
+/// Whether the subjects of the pipeline case printed the same thing (the first repetition's
+/// output of each); two subjects keep the wording the report has always had.
+fn compare_outputs(outputs: &[(String, String)]) -> Option<String> {
+    let (_, first) = outputs.first()?;
+    if outputs.len() < 2 {
+        return None;
+    }
+    let same = outputs.iter().all(|(_, out)| out == first);
+    Some(match (same, outputs.len()) {
+        (true, 2) => format!("both produced the same {} bytes of output", first.len()),
+        (true, n) => format!("all {n} produced the same {} bytes of output", first.len()),
+        (false, _) => format!(
+            "outputs differ: {}",
+            outputs
+                .iter()
+                .map(|(label, out)| format!("{label} gave {} bytes", out.len()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })
 }
 
 /// `bytes` of printable text that differ with `seed`.

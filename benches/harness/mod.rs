@@ -134,6 +134,8 @@ pub struct Outcome {
     pub checks: Vec<cases::Check>,
     /// Facts worth reporting that belong to no single case.
     pub notes: Vec<String>,
+    /// Label of the earlier build of ours measured beside the current one (`--baseline`), if any.
+    pub baseline: Option<String>,
     /// Seconds the data generation took.
     pub setup_secs: f64,
     /// Seconds the whole run took.
@@ -179,6 +181,11 @@ pub fn run(cfg: &Config) -> Result<Outcome, BenchError> {
         results: bench.results,
         checks: bench.checks,
         notes,
+        baseline: cfg
+            .peers
+            .iter()
+            .find(|p| p.kind == peers::Kind::Baseline)
+            .map(|p| p.label.clone()),
         setup_secs,
         total_secs: t0.elapsed().as_secs_f64(),
     })

@@ -15,6 +15,9 @@ use super::client::Launch;
 pub enum Kind {
     /// This repository's `filesystem` binary.
     Ours,
+    /// An earlier build of ours (`--baseline`), started exactly like ours, so that what the changes
+    /// since then cost is measured in the same run as everything else.
+    Baseline,
     /// The bare loop of [`super::floor`]: the cost no correct server can go below.
     Floor,
     /// The official TypeScript reference server (Node).
@@ -44,7 +47,7 @@ impl Peer {
         let mut args = self.leading.clone();
         let root = root.display().to_string();
         match self.kind {
-            Kind::Ours => {
+            Kind::Ours | Kind::Baseline => {
                 args.push("--root".into());
                 args.push(root);
                 args.extend(extra.iter().map(|s| s.to_string()));
