@@ -53,6 +53,12 @@ impl Failure {
         }
     }
 
+    /// The same failure, naming the offending token.
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
     /// The wire object.
     pub fn to_json(&self) -> Value {
         let mut error = Map::new();
@@ -77,9 +83,7 @@ impl Failure {
 
 impl From<Refusal> for Failure {
     fn from(r: Refusal) -> Self {
-        let mut f = Failure::new(GUARD_VIOLATION, r.reason.as_str(), r.detail, r.suggestion);
-        f.token = Some(r.token);
-        f
+        Failure::new(GUARD_VIOLATION, r.reason.as_str(), r.detail, r.suggestion).with_token(r.token)
     }
 }
 

@@ -273,40 +273,28 @@ fn check_unknown(args: &Args<'_>, known: &[&str]) -> Result<(), Failure> {
     ))
 }
 
+/// What to do when a directory was swapped for a link while a call ran.
+const SWAPPED_SUGGESTION: &str =
+    "Run the command again; if it keeps failing, check what replaced the directory.";
+
 fn session_failure(e: SessionError) -> Failure {
-    match &e {
-        SessionError::Escape(token, _) => {
-            let mut f = Failure::new(
-                GUARD_VIOLATION,
-                "PATH_ESCAPE",
-                e.to_string(),
-                "Use a directory inside the workspace (relative to it, or absolute inside it).",
-            );
-            f.token = Some(token.clone());
-            f
-        }
-        SessionError::NotADirectory(token) => {
-            let mut f = Failure::new(
-                INVALID_ARGUMENT,
-                "NOT_A_DIRECTORY",
-                e.to_string(),
-                "Name an existing directory; `ls` shows what is there.",
-            );
-            f.token = Some(token.clone());
-            f
-        }
-        SessionError::Swapped(token) => {
-            let mut f = Failure::new(
-                GUARD_VIOLATION,
-                "PATH_ESCAPE",
-                e.to_string(),
-                "Run the command again; if it keeps failing, check what replaced the directory.",
-            );
-            f.token = Some(token.clone());
-            f
-        }
-        SessionError::Refused(inner) => guard_failure(inner, ""),
-    }
+    let (code, reason, suggestion, token) = match &e {
+        SessionError::Escape(token, _) => (
+            GUARD_VIOLATION,
+            "PATH_ESCAPE",
+            "Use a directory inside the workspace (relative to it, or absolute inside it).",
+            token,
+        ),
+        SessionError::NotADirectory(token) => (
+            INVALID_ARGUMENT,
+            "NOT_A_DIRECTORY",
+            "Name an existing directory; `ls` shows what is there.",
+            token,
+        ),
+        SessionError::Swapped(token) => (GUARD_VIOLATION, "PATH_ESCAPE", SWAPPED_SUGGESTION, token),
+        SessionError::Refused(inner) => return guard_failure(inner, ""),
+    };
+    Failure::new(code, reason, e.to_string(), suggestion).with_token(token.clone())
 }
 
 fn guard_failure(e: &GuardError, token: &str) -> Failure {
@@ -476,14 +464,13 @@ impl PipeToolset {
         let run = exec::run(steps, self.guard.workspace(), &limits, &ctx.cancel).map_err(|e| {
             if crate::workspace::is_swap(&e.source) {
                 // The stage's directory turned into a symlink after the checks: nothing ran.
-                let mut f = Failure::new(
+                return Failure::new(
                     GUARD_VIOLATION,
                     "PATH_ESCAPE",
                     format!("'{}' was not started: {}.", e.command, e.source),
-                    "Run the command again; if it keeps failing, check what replaced the directory.",
-                );
-                f.token = Some(e.command.to_string());
-                return f;
+                    SWAPPED_SUGGESTION,
+                )
+                .with_token(e.command.to_string());
             }
             let mut f = Failure::new(
                 EXEC_FAILED,
