@@ -452,12 +452,7 @@ struct StageDir {
 impl StageDir {
     /// Opens the stage directory `cwd` (absolute inside the root, as the policy builds it).
     fn open(ws: &Workspace, cwd: &Path) -> io::Result<StageDir> {
-        let relative = cwd.strip_prefix(ws.root()).map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "the stage's directory is not inside the workspace",
-            )
-        })?;
+        let relative = ws.relative(cwd)?;
         Ok(StageDir {
             dir: ws.dir(relative)?,
         })

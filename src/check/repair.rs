@@ -16,7 +16,6 @@ use super::Fix;
 /// workspace layer: relative to descriptors opened beneath the root, following no symlink, and
 /// never cutting a file that has another hard link.
 pub(crate) struct Fixer {
-    root: PathBuf,
     ws: Workspace,
     repair: bool,
     /// When the check started (after taking the lock when repairing): temporaries modified
@@ -29,7 +28,6 @@ pub(crate) struct Fixer {
 impl Fixer {
     pub(crate) fn new(ws: Workspace, repair: bool) -> Fixer {
         Fixer {
-            root: ws.root().to_path_buf(),
             ws,
             repair,
             started: SystemTime::now(),
@@ -50,12 +48,7 @@ impl Fixer {
 
     /// The root-relative spelling of a path the walk found under the root.
     fn rel<'p>(&self, path: &'p Path) -> io::Result<&'p Path> {
-        path.strip_prefix(&self.root).map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "the path is not inside the workspace",
-            )
-        })
+        self.ws.relative(path)
     }
 
     /// True when `path` (not followed) was last modified before the check started.
@@ -90,7 +83,7 @@ impl Fixer {
         let shown_batch = self
             .batch
             .as_ref()
-            .and_then(|b| b.strip_prefix(&self.root).ok())
+            .and_then(|b| self.rel(b).ok())
             .map(|b| b.display().to_string())
             .unwrap_or_else(|| format!(".filesystem/{ORPHANS_DIR}/check-…"));
         if !self.repair {
@@ -101,11 +94,7 @@ impl Fixer {
             Err(e) => return Fix::Failed(format!("cannot create the orphans directory: {e}")),
         };
         let dest = batch.join(rel);
-        let shown = dest
-            .strip_prefix(&self.root)
-            .unwrap_or(&dest)
-            .display()
-            .to_string();
+        let shown = self.rel(&dest).unwrap_or(&dest).display().to_string();
         let moved = (|| {
             let (from, to) = (self.rel(path)?, self.rel(&dest)?);
             if let Some(parent) = to.parent() {
@@ -128,7 +117,8 @@ impl Fixer {
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
             .collect();
         let dir = self
-            .root
+            .ws
+            .root()
             .join(crate::guard::STATE_DIRS[0])
             .join(ORPHANS_DIR)
             .join(format!("check-{stamp}-{}", std::process::id()));

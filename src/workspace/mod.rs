@@ -423,6 +423,18 @@ impl Workspace {
         &self.inner.root
     }
 
+    /// The root-relative form of an absolute path inside the root (as the pipe policy and the
+    /// subcommands' walks build them), for handing to the operations below. Lexical only: what
+    /// acts on the result is the layer, which follows no symlink.
+    pub fn relative<'p>(&self, absolute: &'p Path) -> io::Result<&'p Path> {
+        absolute.strip_prefix(self.root()).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the path is not inside the workspace",
+            )
+        })
+    }
+
     /// The root's descriptor.
     pub fn root_fd(&self) -> BorrowedFd<'_> {
         self.inner.fd.as_fd()
