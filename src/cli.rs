@@ -131,7 +131,8 @@ pub struct Options {
     #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024, global = true)]
     pub max_read_bytes: u64,
 
-    /// Wall-clock limit of one pipeline call in --legacy-pipe mode, in seconds.
+    /// Wall-clock limit of every tool call, in seconds (0: no limit). A call past it stops before
+    /// its next effect and is answered as a timeout having changed nothing.
     #[arg(long, value_name = "SECONDS", default_value_t = 30, global = true)]
     pub timeout: u64,
 
@@ -375,6 +376,7 @@ fn run_server(cli: &Options) -> i32 {
     let config = ServerConfig {
         max_message_bytes: cli.max_message_bytes,
         page_size: cli.page_size,
+        call_timeout: (cli.timeout > 0).then(|| std::time::Duration::from_secs(cli.timeout)),
     };
     let observer = cli.call_log(toolset.mode(), scope);
     match serve(toolset, config, observer, input, output) {

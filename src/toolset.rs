@@ -7,6 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
@@ -114,6 +115,20 @@ impl ToolOutput {
         }
     }
 
+    /// A call that stopped early: it changed nothing, and says so.
+    pub fn stopped(stop: Stop, what: &str) -> Self {
+        let advice = match stop {
+            Stop::Cancelled => "Run it again if it is still needed.",
+            Stop::TimedOut(_) => {
+                "Narrow it (a smaller path, fewer edits, a head or tail limit) or raise --timeout."
+            }
+        };
+        ToolOutput::error(
+            stop.kind(),
+            format!("{}: {what} stopped: {stop}; nothing was changed. {advice}", stop.kind()),
+        )
+    }
+
     /// A failed call of the given kind.
     pub fn error(kind: impl Into<String>, text: impl Into<String>) -> Self {
         ToolOutput {
@@ -141,11 +156,74 @@ impl CancelToken {
     }
 }
 
+/// Why a call stopped before finishing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Stop {
+    /// The client sent `notifications/cancelled` for it.
+    #[error("the call was cancelled by the client")]
+    Cancelled,
+    /// It ran past the server's wall-clock limit (`--timeout`).
+    #[error("the call ran longer than the time limit of {} s", .0.as_secs_f64())]
+    TimedOut(Duration),
+}
+
+impl Stop {
+    /// The machine-readable kind a call log and a report see (`Cancelled`, `Timeout`).
+    pub fn kind(self) -> &'static str {
+        match self {
+            Stop::Cancelled => "Cancelled",
+            Stop::TimedOut(_) => "Timeout",
+        }
+    }
+}
+
 /// What a tool may know about the call beyond its arguments.
+///
+/// Every call in every mode runs under a wall-clock limit and can be cancelled. Neither can stop a
+/// thread from outside, so long-running tools poll [`CallContext::check`] between steps and stop
+/// before their next effect; a tool checks once more just before it commits, so a call that is
+/// answered as cancelled or timed out has changed nothing.
 #[derive(Clone, Debug, Default)]
 pub struct CallContext {
     /// Set when the client cancels this call.
     pub cancel: CancelToken,
+    /// When the call must be finished by, if it has a limit.
+    pub deadline: Option<Instant>,
+    /// The limit itself, for messages.
+    pub timeout: Option<Duration>,
+}
+
+impl CallContext {
+    /// A context whose clock starts now and runs for `timeout`.
+    pub fn with_timeout(cancel: CancelToken, timeout: Option<Duration>) -> Self {
+        CallContext {
+            cancel,
+            deadline: timeout.and_then(|t| Instant::now().checked_add(t)),
+            timeout,
+        }
+    }
+
+    /// Why the call must stop now, if it must. Cancellation is reported before the deadline.
+    pub fn stopped(&self) -> Option<Stop> {
+        if self.cancel.is_cancelled() {
+            return Some(Stop::Cancelled);
+        }
+        match (self.deadline, self.timeout) {
+            (Some(at), Some(limit)) if Instant::now() >= at => Some(Stop::TimedOut(limit)),
+            _ => None,
+        }
+    }
+
+    /// `Err` once the call must stop; tools call this between steps and before committing.
+    pub fn check(&self) -> Result<(), Stop> {
+        self.stopped().map_or(Ok(()), Err)
+    }
+
+    /// Time left before the deadline (`None` when there is no limit).
+    pub fn remaining(&self) -> Option<Duration> {
+        self.deadline
+            .map(|at| at.saturating_duration_since(Instant::now()))
+    }
 }
 
 /// A set of tools served over MCP.

@@ -46,6 +46,8 @@ pub struct ServerConfig {
     pub max_message_bytes: usize,
     /// How many tools one `tools/list` page holds.
     pub page_size: usize,
+    /// Wall-clock limit of every tool call (`--timeout`); `None` for none.
+    pub call_timeout: Option<Duration>,
 }
 
 impl Default for ServerConfig {
@@ -53,6 +55,7 @@ impl Default for ServerConfig {
         ServerConfig {
             max_message_bytes: 64 * 1024 * 1024,
             page_size: 100,
+            call_timeout: Some(Duration::from_secs(30)),
         }
     }
 }
@@ -136,6 +139,7 @@ struct Executor {
     toolset: Arc<dyn Toolset>,
     observer: Option<Arc<dyn CallObserver>>,
     in_flight: InFlight,
+    call_timeout: Option<Duration>,
 }
 
 impl Executor {
@@ -145,9 +149,7 @@ impl Executor {
         let start = out.len();
         if !job.cancel.is_cancelled() {
             let started = std::time::Instant::now();
-            let ctx = CallContext {
-                cancel: job.cancel.clone(),
-            };
+            let ctx = CallContext::with_timeout(job.cancel.clone(), self.call_timeout);
             let outcome = catch_unwind(AssertUnwindSafe(|| {
                 self.toolset.call(&job.name, &job.args, &ctx)
             }));
@@ -494,6 +496,7 @@ where
         toolset,
         observer,
         in_flight,
+        call_timeout: config.call_timeout,
     });
     let mut reader = FrameReader::new(input, config.max_message_bytes);
     let mut output = BufWriter::with_capacity(64 * 1024, output);
