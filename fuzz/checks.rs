@@ -36,9 +36,16 @@ pub fn dispatch(data: &[u8]) {
     let config = ServerConfig {
         max_message_bytes: 64 * 1024,
         page_size: 2,
+        ..ServerConfig::default()
     };
     let out = SharedOut::default();
-    let _ = serve(toolset, config, None, data, out.clone());
+    let _ = serve(
+        toolset,
+        config,
+        None,
+        std::io::Cursor::new(data.to_vec()),
+        out.clone(),
+    );
     let written = out.0.lock().map(|b| b.clone()).unwrap_or_default();
     if written.starts_with(b"Content-Length") {
         return; // header framing: each body is checked by the same code, framed differently

@@ -183,13 +183,13 @@ impl ToolsetFactory for PipeFactory {
     fn definitions(&self) -> Vec<ToolDef> {
         definitions()
     }
-    fn build(&self, guard: PathGuard) -> Box<dyn Toolset> {
-        Box::new(PipeToolset {
+    fn build(&self, guard: PathGuard) -> std::io::Result<Box<dyn Toolset>> {
+        Ok(Box::new(PipeToolset {
             guard,
             options: self.options.clone(),
             tools: self.tools.clone(),
             session: Session::new(),
-        })
+        }))
     }
 }
 

@@ -293,7 +293,10 @@ impl Options {
         let root = root::validate(&given, self.allow_root_slash).map_err(|e| e.to_string())?;
         let guard = PathGuard::new(&root)
             .map_err(|e| format!("cannot open root '{}': {e}", root.display()))?;
-        Ok((Arc::from(factory.build(guard)), Scope::Root(root)))
+        let toolset = factory
+            .build(guard)
+            .map_err(|e| format!("cannot serve root '{}': {e}", root.display()))?;
+        Ok((Arc::from(toolset), Scope::Root(root)))
     }
 }
 
@@ -377,10 +380,19 @@ fn run_server(cli: &Options) -> i32 {
         max_message_bytes: cli.max_message_bytes,
         page_size: cli.page_size,
         call_timeout: (cli.timeout > 0).then(|| std::time::Duration::from_secs(cli.timeout)),
+        workers: if cli.server {
+            crate::daemon::WORKERS
+        } else {
+            1
+        },
     };
     let observer = cli.call_log(toolset.mode(), scope);
     match serve(toolset, config, observer, input, output) {
         Ok(()) => 0,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            eprintln!("filesystem: stopped: {e}");
+            1
+        }
         Err(e) => {
             eprintln!("filesystem: stopped reading stdin: {e}");
             1

@@ -1,14 +1,17 @@
 //! The `--server` daemon: one process, many workspaces.
 //!
 //! A gateway in front of many users starts one server and names the workspace in every call. Each
-//! distinct root gets its own toolset (its own guard, its own history store), created on first use
-//! and kept for the life of the process, so calls for one root can never see another's files.
+//! distinct root gets its own toolset (its own guard, its own history store), so calls for one
+//! root can never see another's files. Toolsets are created on first use and kept for the
+//! [`OPEN_ROOTS`] most recently used roots; an older one is closed (its descriptors with it) and
+//! opened again when next named, so twenty thousand tenants cost no more descriptors than
+//! [`OPEN_ROOTS`]. Each root is its own lane: its calls run in order, other roots' beside them.
 //!
 //! Which roots may be named at all is settled by [`ServedRoots`]: only directories at or below
 //! the daemon's allowed places, and never a store directory.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
@@ -17,12 +20,65 @@ use crate::allow::ServedRoots;
 use crate::guard::PathGuard;
 use crate::toolset::{CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 
+/// Threads running calls in `--server` mode: calls for one root run one at a time in the order
+/// received, calls for different roots side by side, so one tenant's slow call does not hold up
+/// the others (up to this many slow tenants at once).
+pub const WORKERS: usize = 4;
+
+/// Roots whose toolsets (two or three descriptors each) are kept open; the least recently used
+/// beyond this is closed.
+pub const OPEN_ROOTS: usize = 64;
+
+/// A root's toolset and when it was last used (a counter, not a clock).
+struct Open {
+    toolset: Arc<dyn Toolset>,
+    used: u64,
+}
+
+/// The open toolsets, least recently used first out.
+#[derive(Default)]
+struct OpenRoots {
+    map: HashMap<PathBuf, Open>,
+    clock: u64,
+}
+
+impl OpenRoots {
+    fn get(&mut self, root: &Path) -> Option<Arc<dyn Toolset>> {
+        self.clock += 1;
+        let now = self.clock;
+        self.map.get_mut(root).map(|open| {
+            open.used = now;
+            open.toolset.clone()
+        })
+    }
+
+    /// Keeps `toolset` for `root`, closing the least recently used beyond [`OPEN_ROOTS`]. A call
+    /// still running on a closed toolset keeps it alive until it ends: the table holds one
+    /// reference, each call another.
+    fn insert(&mut self, root: PathBuf, toolset: Arc<dyn Toolset>) {
+        while self.map.len() >= OPEN_ROOTS {
+            let Some(oldest) = self
+                .map
+                .iter()
+                .min_by_key(|(_, open)| open.used)
+                .map(|(root, _)| root.clone())
+            else {
+                break;
+            };
+            self.map.remove(&oldest);
+        }
+        self.clock += 1;
+        let used = self.clock;
+        self.map.insert(root, Open { toolset, used });
+    }
+}
+
 /// A toolset that routes each call to the toolset of the root named in its `root` argument.
 pub struct PerRoot {
     factory: Box<dyn ToolsetFactory>,
     tools: Vec<ToolDef>,
     served: Arc<ServedRoots>,
-    roots: Mutex<HashMap<PathBuf, Arc<dyn Toolset>>>,
+    roots: Mutex<OpenRoots>,
 }
 
 impl PerRoot {
@@ -38,7 +94,7 @@ impl PerRoot {
             factory,
             tools,
             served,
-            roots: Mutex::new(HashMap::new()),
+            roots: Mutex::new(OpenRoots::default()),
         }
     }
 
@@ -51,11 +107,17 @@ impl PerRoot {
             .lock()
             .map_err(|_| "internal error: root table poisoned".to_string())?;
         if let Some(existing) = roots.get(&canonical) {
-            return Ok(existing.clone());
+            return Ok(existing);
         }
+        // Only a whole toolset is kept: one that failed (say, out of descriptors) is built again
+        // on the next call instead of being served with parts missing.
         let guard =
             PathGuard::new(&canonical).map_err(|e| format!("cannot open root '{given}': {e}"))?;
-        let toolset: Arc<dyn Toolset> = Arc::from(self.factory.build(guard));
+        let toolset: Arc<dyn Toolset> = Arc::from(
+            self.factory
+                .build(guard)
+                .map_err(|e| format!("cannot serve root '{given}': {e}"))?,
+        );
         roots.insert(canonical, toolset.clone());
         Ok(toolset)
     }
@@ -96,6 +158,19 @@ impl Toolset for PerRoot {
 
     fn tools(&self) -> Vec<ToolDef> {
         self.tools.clone()
+    }
+
+    /// Each root is a lane, named by where it resolves now, so two spellings of one root are
+    /// ordered together. A root that does not resolve gets its spelling as lane: its call only
+    /// fails.
+    fn lane(&self, _name: &str, args: &Map<String, Value>) -> String {
+        match args.get("root") {
+            Some(Value::String(given)) => match self.served.resolve(given) {
+                Ok(canonical) => canonical.to_string_lossy().into_owned(),
+                Err(_) => given.clone(),
+            },
+            _ => String::new(),
+        }
     }
 
     fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput {

@@ -125,7 +125,10 @@ impl ToolOutput {
         };
         ToolOutput::error(
             stop.kind(),
-            format!("{}: {what} stopped: {stop}; nothing was changed. {advice}", stop.kind()),
+            format!(
+                "{}: {what} stopped: {stop}; nothing was changed. {advice}",
+                stop.kind()
+            ),
         )
     }
 
@@ -239,6 +242,13 @@ pub trait Toolset: Send + Sync {
 
     /// Runs one call. `name` is always one of [`Toolset::tools`] (the server checks).
     fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput;
+
+    /// Which calls must be ordered with this one: calls with the same lane run one at a time in
+    /// arrival order, calls with different lanes may run side by side. A toolset for one
+    /// workspace has one lane; the daemon gives each root its own.
+    fn lane(&self, _name: &str, _args: &Map<String, Value>) -> String {
+        String::new()
+    }
 }
 
 /// Builds a mode's toolset for a workspace root.
@@ -253,8 +263,9 @@ pub trait ToolsetFactory: Send + Sync {
     fn instructions(&self) -> String;
     /// The tools every instance of this mode serves.
     fn definitions(&self) -> Vec<ToolDef>;
-    /// A toolset confined to `guard`'s root.
-    fn build(&self, guard: crate::guard::PathGuard) -> Box<dyn Toolset>;
+    /// A toolset confined to `guard`'s root, or the reason it could not be built whole (e.g. no
+    /// descriptor left for one of its parts): a toolset is never served with tools missing.
+    fn build(&self, guard: crate::guard::PathGuard) -> std::io::Result<Box<dyn Toolset>>;
 }
 
 /// Several toolsets served as one, so an agent can choose between interfaces in one session.
@@ -356,14 +367,15 @@ impl ToolsetFactory for CombinedFactory {
             .collect()
     }
 
-    fn build(&self, guard: crate::guard::PathGuard) -> Box<dyn Toolset> {
-        // Each part gets its own handle on the same root; the guard itself is stateless.
+    fn build(&self, guard: crate::guard::PathGuard) -> std::io::Result<Box<dyn Toolset>> {
+        // Each part gets its own handle on the same root; the guard itself is stateless. One part
+        // that cannot be built fails the whole: serving the rest would silently drop tools.
         let built = self
             .parts
             .iter()
-            .filter_map(|part| guard.try_clone().ok().map(|g| part.build(g)))
-            .collect();
-        Box::new(Combined::new(built))
+            .map(|part| part.build(guard.try_clone()?))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(Box::new(Combined::new(built)))
     }
 }
 

@@ -62,9 +62,10 @@ fn malformed_messages_each_get_the_right_error_and_the_session_survives() {
             b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{}}",
             -32602,
         ),
+        // The session is open: a second initialize is refused whatever it carries.
         (
             b"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"initialize\",\"params\":{}}",
-            -32602,
+            -32600,
         ),
         (
             b"{\"jsonrpc\":\"2.0\",\"id\":\"\xff\xfe\",\"method\":\"ping\"}",

@@ -96,8 +96,8 @@ impl ToolsetFactory for FsFactory {
     fn definitions(&self) -> Vec<ToolDef> {
         all_definitions(&self.options)
     }
-    fn build(&self, guard: PathGuard) -> Box<dyn Toolset> {
-        Box::new(FsToolset::new(guard, self.options.clone()))
+    fn build(&self, guard: PathGuard) -> std::io::Result<Box<dyn Toolset>> {
+        Ok(Box::new(FsToolset::new(guard, self.options.clone())))
     }
 }
 

@@ -2,6 +2,8 @@
 //! nothing about files; tools come from a [`crate::toolset::Toolset`].
 
 pub mod message;
+pub mod output;
 pub mod reply;
+pub mod schedule;
 pub mod server;
 pub mod wire;

@@ -16,12 +16,14 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
 use super::message::{self, classify, code, Incoming, RequestId};
+use super::output::{write_loop, Out, Outbox};
 use super::reply;
+use super::schedule::{Lane, Queue, QueueLimits};
 use super::wire::{write_frame, Frame, FrameReader, Framing};
 use crate::toolset::{CallContext, CancelToken, ToolDef, ToolOutput, Toolset};
 
@@ -48,6 +50,10 @@ pub struct ServerConfig {
     pub page_size: usize,
     /// Wall-clock limit of every tool call (`--timeout`); `None` for none.
     pub call_timeout: Option<Duration>,
+    /// Threads running tool calls. Calls of one lane (see [`Toolset::lane`]) still run one at a
+    /// time in arrival order; more workers only let different lanes (the daemon's roots) proceed
+    /// side by side.
+    pub workers: usize,
 }
 
 impl Default for ServerConfig {
@@ -56,6 +62,7 @@ impl Default for ServerConfig {
             max_message_bytes: 64 * 1024 * 1024,
             page_size: 100,
             call_timeout: Some(Duration::from_secs(30)),
+            workers: 1,
         }
     }
 }
@@ -114,7 +121,7 @@ pub trait CallObserver: Send + Sync {
     fn release(&self) {}
 }
 
-/// A tool call waiting for the worker.
+/// A tool call waiting for a worker.
 struct CallJob {
     id: RequestId,
     name: String,
@@ -125,10 +132,24 @@ struct CallJob {
     framing: Framing,
 }
 
+/// One member of a JSON-RPC batch: answered while dispatching, or a call to run in its turn.
+enum BatchItem {
+    Ready(Value),
+    Call(Box<CallJob>),
+}
+
+/// What a worker runs.
+enum Job {
+    Call(Box<CallJob>),
+    /// A 2025-03-26 batch with at least one tool call: its calls run in order, as one job, and
+    /// its replies go out as one array.
+    Batch(Vec<BatchItem>, Framing),
+}
+
 /// What dispatching one message asks for.
 enum Step {
     Reply(Value),
-    Call(Box<CallJob>),
+    Run(Job),
     Nothing,
 }
 
@@ -187,14 +208,44 @@ impl Executor {
                 }
             }
         }
-        if let Ok(mut map) = self.in_flight.lock() {
-            map.remove(&job.id);
-        }
+        self.forget(&job.id);
         if job.cancel.is_cancelled() {
             out.truncate(start);
             return false;
         }
         out.len() > start
+    }
+
+    /// Runs a batch's calls in order and writes the array of its replies; false when nothing is
+    /// left to answer (every call in it was cancelled).
+    fn run_batch(&self, items: Vec<BatchItem>, out: &mut Vec<u8>) -> bool {
+        let mut replies = Vec::with_capacity(items.len());
+        let mut bytes = Vec::new();
+        for item in items {
+            match item {
+                BatchItem::Ready(reply) => replies.push(reply),
+                BatchItem::Call(job) => {
+                    bytes.clear();
+                    if self.run(&job, &mut bytes) {
+                        replies.extend(serde_json::from_slice::<Value>(&bytes).ok());
+                    }
+                }
+            }
+        }
+        !replies.is_empty() && serde_json::to_writer(&mut *out, &Value::Array(replies)).is_ok()
+    }
+
+    fn forget(&self, id: &RequestId) {
+        if let Ok(mut map) = self.in_flight.lock() {
+            map.remove(id);
+        }
+    }
+
+    /// Cancels every call that has been accepted and not finished: the client is gone.
+    fn cancel_all(&self) {
+        if let Ok(map) = self.in_flight.lock() {
+            map.values().for_each(CancelToken::cancel);
+        }
     }
 }
 
@@ -344,6 +395,19 @@ impl Dispatcher {
     }
 
     fn initialize(&mut self, id: &Value, params: &Map<String, Value>) -> Step {
+        if let Some(session) = &self.session {
+            // Renegotiating mid-session would change what every queued call is answered in (and
+            // switch batches on or off under the client's feet).
+            return Step::Reply(message::error(
+                id,
+                code::INVALID_REQUEST,
+                format!(
+                    "the session is already initialized (protocol {}); initialize is allowed once per session — start a new server process to negotiate again",
+                    session.protocol_version
+                ),
+                None,
+            ));
+        }
         let requested = match params.get("protocolVersion") {
             Some(Value::String(v)) => v.as_str(),
             _ => {
@@ -456,9 +520,18 @@ impl Dispatcher {
         }
         let cancel = CancelToken::default();
         if let Ok(mut map) = self.in_flight.lock() {
+            if map.contains_key(&id) {
+                // Two calls under one id could not be told apart by a cancel or a reply.
+                return Step::Reply(message::error(
+                    &id_json,
+                    code::INVALID_REQUEST,
+                    format!("request id {id_json} is already used by a call in progress; give every request its own id"),
+                    None,
+                ));
+            }
             map.insert(id.clone(), cancel.clone());
         }
-        Step::Call(Box::new(CallJob {
+        Step::Run(Job::Call(Box::new(CallJob {
             id,
             name,
             args,
@@ -466,12 +539,52 @@ impl Dispatcher {
             modern,
             cancel,
             framing,
-        }))
+        })))
+    }
+
+    /// The lane a job runs in: a call's toolset names it; a batch runs alone.
+    fn lane(&self, job: &Job) -> Lane {
+        match job {
+            Job::Call(call) => Lane::Key(self.toolset.lane(&call.name, &call.args)),
+            Job::Batch(..) => Lane::Barrier,
+        }
     }
 }
 
+/// What the session's threads share.
+struct Session {
+    executor: Executor,
+    queue: Queue<Job>,
+    outbox: Arc<Outbox>,
+}
+
+impl Session {
+    /// The client stopped taking our output: nothing more runs, what runs is cancelled.
+    fn abandon(&self) {
+        self.queue.abort();
+        self.executor.cancel_all();
+    }
+}
+
+/// Calls queued before the reader waits (see [`schedule`](super::schedule)).
+const QUEUED_CALLS: usize = 256;
+/// Bytes of queued requests before the reader waits.
+const QUEUED_BYTES: usize = 256 * 1024 * 1024;
+/// Direct replies (ping, tools/list, errors) waiting for the writer before the reader waits.
+const QUEUED_FRAMES: usize = 64;
+
+/// How a session ended.
+enum End {
+    /// Input ended (or failed): queued calls were finished.
+    Input(io::Result<()>),
+    /// The output was closed by the client.
+    OutputGone,
+}
+
 /// Serves MCP on `input`/`output` until `input` ends, then finishes queued calls, flushes and
-/// returns. Tool failures never end the loop; only an I/O error on `input` does.
+/// returns. Tool failures never end the loop; an I/O error on `input` does, and so does a closed
+/// `output` (then queued calls are dropped, running ones cancelled, and `BrokenPipe` returned
+/// without waiting for `input`).
 pub fn serve<R, W>(
     toolset: Arc<dyn Toolset>,
     config: ServerConfig,
@@ -480,7 +593,7 @@ pub fn serve<R, W>(
     output: W,
 ) -> io::Result<()>
 where
-    R: BufRead,
+    R: BufRead + Send + 'static,
     W: Write + Send + 'static,
 {
     let in_flight: InFlight = Arc::default();
@@ -492,12 +605,6 @@ where
         session: None,
         in_flight: in_flight.clone(),
     };
-    let executor = Arc::new(Executor {
-        toolset,
-        observer,
-        in_flight,
-        call_timeout: config.call_timeout,
-    });
     let mut reader = FrameReader::new(input, config.max_message_bytes);
     let mut output = BufWriter::with_capacity(64 * 1024, output);
 
@@ -507,80 +614,163 @@ where
     let first = match reader.read_frame()? {
         Some(frame) => {
             let framing = reader.framing().unwrap_or(Framing::Lines);
-            match handle_frame(&mut dispatcher, &executor, frame, framing, &config) {
+            match handle_frame(&mut dispatcher, frame, framing, config.max_message_bytes) {
                 Step::Reply(reply) => {
                     let body = serde_json::to_vec(&reply).map_err(io::Error::other)?;
                     write_frame(&mut output, framing, &body)?;
                     output.flush()?;
                     None
                 }
-                other => Some(other),
+                other => Some((other, framing)),
             }
         }
         None => return output.flush(),
     };
 
-    let (out_tx, out_rx) = mpsc::channel::<Out>();
-    let outbox: Outbox = Arc::default();
-    let writer_outbox = outbox.clone();
-    let writer_observer = executor.observer.clone();
-    let writer = thread::Builder::new()
-        .name("mcp-writer".into())
-        .spawn(move || write_loop(output, out_rx, writer_outbox, writer_observer))?;
+    let session = Arc::new(Session {
+        executor: Executor {
+            toolset,
+            observer: observer.clone(),
+            in_flight,
+            call_timeout: config.call_timeout,
+        },
+        queue: Queue::new(QueueLimits {
+            jobs: QUEUED_CALLS,
+            bytes: QUEUED_BYTES.max(config.max_message_bytes),
+        }),
+        outbox: Arc::default(),
+    });
+    let (end_tx, end_rx) = mpsc::channel::<End>();
 
-    let (job_tx, job_rx) = mpsc::channel::<Box<CallJob>>();
-    let worker_out = out_tx.clone();
-    let worker_exec = executor.clone();
-    let worker = thread::Builder::new()
-        .name("mcp-worker".into())
-        .spawn(move || run_calls(&worker_exec, &job_rx, &outbox, &worker_out))?;
-
-    let mut next = first;
-    let result = loop {
-        let step = match next.take() {
-            Some(step) => step,
-            None => match reader.read_frame() {
-                Ok(Some(frame)) => {
-                    let framing = reader.framing().unwrap_or(Framing::Lines);
-                    handle_frame(&mut dispatcher, &executor, frame, framing, &config)
-                }
-                Ok(None) => break Ok(()),
-                Err(e) => break Err(e),
-            },
-        };
-        match step {
-            Step::Reply(reply) => {
-                let framing = reader.framing().unwrap_or(Framing::Lines);
-                send(&out_tx, framing, &reply);
-            }
-            Step::Call(job) => {
-                if job_tx.send(job).is_err() {
-                    break Err(io::Error::other("tool worker stopped"));
-                }
-            }
-            Step::Nothing => {}
-        }
+    let (out_tx, out_rx) = mpsc::sync_channel::<Out>(QUEUED_FRAMES);
+    let writer = {
+        let outbox = session.outbox.clone();
+        let session = session.clone();
+        let end_tx = end_tx.clone();
+        thread::Builder::new()
+            .name("mcp-writer".into())
+            .spawn(move || {
+                write_loop(output, out_rx, outbox, observer, move || {
+                    session.abandon();
+                    let _ = end_tx.send(End::OutputGone);
+                })
+            })?
     };
-    // End of input: let queued calls finish (a write in progress is never cut short), then flush.
-    drop(job_tx);
-    let _ = worker.join();
-    drop(out_tx);
-    let _ = writer.join();
+
+    let mut workers = Vec::new();
+    for n in 0..config.workers.max(1) {
+        let session = session.clone();
+        let out = out_tx.clone();
+        workers.push(
+            thread::Builder::new()
+                .name(format!("mcp-worker-{n}"))
+                .spawn(move || run_calls(&session, &out))?,
+        );
+    }
+
+    let reader_thread = {
+        let session = session.clone();
+        thread::Builder::new()
+            .name("mcp-reader".into())
+            .spawn(move || {
+                let result = read_loop(&mut reader, &mut dispatcher, &session, &out_tx, first);
+                session.queue.close();
+                let _ = end_tx.send(End::Input(result));
+            })?
+    };
+
+    let end = end_rx.recv().unwrap_or(End::Input(Ok(())));
+    for worker in workers {
+        let _ = worker.join();
+    }
+    let result = match end {
+        End::Input(result) => {
+            let _ = reader_thread.join();
+            // Every sender is gone once the reader and the workers are: the writer flushes the
+            // last replies and returns (or has already, if the output went away meanwhile).
+            let _ = writer.join();
+            result
+        }
+        // The reader may be blocked reading input that never ends; it is left to the process.
+        End::OutputGone => Err(io::Error::new(
+            io::ErrorKind::BrokenPipe,
+            "the client closed the server's output; queued calls were dropped and running ones cancelled",
+        )),
+    };
     // The writer releases before every write; this is for a writer that stopped early (the client
     // closed our output), whose last calls still ran and still deserve their record.
-    if let Some(observer) = &executor.observer {
+    if let Some(observer) = &session.executor.observer {
         observer.release();
     }
     result
 }
 
-/// Turns one frame into what to do about it: a reply, a call for the worker, or nothing.
+/// Reads and dispatches messages until input ends or the session is abandoned.
+fn read_loop<R: BufRead>(
+    reader: &mut FrameReader<R>,
+    dispatcher: &mut Dispatcher,
+    session: &Session,
+    out: &mpsc::SyncSender<Out>,
+    first: Option<(Step, Framing)>,
+) -> io::Result<()> {
+    let mut next = first;
+    loop {
+        let (step, framing) = match next.take() {
+            Some(pending) => pending,
+            None => match reader.read_frame()? {
+                Some(frame) => {
+                    let framing = reader.framing().unwrap_or(Framing::Lines);
+                    let limit = dispatcher.config.max_message_bytes;
+                    (handle_frame(dispatcher, frame, framing, limit), framing)
+                }
+                None => return Ok(()),
+            },
+        };
+        match step {
+            Step::Reply(reply) => {
+                if !send(out, framing, &reply) {
+                    return Ok(());
+                }
+            }
+            Step::Run(job) => {
+                let lane = dispatcher.lane(&job);
+                let bytes = job_bytes(&job);
+                if session.queue.push(lane, bytes, job).is_err() {
+                    return Ok(());
+                }
+            }
+            Step::Nothing => {}
+        }
+    }
+}
+
+/// Roughly how much memory a queued job holds, for the queue's byte limit.
+fn job_bytes(job: &Job) -> usize {
+    fn call(c: &CallJob) -> usize {
+        c.args
+            .values()
+            .map(|v| v.as_str().map_or(64, str::len))
+            .sum::<usize>()
+            + 256
+    }
+    match job {
+        Job::Call(c) => call(c),
+        Job::Batch(items, _) => items
+            .iter()
+            .map(|i| match i {
+                BatchItem::Call(c) => call(c),
+                BatchItem::Ready(_) => 256,
+            })
+            .sum(),
+    }
+}
+
+/// Turns one frame into what to do about it: a reply, a job for the workers, or nothing.
 fn handle_frame(
     dispatcher: &mut Dispatcher,
-    executor: &Executor,
     frame: Frame,
     framing: Framing,
-    config: &ServerConfig,
+    max_message_bytes: usize,
 ) -> Step {
     let bytes = match frame {
         Frame::Message(bytes) => bytes,
@@ -590,7 +780,7 @@ fn handle_frame(
                 code::INVALID_REQUEST,
                 format!(
                     "message larger than the limit of {} bytes was discarded; send smaller messages (e.g. split a large write)",
-                    config.max_message_bytes
+                    max_message_bytes
                 ),
                 None,
             ))
@@ -600,10 +790,7 @@ fn handle_frame(
         }
     };
     match serde_json::from_slice(&bytes) {
-        Ok(Value::Array(items)) => match run_batch(dispatcher, executor, items, framing) {
-            Some(reply) => Step::Reply(reply),
-            None => Step::Nothing,
-        },
+        Ok(Value::Array(items)) => dispatch_batch(dispatcher, items, framing),
         Ok(single) => dispatcher.dispatch(single, framing),
         Err(e) => Step::Reply(message::error(
             &Value::Null,
@@ -614,20 +801,17 @@ fn handle_frame(
     }
 }
 
-/// JSON-RPC batches exist only in protocol 2025-03-26; every other revision forbids them.
-fn run_batch(
-    dispatcher: &mut Dispatcher,
-    executor: &Executor,
-    items: Vec<Value>,
-    framing: Framing,
-) -> Option<Value> {
+/// JSON-RPC batches exist only in protocol 2025-03-26; every other revision forbids them. A batch
+/// whose members need no tool is answered at once; one with calls becomes a job, so its calls
+/// take effect in their turn after what was received before it.
+fn dispatch_batch(dispatcher: &mut Dispatcher, items: Vec<Value>, framing: Framing) -> Step {
     let version = dispatcher
         .session
         .as_ref()
         .map(|s| s.protocol_version.clone())
         .unwrap_or_default();
     if version != "2025-03-26" {
-        return Some(message::error(
+        return Step::Reply(message::error(
             &Value::Null,
             code::INVALID_REQUEST,
             "JSON-RPC batches are only part of protocol 2025-03-26; send one message at a time",
@@ -635,176 +819,96 @@ fn run_batch(
         ));
     }
     if items.is_empty() {
-        return Some(message::error(
+        return Step::Reply(message::error(
             &Value::Null,
             code::INVALID_REQUEST,
             "empty batch",
             None,
         ));
     }
-    let mut replies = Vec::new();
+    let mut members = Vec::new();
     for item in items {
         let is_initialize = item.get("method") == Some(&json!("initialize"));
         if is_initialize {
             let id = item.get("id").cloned().unwrap_or(Value::Null);
-            replies.push(message::error(
+            members.push(BatchItem::Ready(message::error(
                 &id,
                 code::INVALID_REQUEST,
                 "initialize must not be part of a batch",
                 None,
-            ));
+            )));
             continue;
         }
         match dispatcher.dispatch(item, framing) {
-            Step::Reply(r) => replies.push(r),
-            Step::Call(job) => {
-                let mut bytes = Vec::new();
-                if executor.run(&job, &mut bytes) {
-                    replies.extend(serde_json::from_slice::<Value>(&bytes).ok());
-                }
-            }
-            Step::Nothing => {}
+            Step::Reply(r) => members.push(BatchItem::Ready(r)),
+            Step::Run(Job::Call(job)) => members.push(BatchItem::Call(job)),
+            // Batches do not nest: dispatch of a single member never yields one.
+            Step::Run(Job::Batch(..)) | Step::Nothing => {}
         }
     }
-    (!replies.is_empty()).then_some(Value::Array(replies))
+    if members.iter().any(|m| matches!(m, BatchItem::Call(_))) {
+        return Step::Run(Job::Batch(members, framing));
+    }
+    let replies: Vec<Value> = members
+        .into_iter()
+        .filter_map(|m| match m {
+            BatchItem::Ready(r) => Some(r),
+            BatchItem::Call(_) => None,
+        })
+        .collect();
+    if replies.is_empty() {
+        Step::Nothing
+    } else {
+        Step::Reply(Value::Array(replies))
+    }
 }
 
-/// Longest a finished reply may wait in the outbox for company before the writer sends it.
-const REPLY_HOLD: Duration = Duration::from_millis(2);
-
-/// What the writer thread is asked to do.
-enum Out {
-    /// Write this framed message now.
-    Frame(Vec<u8>),
-    /// The outbox has replies; send them within [`REPLY_HOLD`] at the latest.
-    Pending,
-    /// Send the outbox now: no call is waiting, so nothing is gained by holding replies.
-    Flush,
-}
-
-/// Replies the worker has finished but the writer has not yet taken.
-type Outbox = Arc<Mutex<Vec<u8>>>;
-
-/// Runs tool calls in arrival order. While more calls are already queued (a client pipelining
-/// requests), replies collect in the outbox and go out together — one thread wake-up and one
-/// `write(2)` for many replies — but never later than [`REPLY_HOLD`] after they were ready, even
-/// if the next call runs for a long time; a lone call's reply is flushed at once.
-fn run_calls(
-    executor: &Executor,
-    jobs: &mpsc::Receiver<Box<CallJob>>,
-    outbox: &Outbox,
-    out: &mpsc::Sender<Out>,
-) {
+/// Runs jobs as the queue hands them out. While more calls are already queued (a client
+/// pipelining requests), replies collect in the outbox and go out together; a lone call's reply
+/// is flushed at once.
+fn run_calls(session: &Session, out: &mpsc::SyncSender<Out>) {
     // One buffer for every reply body: a reply to a read is as long as the file, and growing a
     // fresh vector to that size on every call showed up in profiles.
     let mut body = Vec::new();
-    loop {
-        let job = match jobs.try_recv() {
-            Ok(job) => job,
-            Err(mpsc::TryRecvError::Empty) => {
-                let _ = out.send(Out::Flush);
-                match jobs.recv() {
-                    Ok(job) => job,
-                    Err(_) => break,
-                }
-            }
-            Err(mpsc::TryRecvError::Disconnected) => break,
-        };
+    while let Some(mut ticket) = session.queue.next() {
         crate::buffer::recycle(&mut body);
-        if !executor.run(&job, &mut body) {
+        let (answered, framing) = match &mut ticket.job {
+            Job::Call(call) => (session.executor.run(call, &mut body), call.framing),
+            Job::Batch(items, framing) => (
+                session.executor.run_batch(std::mem::take(items), &mut body),
+                *framing,
+            ),
+        };
+        session.queue.done(ticket);
+        if !answered {
             continue;
         }
-        let was_empty = match outbox.lock() {
-            Ok(mut buf) => {
-                let was_empty = buf.is_empty();
-                let _ = write_frame(&mut *buf, job.framing, &body);
-                was_empty
-            }
-            Err(_) => break,
+        let Some(was_empty) = session.outbox.append(framing, &body) else {
+            break;
         };
-        if was_empty {
-            let _ = out.send(Out::Pending);
+        let signal = if session.queue.is_idle() {
+            Out::Flush
+        } else if was_empty {
+            Out::Pending
+        } else {
+            continue;
+        };
+        if out.send(signal).is_err() {
+            break;
         }
     }
     let _ = out.send(Out::Flush);
 }
 
-/// Frames one message and queues it for the writer.
-fn send(tx: &mpsc::Sender<Out>, framing: Framing, value: &Value) {
-    // Serialising a Value cannot fail; a closed channel means the writer is gone and the reply
-    // has nowhere to go anyway.
-    if let Ok(body) = serde_json::to_vec(value) {
-        let mut framed = Vec::with_capacity(body.len() + 32);
-        if write_frame(&mut framed, framing, &body).is_ok() {
-            let _ = tx.send(Out::Frame(framed));
-        }
-    }
-}
-
-/// Writes replies: framed messages from the dispatcher at once, the worker's outbox when asked or
-/// when its hold time is up, and flushes whenever there is nothing more to do right now. The
-/// observer is released before any reply it may have seen is written.
-fn write_loop<W: Write>(
-    output: W,
-    rx: mpsc::Receiver<Out>,
-    outbox: Outbox,
-    observer: Option<Arc<dyn CallObserver>>,
-) {
-    let mut out = BufWriter::with_capacity(64 * 1024, output);
-    let mut deadline: Option<Instant> = None;
-    let release = || {
-        if let Some(observer) = &observer {
-            observer.release();
-        }
+/// Frames one message and queues it for the writer; false when the writer is gone.
+fn send(tx: &mpsc::SyncSender<Out>, framing: Framing, value: &Value) -> bool {
+    // Serialising a Value cannot fail.
+    let Ok(body) = serde_json::to_vec(value) else {
+        return true;
     };
-    let take = |out: &mut BufWriter<W>| -> io::Result<()> {
-        let batch = match outbox.lock() {
-            Ok(mut buf) => std::mem::take(&mut *buf),
-            Err(_) => return Err(io::Error::other("outbox poisoned")),
-        };
-        if batch.is_empty() {
-            return Ok(());
-        }
-        release();
-        out.write_all(&batch)
-    };
-    loop {
-        let first = match deadline {
-            None => rx.recv().ok(),
-            Some(at) => match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
-                Ok(msg) => Some(msg),
-                Err(mpsc::RecvTimeoutError::Timeout) => Some(Out::Flush),
-                Err(mpsc::RecvTimeoutError::Disconnected) => None,
-            },
-        };
-        let Some(first) = first else {
-            let _ = take(&mut out).and_then(|_| out.flush());
-            return;
-        };
-        let mut next = Some(first);
-        while let Some(msg) = next {
-            let written = match msg {
-                Out::Frame(bytes) => {
-                    // A batch's frame can hold call results.
-                    release();
-                    out.write_all(&bytes)
-                }
-                Out::Pending => {
-                    deadline.get_or_insert_with(|| Instant::now() + REPLY_HOLD);
-                    Ok(())
-                }
-                Out::Flush => {
-                    deadline = None;
-                    take(&mut out)
-                }
-            };
-            if written.is_err() {
-                return;
-            }
-            next = rx.try_recv().ok();
-        }
-        if out.flush().is_err() {
-            return;
-        }
+    let mut framed = Vec::with_capacity(body.len() + 32);
+    if write_frame(&mut framed, framing, &body).is_err() {
+        return true;
     }
+    tx.send(Out::Frame(framed)).is_ok()
 }

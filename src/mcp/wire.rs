@@ -35,6 +35,12 @@ pub struct FrameReader<R> {
     inner: R,
     framing: Option<Framing>,
     max_message: usize,
+    /// Bytes of an oversized body still to be discarded: the refusal is reported as soon as the
+    /// header is read, and the body skipped on the next read.
+    skip: u64,
+    /// The stream can no longer be split into messages (conflicting lengths): it is treated as
+    /// ended after that is reported once.
+    broken: bool,
 }
 
 impl<R: BufRead> FrameReader<R> {
@@ -44,6 +50,8 @@ impl<R: BufRead> FrameReader<R> {
             inner,
             framing: None,
             max_message,
+            skip: 0,
+            broken: false,
         }
     }
 
@@ -55,6 +63,17 @@ impl<R: BufRead> FrameReader<R> {
     /// Reads the next frame; `Ok(None)` at end of input (including input that ends mid-message,
     /// which can only mean the client went away).
     pub fn read_frame(&mut self) -> io::Result<Option<Frame>> {
+        if self.broken {
+            return Ok(None);
+        }
+        if self.skip > 0 {
+            // A short read means the client went away mid-body.
+            let wanted = std::mem::take(&mut self.skip);
+            let skipped = io::copy(&mut (&mut self.inner).take(wanted), &mut io::sink())?;
+            if skipped < wanted {
+                return Ok(None);
+            }
+        }
         loop {
             let Some(first) = self.skip_blank()? else {
                 return Ok(None);
@@ -182,12 +201,23 @@ impl<R: BufRead> FrameReader<R> {
                 ))));
             };
             if name.trim().eq_ignore_ascii_case("content-length") {
-                length = Some(
-                    value
-                        .trim()
-                        .parse::<usize>()
-                        .map_err(|_| format!("invalid Content-Length {:?}", value.trim())),
-                );
+                let this = value
+                    .trim()
+                    .parse::<usize>()
+                    .map_err(|_| format!("invalid Content-Length {:?}", value.trim()));
+                if let Some(earlier) = &length {
+                    if *earlier != this {
+                        // Which length is right cannot be known, so neither is where the next
+                        // message starts: guessing would let a body be read as a message.
+                        self.broken = true;
+                        return Ok(Some(Frame::BadHeader(format!(
+                            "conflicting Content-Length headers ({:?} and {:?}): the message boundary is unknown, so the session ends; send exactly one Content-Length per message",
+                            header_value(earlier),
+                            value.trim()
+                        ))));
+                    }
+                }
+                length = Some(this);
             }
         }
         let length = match length {
@@ -200,11 +230,9 @@ impl<R: BufRead> FrameReader<R> {
             Some(Ok(n)) => n,
         };
         if length > self.max_message {
-            // Skip the body without holding it; a short read means the client went away.
-            let skipped = io::copy(&mut (&mut self.inner).take(length as u64), &mut io::sink())?;
-            if skipped < length as u64 {
-                return Ok(None);
-            }
+            // Refused now, so the client hears at once rather than after sending it all; the body
+            // is skipped, never held, on the next read.
+            self.skip = length as u64;
             return Ok(Some(Frame::TooLarge));
         }
         let mut body = vec![0; length];
@@ -226,6 +254,14 @@ fn buffered<R: BufRead>(inner: &mut R) -> io::Result<usize> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// A parsed `Content-Length` as it was written, for messages.
+fn header_value(parsed: &Result<usize, String>) -> String {
+    match parsed {
+        Ok(n) => n.to_string(),
+        Err(msg) => msg.clone(),
     }
 }
 
@@ -298,6 +334,25 @@ mod tests {
         );
         let (f, _) = frames(framed.as_bytes(), 50);
         assert_eq!(f, vec![Frame::TooLarge, msg("{}")]);
+    }
+
+    #[test]
+    fn an_oversized_length_is_refused_before_its_body_arrives() {
+        // Only the header has arrived: the refusal must not wait for the body.
+        let mut r = FrameReader::new(&b"Content-Length: 100\r\n\r\n"[..], 50);
+        assert_eq!(r.read_frame().expect("read"), Some(Frame::TooLarge));
+        assert_eq!(r.read_frame().expect("read"), None);
+    }
+
+    #[test]
+    fn conflicting_lengths_end_the_session_after_one_error() {
+        let input = b"Content-Length: 2\r\nContent-Length: 9\r\n\r\n{}{\"a\":1}\n{\"b\":2}\n";
+        let (f, _) = frames(input, 1024);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(matches!(&f[0], Frame::BadHeader(m) if m.contains("conflicting")));
+        // The same length twice is not a conflict.
+        let (f, _) = frames(b"Content-Length: 2\r\ncontent-length: 2\r\n\r\n{}", 1024);
+        assert_eq!(f, vec![msg("{}")]);
     }
 
     #[test]
