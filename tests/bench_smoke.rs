@@ -53,13 +53,14 @@ fn smoke_run_measures_every_case_against_our_binary_and_renders_a_table() {
         "write_file",
         "legacy pipeline",
         "undo/redo",
+        "search_file after many moves",
     ] {
         assert!(
             outcome.results.iter().any(|r| r.title.starts_with(title)),
             "no result for {title}"
         );
     }
-    assert_eq!(CASES.len(), 7);
+    assert_eq!(CASES.len(), 8);
     for result in &outcome.results {
         assert!(!result.rows.is_empty(), "{} has no rows", result.title);
         for row in &result.rows {

@@ -261,6 +261,11 @@ impl<'a> Bench<'a> {
     }
 
     fn start(&self, subject: &Subject) -> Result<Server, BenchError> {
+        self.start_at(subject, &self.data.root)
+    }
+
+    /// A server on another root than the shared data (a case whose state must not mix).
+    fn start_at(&self, subject: &Subject, root: &std::path::Path) -> Result<Server, BenchError> {
         let peer = subject
             .peer
             .as_ref()
@@ -269,10 +274,7 @@ impl<'a> Bench<'a> {
             .cfg
             .data_dir
             .join(format!("stderr-{}.log", slug(&subject.label)));
-        Server::spawn(
-            &peer.launch(&self.data.root, &subject.extra, Some(log)),
-            SESSION_LIMIT,
-        )
+        Server::spawn(&peer.launch(root, &subject.extra, Some(log)), SESSION_LIMIT)
     }
 
     /// Starts the subject, shakes hands and finds `tool` (taking `needs`) in its list.
@@ -282,7 +284,17 @@ impl<'a> Bench<'a> {
         tool: &str,
         needs: &[&str],
     ) -> Result<(Server, String), BenchError> {
-        let mut server = self.start(subject)?;
+        self.session_with_tool_at(subject, &self.data.root, tool, needs)
+    }
+
+    fn session_with_tool_at(
+        &self,
+        subject: &Subject,
+        root: &std::path::Path,
+        tool: &str,
+        needs: &[&str],
+    ) -> Result<(Server, String), BenchError> {
+        let mut server = self.start_at(subject, root)?;
         server.initialize()?;
         let tools = server.list_tools()?;
         let name = find_tool(&tools, tool, needs).map_err(BenchError::NotServed)?;
@@ -906,6 +918,136 @@ impl<'a> Bench<'a> {
             ),
             None => self.check(&title, target, "not measured".into(), None),
         }
+    }
+
+    /// `search_file` time after many logged moves vs after few: the story of a path must not
+    /// cost a rescan of the logs.
+    pub fn story(&mut self) {
+        let (many, few) = (self.cfg.sizes.story_moves, 10);
+        let dir = self.data.root.join("story");
+        let roots = [
+            (format!("{many} moves"), dir.join(format!("m{many}")), many),
+            (format!("{few} moves"), dir.join(format!("m{few}")), few),
+        ];
+        let setup = roots
+            .iter()
+            .try_for_each(|(_, root, moves)| self.make_moves(root, *moves));
+        let subjects: Vec<Subject> = roots
+            .iter()
+            .filter_map(|(label, _, _)| self.ours_with(label, vec![]))
+            .collect();
+        let (subjects, twins) = self.with_twins(subjects);
+        let calls = self.cfg.sizes.story_calls;
+        let rows = match setup {
+            Err(e) => subjects
+                .iter()
+                .map(|s| Row {
+                    label: s.label.clone(),
+                    error: Some(format!("set-up failed: {e}")),
+                    ..Default::default()
+                })
+                .collect(),
+            Ok(()) => alternate(&subjects, self.cfg.reps, |s, _| {
+                // A baseline twin works on the root of the row it mirrors.
+                let row = twins
+                    .iter()
+                    .find(|t| t.previous == s.label)
+                    .map_or(&s.label, |t| &t.current);
+                let root = roots
+                    .iter()
+                    .find(|(l, _, _)| l == row)
+                    .map(|(_, r, _)| r.clone())
+                    .unwrap_or_default();
+                let (mut server, tool) =
+                    self.session_with_tool_at(s, &root, "search_file", &["path"])?;
+                // One path moved early (its story is in the log), one never seen.
+                let asks: Vec<Map<String, Value>> = (0..calls)
+                    .map(|i| {
+                        let path = if i % 2 == 0 {
+                            "a1.txt"
+                        } else {
+                            "never-seen.txt"
+                        };
+                        obj(json!({"path": root.join(path).display().to_string()}))
+                    })
+                    .collect();
+                let took = server.pipelined_calls(&tool, &asks)?;
+                let rss_kib = server.peak_rss_kib();
+                server.finish()?;
+                Ok(Measure {
+                    secs: took.as_secs_f64() / calls as f64,
+                    rss_kib,
+                })
+            }),
+        };
+        self.push_result(CaseResult {
+            title: "search_file after many moves".into(),
+            what: format!(
+                "mean time of one `search_file` ({calls} pipelined, alternating a moved path and \
+                 one never seen) in a workspace whose move log holds {many} moves vs {few}"
+            ),
+            baseline: format!("{few} moves"),
+            calls: Some(calls),
+            rows,
+            notes: vec![],
+            twins,
+            cost_limit: None,
+        });
+        let i = self.results.len() - 1;
+        let title = self.results[i].title.clone();
+        let target = "within 2× of the time after 10 moves";
+        match self.results[i].ratio(&format!("{many} moves")) {
+            Some(r) => self.check(
+                &title,
+                target,
+                format!(
+                    "after {many} moves a call takes {} the time of one after {few}",
+                    fmt_ratio(r)
+                ),
+                Some(r <= 2.0),
+            ),
+            None => self.check(&title, target, "not measured".into(), None),
+        }
+    }
+
+    /// A workspace whose move log holds `moves` moves, made through the server itself (so the
+    /// log is in whatever format the build writes): files `aN.txt` renamed to `bN.txt`. Kept
+    /// across runs once complete.
+    fn make_moves(&self, root: &std::path::Path, moves: u64) -> Result<(), BenchError> {
+        let done = root.join(".bench-moves-done");
+        if done.exists() {
+            return Ok(());
+        }
+        if root.exists() {
+            std::fs::remove_dir_all(root)
+                .map_err(|e| BenchError::io(format!("clear {}", root.display()), e))?;
+        }
+        std::fs::create_dir_all(root)
+            .map_err(|e| BenchError::io(format!("create {}", root.display()), e))?;
+        for n in 0..moves {
+            let file = root.join(format!("a{n}.txt"));
+            std::fs::write(&file, b"x\n")
+                .map_err(|e| BenchError::io(format!("write {}", file.display()), e))?;
+        }
+        let Some(ours) = self.ours_with("setup", vec![]) else {
+            return Err(BenchError::NotServed("no build of ours".into()));
+        };
+        let (mut server, tool) =
+            self.session_with_tool_at(&ours, root, "move_file", &["source", "destination"])?;
+        let calls: Vec<Map<String, Value>> = (0..moves)
+            .map(|n| {
+                obj(json!({
+                    "source": root.join(format!("a{n}.txt")).display().to_string(),
+                    "destination": root.join(format!("b{n}.txt")).display().to_string(),
+                }))
+            })
+            .collect();
+        for chunk in calls.chunks(10_000) {
+            server.pipelined_calls(&tool, chunk)?;
+        }
+        server.finish()?;
+        std::fs::write(&done, b"")
+            .map_err(|e| BenchError::io(format!("write {}", done.display()), e))
     }
 
     fn make_versions(

@@ -68,6 +68,10 @@ pub struct Sizes {
     pub versions_few: u64,
     /// Undo/redo steps per session.
     pub undo_steps: u64,
+    /// Logged moves in the long-log workspace of the story case (the short one has 10).
+    pub story_moves: u64,
+    /// `search_file` calls per session in the story case.
+    pub story_calls: u64,
 }
 
 impl Sizes {
@@ -84,6 +88,8 @@ impl Sizes {
             versions_many: 1_000,
             versions_few: 10,
             undo_steps: 100,
+            story_moves: 100_000,
+            story_calls: 2_000,
         }
     }
 
@@ -100,6 +106,8 @@ impl Sizes {
             versions_many: 12,
             versions_few: 3,
             undo_steps: 8,
+            story_moves: 200,
+            story_calls: 20,
         }
     }
 }
@@ -122,8 +130,8 @@ pub struct Config {
 }
 
 /// Every case name, in run order.
-pub const CASES: [&str; 7] = [
-    "startup", "read", "tree", "edit", "write", "pipeline", "undo",
+pub const CASES: [&str; 8] = [
+    "startup", "read", "tree", "edit", "write", "pipeline", "undo", "story",
 ];
 
 /// The outcome of a run.
@@ -174,6 +182,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, BenchError> {
             "edit" => bench.edit(),
             "write" => bench.write(),
             "pipeline" => bench.pipeline(),
+            "story" => bench.story(),
             _ => bench.undo(),
         }
     }

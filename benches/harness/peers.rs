@@ -78,6 +78,8 @@ fn aliases(tool: &str) -> &'static [&'static str] {
         "undo_file" => &["undo_file"],
         "redo_file" => &["redo_file"],
         "shelpa_pipe" => &["shelpa_pipe"],
+        "move_file" => &["move_file"],
+        "search_file" => &["search_file"],
         _ => &[],
     }
 }
