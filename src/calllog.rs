@@ -253,8 +253,16 @@ impl CallObserver for CallLog {
             }
             crate::buffer::recycle(&mut log.pending);
         }
+        // A daemon serving many roots would otherwise keep one descriptor per root it ever saw;
+        // past a few, every log is closed once written and reopened when next needed.
+        if files.len() > OPEN_LOGS {
+            files.clear();
+        }
     }
 }
+
+/// Log files kept open between calls (the daemon's many roots each have one).
+const OPEN_LOGS: usize = 16;
 
 /// Opens (creating it and its directory) the operator's `--call-log FILE` for appending, and cuts
 /// a torn last line a killed server may have left.

@@ -25,9 +25,25 @@ use crate::toolset::{CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 /// the others (up to this many slow tenants at once).
 pub const WORKERS: usize = 4;
 
-/// Roots whose toolsets (two or three descriptors each) are kept open; the least recently used
-/// beyond this is closed.
+/// Roots whose toolsets (two or three descriptors each) are kept open at most; the least
+/// recently used beyond this is closed. A low descriptor limit lowers it (see [`open_roots`]).
 pub const OPEN_ROOTS: usize = 64;
+
+/// Descriptors left for the calls themselves (files being read or written, a pipeline's pipes)
+/// when the open roots are budgeted.
+const CALL_DESCRIPTORS: u64 = 64;
+
+/// How many roots to keep open under this process's descriptor limit: about four descriptors
+/// each (root, store, call log, slack), after [`CALL_DESCRIPTORS`], between 4 and [`OPEN_ROOTS`].
+pub fn open_roots() -> usize {
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX);
+    let budget = soft.saturating_sub(CALL_DESCRIPTORS) / 4;
+    usize::try_from(budget)
+        .unwrap_or(OPEN_ROOTS)
+        .clamp(4, OPEN_ROOTS)
+}
 
 /// A root's toolset and when it was last used (a counter, not a clock).
 struct Open {
@@ -36,10 +52,10 @@ struct Open {
 }
 
 /// The open toolsets, least recently used first out.
-#[derive(Default)]
 struct OpenRoots {
     map: HashMap<PathBuf, Open>,
     clock: u64,
+    limit: usize,
 }
 
 impl OpenRoots {
@@ -52,11 +68,25 @@ impl OpenRoots {
         })
     }
 
+    /// Closes the least recently used half.
+    fn shed(&mut self) {
+        let mut by_age: Vec<(u64, PathBuf)> = self
+            .map
+            .iter()
+            .map(|(root, open)| (open.used, root.clone()))
+            .collect();
+        by_age.sort_unstable();
+        let half = by_age.len().div_ceil(2);
+        for (_, root) in by_age.into_iter().take(half) {
+            self.map.remove(&root);
+        }
+    }
+
     /// Keeps `toolset` for `root`, closing the least recently used beyond [`OPEN_ROOTS`]. A call
     /// still running on a closed toolset keeps it alive until it ends: the table holds one
     /// reference, each call another.
     fn insert(&mut self, root: PathBuf, toolset: Arc<dyn Toolset>) {
-        while self.map.len() >= OPEN_ROOTS {
+        while self.map.len() >= self.limit {
             let Some(oldest) = self
                 .map
                 .iter()
@@ -94,7 +124,11 @@ impl PerRoot {
             factory,
             tools,
             served,
-            roots: Mutex::new(OpenRoots::default()),
+            roots: Mutex::new(OpenRoots {
+                map: HashMap::new(),
+                clock: 0,
+                limit: open_roots(),
+            }),
         }
     }
 
@@ -109,18 +143,32 @@ impl PerRoot {
         if let Some(existing) = roots.get(&canonical) {
             return Ok(existing);
         }
-        // Only a whole toolset is kept: one that failed (say, out of descriptors) is built again
-        // on the next call instead of being served with parts missing.
-        let guard =
-            PathGuard::new(&canonical).map_err(|e| format!("cannot open root '{given}': {e}"))?;
-        let toolset: Arc<dyn Toolset> = Arc::from(
-            self.factory
-                .build(guard)
-                .map_err(|e| format!("cannot serve root '{given}': {e}"))?,
-        );
+        // Only a whole toolset is kept: one that failed is built again on the next call instead
+        // of being served with parts missing. Out of descriptors (a low `ulimit -n`), the older
+        // half of the open roots is closed and the root tried once more.
+        let toolset = match self.open(&canonical) {
+            Err(e) if out_of_descriptors(&e) => {
+                roots.shed();
+                self.open(&canonical)
+            }
+            other => other,
+        }
+        .map_err(|e| format!("cannot open root '{given}': {e}"))?;
         roots.insert(canonical, toolset.clone());
         Ok(toolset)
     }
+
+    fn open(&self, root: &Path) -> std::io::Result<Arc<dyn Toolset>> {
+        let guard = PathGuard::new(root)?;
+        Ok(Arc::from(self.factory.build(guard)?))
+    }
+}
+
+/// True for the errors of a process (or system) out of descriptors.
+fn out_of_descriptors(e: &std::io::Error) -> bool {
+    let raw = e.raw_os_error();
+    raw == Some(rustix::io::Errno::MFILE.raw_os_error())
+        || raw == Some(rustix::io::Errno::NFILE.raw_os_error())
 }
 
 /// Adds the required `root` argument to a tool's input schema.

@@ -381,3 +381,47 @@ fn twenty_thousand_roots_cost_a_bounded_number_of_descriptors() {
         "ok"
     );
 }
+
+#[test]
+fn under_a_low_descriptor_limit_every_root_is_still_served() {
+    let allowed = tempfile::tempdir().expect("tempdir");
+    let roots = 300;
+    for i in 0..roots {
+        std::fs::create_dir(allowed.path().join(format!("r{i}"))).expect("mkdir");
+    }
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
+        .arg(BIN)
+        .args(["--server", "--allow-root"])
+        .arg(allowed.path());
+    let mut s = Session::from_command(cmd);
+    s.initialize("2025-11-25");
+    // Twice round: the second pass finds every early root closed and must open it again.
+    for pass in 0..2 {
+        for i in 0..roots {
+            let root = allowed.path().join(format!("r{i}"));
+            let reply = s.call(
+                pass * 1000 + i + 2,
+                "write_file",
+                json!({"root": root.to_string_lossy(), "path": "f.txt", "content": format!("{pass}")}),
+            );
+            assert_eq!(
+                reply["isError"],
+                json!(false),
+                "root {i}, pass {pass}: {reply}"
+            );
+        }
+    }
+    // Every call of both passes is in its root's call log.
+    for i in 0..roots {
+        let log = allowed
+            .path()
+            .join(format!("r{i}/.filesystem/.calls.jsonl"));
+        let lines = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count();
+        assert_eq!(lines, 2, "root {i}: {lines} log lines");
+    }
+}
