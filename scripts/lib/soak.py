@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -160,6 +161,7 @@ def main():
     failures = []
     answered = set()
     errors = [0]
+    garbage_answers = [0]
 
     def reader():
         while True:
@@ -168,6 +170,12 @@ def main():
                 return
             msg = json.loads(line)
             rid = msg.get("id")
+            if rid is None:
+                # The answer to a line of garbage (protocol abuse mixed into the stream).
+                with lock:
+                    garbage_answers[0] += 1
+                    lock.notify_all()
+                continue
             with lock:
                 if rid in answered:
                     failures.append(f"id {rid} answered twice")
@@ -191,6 +199,7 @@ def main():
         csv.write(header + "\n")
     print(header)
     began = time.time()
+    garbage = [0]
     for i in range(1, args.calls + 1):
         with lock:
             while in_flight[0] >= WINDOW:
@@ -201,6 +210,12 @@ def main():
                 break
             in_flight[0] += 1
             sent_at[i] = time.perf_counter()
+        if i % 97 == 0:
+            # Protocol abuse in the same stream: malformed JSON, a request without a method, a
+            # batch outside 2025-03-26. Each must get one error with id null and change nothing.
+            send_garbage = [b"{not json\n", b'{"jsonrpc":"2.0"}\n', b"[]\n"][(i // 97) % 3]
+            inp.write(send_garbage)
+            garbage[0] += 1
         name, arguments = mix.next()
         send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
               "params": {"name": name, "arguments": arguments}})
@@ -227,10 +242,13 @@ def main():
         missing = len(sent_at)
     inp.close()
     proc.wait(timeout=60)
+    shutil.rmtree(root, ignore_errors=True)
     print(f"{args.calls} calls in {time.time() - began:.1f} s; unanswered {missing}; "
           f"tool errors {errors[0]} (expected: moves onto taken names, undo without history…)")
     if missing:
         failures.append(f"{missing} calls never answered")
+    if garbage_answers[0] != garbage[0]:
+        failures.append(f"{garbage[0]} lines of garbage got {garbage_answers[0]} answers")
     if failures:
         print("FAILED: " + "; ".join(failures[:10]), file=sys.stderr)
         return 1
