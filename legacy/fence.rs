@@ -160,128 +160,157 @@ pub fn enter(fd: Option<RawFd>) -> std::io::Result<()> {
     forbid_new_processes()
 }
 
-/// A classic-BPF instruction whose jumps name labels, resolved by [`assemble`].
-#[derive(Clone, Copy)]
-enum Op {
-    /// Load the 32-bit word at this offset of `struct seccomp_data`.
-    Load(u32),
-    /// Jump to the first label when the accumulator equals the value, else to the second.
-    IfEq(u32, Label, Label),
-    /// Jump to the first label when the accumulator is at least the value.
-    IfAtLeast(u32, Label, Label),
-    /// Jump to the first label when the accumulator has any of these bits.
-    IfAnyBit(u32, Label, Label),
-    /// Return this action.
-    Return(u32),
-    /// Here is this label.
-    Mark(Label),
-}
-
-/// Jump targets of the filter.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Label {
-    Next,
-    Allow,
-    Clone,
-    NoSys,
-    Refuse,
-}
-
-/// Offsets into `struct seccomp_data`: the system call number, the architecture, and the low
-/// half of the first argument (both supported architectures are little-endian).
-const SECCOMP_NR: u32 = 0;
-const SECCOMP_ARCH: u32 = 4;
-const SECCOMP_ARG0_LOW: u32 = 16;
-
-/// `AUDIT_ARCH_*` of the architecture the filter is written for (not exported by `libc`).
-#[cfg(target_arch = "x86_64")]
-const NATIVE_ARCH: u32 = 0xC000_003E;
-#[cfg(target_arch = "aarch64")]
-const NATIVE_ARCH: u32 = 0xC000_00B7;
-
-/// The filter program: `clone` only with `CLONE_THREAD` (threads, which `rg`, `fd` and `sort`
-/// use), `clone3` answered "not implemented" (its flags are in memory a filter cannot read; libc
-/// then falls back to `clone`), `fork` and `vfork` refused, and on x86-64 every x32 system call
-/// and any other architecture's refused too.
+/// The seccomp filter of [`forbid_new_processes`], written for the architectures whose system
+/// call numbers it names.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn program() -> Vec<Op> {
-    let nr = |n: libc::c_long| n as u32;
-    let mut ops = vec![
-        Op::Load(SECCOMP_ARCH),
-        Op::IfEq(NATIVE_ARCH, Label::Next, Label::Refuse),
-        Op::Load(SECCOMP_NR),
-    ];
-    #[cfg(target_arch = "x86_64")]
-    ops.extend([
-        Op::IfAtLeast(0x4000_0000, Label::Refuse, Label::Next),
-        Op::IfEq(nr(libc::SYS_fork), Label::Refuse, Label::Next),
-        Op::IfEq(nr(libc::SYS_vfork), Label::Refuse, Label::Next),
-    ]);
-    ops.extend([
-        Op::IfEq(nr(libc::SYS_clone), Label::Clone, Label::Next),
-        Op::IfEq(nr(libc::SYS_clone3), Label::NoSys, Label::Allow),
-        Op::Mark(Label::Clone),
-        Op::Load(SECCOMP_ARG0_LOW),
-        Op::IfAnyBit(libc::CLONE_THREAD as u32, Label::Allow, Label::Refuse),
-        Op::Mark(Label::Allow),
-        Op::Return(libc::SECCOMP_RET_ALLOW),
-        Op::Mark(Label::NoSys),
-        Op::Return(libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
-        Op::Mark(Label::Refuse),
-        Op::Return(libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
-    ]);
-    ops
-}
-
-/// Turns labelled operations into BPF instructions with relative jumps.
-fn assemble(ops: &[Op]) -> Vec<libc::sock_filter> {
-    let mut at = Vec::new();
-    let mut index = 0u8;
-    for op in ops {
-        match op {
-            Op::Mark(label) => at.push((*label, index)),
-            _ => index += 1,
-        }
+mod bpf {
+    /// A classic-BPF instruction whose jumps name labels, resolved by [`assemble`].
+    #[derive(Clone, Copy)]
+    pub enum Op {
+        /// Load the 32-bit word at this offset of `struct seccomp_data`.
+        Load(u32),
+        /// Jump to the first label when the accumulator equals the value, else to the second.
+        IfEq(u32, Label, Label),
+        /// Jump to the first label when the accumulator is at least the value.
+        IfAtLeast(u32, Label, Label),
+        /// Jump to the first label when the accumulator has any of these bits.
+        IfAnyBit(u32, Label, Label),
+        /// Return this action.
+        Return(u32),
+        /// Here is this label.
+        Mark(Label),
     }
-    let target = |label: Label, pc: u8| -> u8 {
-        match label {
-            Label::Next => 0,
-            other => {
-                let to = at.iter().find(|(l, _)| *l == other).map_or(pc, |(_, i)| *i);
-                to - pc - 1
+
+    /// Jump targets of the filter.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub enum Label {
+        Next,
+        Allow,
+        Clone,
+        NoSys,
+        Refuse,
+    }
+
+    /// Offsets into `struct seccomp_data`: the system call number, the architecture, and the low
+    /// half of the first argument (both supported architectures are little-endian).
+    const SECCOMP_NR: u32 = 0;
+    const SECCOMP_ARCH: u32 = 4;
+    const SECCOMP_ARG0_LOW: u32 = 16;
+
+    /// `AUDIT_ARCH_*` of the architecture the filter is written for (not exported by `libc`).
+    #[cfg(target_arch = "x86_64")]
+    const NATIVE_ARCH: u32 = 0xC000_003E;
+    #[cfg(target_arch = "aarch64")]
+    const NATIVE_ARCH: u32 = 0xC000_00B7;
+
+    /// The filter program: `clone` only with `CLONE_THREAD` (threads, which `rg`, `fd` and `sort`
+    /// use), `clone3` answered "not implemented" (its flags are in memory a filter cannot read; libc
+    /// then falls back to `clone`), `fork` and `vfork` refused, and on x86-64 every x32 system call
+    /// and any other architecture's refused too.
+    pub fn program() -> Vec<Op> {
+        let nr = |n: libc::c_long| n as u32;
+        let mut ops = vec![
+            Op::Load(SECCOMP_ARCH),
+            Op::IfEq(NATIVE_ARCH, Label::Next, Label::Refuse),
+            Op::Load(SECCOMP_NR),
+        ];
+        #[cfg(target_arch = "x86_64")]
+        ops.extend([
+            Op::IfAtLeast(0x4000_0000, Label::Refuse, Label::Next),
+            Op::IfEq(nr(libc::SYS_fork), Label::Refuse, Label::Next),
+            Op::IfEq(nr(libc::SYS_vfork), Label::Refuse, Label::Next),
+        ]);
+        ops.extend([
+            Op::IfEq(nr(libc::SYS_clone), Label::Clone, Label::Next),
+            Op::IfEq(nr(libc::SYS_clone3), Label::NoSys, Label::Allow),
+            Op::Mark(Label::Clone),
+            Op::Load(SECCOMP_ARG0_LOW),
+            Op::IfAnyBit(libc::CLONE_THREAD as u32, Label::Allow, Label::Refuse),
+            Op::Mark(Label::Allow),
+            Op::Return(libc::SECCOMP_RET_ALLOW),
+            Op::Mark(Label::NoSys),
+            Op::Return(libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+            Op::Mark(Label::Refuse),
+            Op::Return(libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        ]);
+        ops
+    }
+
+    /// Turns labelled operations into BPF instructions with relative jumps.
+    pub fn assemble(ops: &[Op]) -> Vec<libc::sock_filter> {
+        let mut at = Vec::new();
+        let mut index = 0u8;
+        for op in ops {
+            match op {
+                Op::Mark(label) => at.push((*label, index)),
+                _ => index += 1,
             }
         }
-    };
-    let jump = |code: u32, k: u32, t: Label, f: Label, pc: u8| libc::sock_filter {
-        code: (libc::BPF_JMP | code | libc::BPF_K) as u16,
-        jt: target(t, pc),
-        jf: target(f, pc),
-        k,
-    };
-    let mut out = Vec::new();
-    for op in ops {
-        let pc = out.len() as u8;
-        let insn = match *op {
-            Op::Mark(_) => continue,
-            Op::Load(offset) => libc::sock_filter {
-                code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
-                jt: 0,
-                jf: 0,
-                k: offset,
-            },
-            Op::IfEq(k, t, f) => jump(libc::BPF_JEQ, k, t, f, pc),
-            Op::IfAtLeast(k, t, f) => jump(libc::BPF_JGE, k, t, f, pc),
-            Op::IfAnyBit(k, t, f) => jump(libc::BPF_JSET, k, t, f, pc),
-            Op::Return(action) => libc::sock_filter {
-                code: (libc::BPF_RET | libc::BPF_K) as u16,
-                jt: 0,
-                jf: 0,
-                k: action,
-            },
+        let target = |label: Label, pc: u8| -> u8 {
+            match label {
+                Label::Next => 0,
+                other => {
+                    let to = at.iter().find(|(l, _)| *l == other).map_or(pc, |(_, i)| *i);
+                    to - pc - 1
+                }
+            }
         };
-        out.push(insn);
+        let jump = |code: u32, k: u32, t: Label, f: Label, pc: u8| libc::sock_filter {
+            code: (libc::BPF_JMP | code | libc::BPF_K) as u16,
+            jt: target(t, pc),
+            jf: target(f, pc),
+            k,
+        };
+        let mut out = Vec::new();
+        for op in ops {
+            let pc = out.len() as u8;
+            let insn = match *op {
+                Op::Mark(_) => continue,
+                Op::Load(offset) => libc::sock_filter {
+                    code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+                    jt: 0,
+                    jf: 0,
+                    k: offset,
+                },
+                Op::IfEq(k, t, f) => jump(libc::BPF_JEQ, k, t, f, pc),
+                Op::IfAtLeast(k, t, f) => jump(libc::BPF_JGE, k, t, f, pc),
+                Op::IfAnyBit(k, t, f) => jump(libc::BPF_JSET, k, t, f, pc),
+                Op::Return(action) => libc::sock_filter {
+                    code: (libc::BPF_RET | libc::BPF_K) as u16,
+                    jt: 0,
+                    jf: 0,
+                    k: action,
+                },
+            };
+            out.push(insn);
+        }
+        out
     }
-    out
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn every_jump_lands_forward_inside_the_program() {
+            let filter = assemble(&program());
+            let ops = program()
+                .iter()
+                .filter(|op| !matches!(op, Op::Mark(_)))
+                .count();
+            assert_eq!(filter.len(), ops);
+            let jumps = filter
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| u32::from(i.code) & 0x07 == libc::BPF_JMP);
+            for (pc, insn) in jumps {
+                let last = pc + 1 + usize::from(insn.jt.max(insn.jf));
+                assert!(last < filter.len(), "instruction {pc} jumps past the end");
+            }
+            let ret = (libc::BPF_RET | libc::BPF_K) as u16;
+            assert_eq!(filter.last().map(|i| i.code), Some(ret));
+        }
+    }
 }
 
 /// The assembled filter, built once in the server by [`prepare`]; a forked child only points
@@ -297,7 +326,7 @@ pub fn forbids_new_processes() -> bool {
 /// Builds the filter of [`forbid_new_processes`] ahead of a fork (it allocates, once).
 pub fn prepare() {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    FILTER.get_or_init(|| assemble(&program()));
+    FILTER.get_or_init(|| bpf::assemble(&bpf::program()));
 }
 
 /// Keeps the calling process from creating processes: no allowed command needs to (the argument

@@ -106,7 +106,7 @@ RULES
   - At most {max_stages} stages per pipeline (TOO_MANY_STAGES): split longer work over several calls,
     passing an intermediate file written with tee.
   - Each stage may use 1 GiB of memory (--stage-memory, e.g. 512M or 2G; 0 for none) and as much
-    in scratch files; it may not start processes (threads are fine), dumps no core, and dies with
+    in scratch files; {processes}, dumps no core, and dies with
     the server. A stage stopped by a limit fails the call with RESOURCE_LIMIT, naming the limit
     (memory, file size, processes, time).
   - Stages run with an empty environment (PATH=/usr/bin:/bin, LC_ALL=C.UTF-8, an empty HOME that is also TMPDIR).
@@ -115,6 +115,11 @@ RULES
         commands.join(" "),
         fence_line(),
         max_stages = super::limits::MAX_STAGES,
+        processes = if super::fence::forbids_new_processes() {
+            "it may not start processes (threads are fine)"
+        } else {
+            "it may start processes (no filter on this architecture)"
+        },
     )
 }
 
