@@ -62,6 +62,8 @@ const STAGE_LOCALE: &str = "C.UTF-8";
 const POLL: Duration = Duration::from_millis(5);
 /// How often the runner sums the scratch folder against its limit.
 const SCRATCH_POLL: Duration = Duration::from_millis(100);
+/// How long the runner waits, after killing the pipeline, for the last stderr bytes.
+const DRAIN_GRACE: Duration = Duration::from_millis(200);
 /// Read size of the in-process copies.
 const CHUNK: usize = 64 * 1024;
 
@@ -384,6 +386,12 @@ pub fn run(
     // The sweep: nothing started for this call outlives it. Children are not reaped yet, so the
     // group id still belongs to this pipeline.
     running.kill_all();
+    // Killed stages close their stderr at once; give the collector a moment to read what they
+    // wrote last (a memory limit's message, say) before it is looked at.
+    let drained_by = Instant::now() + DRAIN_GRACE;
+    while !collector.is_finished() && Instant::now() < drained_by {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let mut procs = std::mem::take(&mut running.procs);
     running.pgid = None;
     let mut metas: Vec<Option<StepMeta>> = vec![None; steps.len()];

@@ -65,8 +65,10 @@ fn start_pipe(s: &mut Session, id: i64, command: &str) {
 }
 
 fn cancel(s: &mut Session, id: i64) {
-    s.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": id, "reason": "test"}}));
+    s.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": id, "reason": "test"}}),
+    );
 }
 
 fn assert_failure(result: &Value, code: &str, reason: &str) -> Value {
@@ -154,7 +156,10 @@ fn marker(name: &str, tmp: &Path) -> String {
 
 #[test]
 fn an_awk_doubling_its_string_is_stopped_at_the_memory_limit() {
-    let (ws, tmp) = (tempfile::tempdir().expect("ws"), tempfile::tempdir().expect("tmp"));
+    let (ws, tmp) = (
+        tempfile::tempdir().expect("ws"),
+        tempfile::tempdir().expect("tmp"),
+    );
     // The default limit (1 GiB); the time limit is far away, so only the memory limit can end it.
     let mut s = server(ws.path(), tmp.path(), &["--timeout", "60"]);
     let started = Instant::now();
@@ -170,17 +175,29 @@ fn an_awk_doubling_its_string_is_stopped_at_the_memory_limit() {
     assert_eq!(b["error"]["token"], "awk", "{b}");
     assert_eq!(b["error"]["limit_bytes"], 1u64 << 30, "{b}");
     let detail = b["error"]["detail"].as_str().unwrap_or_default();
-    assert!(detail.contains("ran out of memory (1G per stage)"), "{detail}");
+    assert!(
+        detail.contains("ran out of memory (1G per stage)"),
+        "{detail}"
+    );
     let suggestion = b["error"]["suggestion"].as_str().unwrap_or_default();
     assert!(suggestion.contains("--stage-memory"), "{suggestion}");
-    assert!(took < Duration::from_secs(30), "stopped only after {took:?}");
+    assert!(
+        took < Duration::from_secs(30),
+        "stopped only after {took:?}"
+    );
     assert_still_serving(&mut s, 20);
-    assert!(scratch_folders(tmp.path()).is_empty(), "the call left its folder");
+    assert!(
+        scratch_folders(tmp.path()).is_empty(),
+        "the call left its folder"
+    );
 }
 
 #[test]
 fn a_smaller_stage_memory_is_honoured_and_a_nonsense_one_refused() {
-    let (ws, tmp) = (tempfile::tempdir().expect("ws"), tempfile::tempdir().expect("tmp"));
+    let (ws, tmp) = (
+        tempfile::tempdir().expect("ws"),
+        tempfile::tempdir().expect("tmp"),
+    );
     let mut s = server(ws.path(), tmp.path(), &["--stage-memory", "64M"]);
     let result = pipe(&mut s, 10, "awk 'BEGIN{s=\"x\"; while(1) s = s s}'");
     let b = assert_failure(&result, "EXEC_FAILED", "RESOURCE_LIMIT");
@@ -198,7 +215,10 @@ fn a_smaller_stage_memory_is_honoured_and_a_nonsense_one_refused() {
 
 #[test]
 fn pipelines_of_more_than_32_stages_are_refused_before_anything_runs() {
-    let (ws, tmp) = (tempfile::tempdir().expect("ws"), tempfile::tempdir().expect("tmp"));
+    let (ws, tmp) = (
+        tempfile::tempdir().expect("ws"),
+        tempfile::tempdir().expect("tmp"),
+    );
     let mut s = server(ws.path(), tmp.path(), &["--timeout", "30"]);
     let pipeline = |stages: usize| format!("jq -rn '\"aaa\"'{}", " | tr a b".repeat(stages - 1));
 
@@ -226,7 +246,10 @@ fn pipelines_of_more_than_32_stages_are_refused_before_anything_runs() {
 
 #[test]
 fn the_time_limit_stops_a_slow_pipeline_and_a_cancel_stops_it_at_once() {
-    let (ws, tmp) = (tempfile::tempdir().expect("ws"), tempfile::tempdir().expect("tmp"));
+    let (ws, tmp) = (
+        tempfile::tempdir().expect("ws"),
+        tempfile::tempdir().expect("tmp"),
+    );
     let mut s = server(ws.path(), tmp.path(), &["--timeout", "2"]);
     let mark = marker("slow", tmp.path());
     let slow = format!("{}{}", busy_loop(&mark), " | tr a b".repeat(31));
@@ -241,16 +264,20 @@ fn the_time_limit_stops_a_slow_pipeline_and_a_cancel_stops_it_at_once() {
     // A cancellation stops the pipeline, not its time limit.
     let mut s = server(ws.path(), tmp.path(), &["--timeout", "60"]);
     start_pipe(&mut s, 11, &slow);
-    wait_until(Duration::from_secs(20), "the pipeline never started", || {
-        !with_marker(&mark).is_empty()
-    });
+    wait_until(
+        Duration::from_secs(20),
+        "the pipeline never started",
+        || !with_marker(&mark).is_empty(),
+    );
     let cancelled_at = Instant::now();
     cancel(&mut s, 11);
     // MCP forbids an answer to a cancelled request: the stages stop, and the next answer is the
     // ping's (which `assert_still_serving` checks by id).
-    wait_until(Duration::from_secs(20), "a stage outlived its cancelled call", || {
-        with_marker(&mark).is_empty()
-    });
+    wait_until(
+        Duration::from_secs(20),
+        "a stage outlived its cancelled call",
+        || with_marker(&mark).is_empty(),
+    );
     assert!(cancelled_at.elapsed() < Duration::from_secs(20));
     assert_still_serving(&mut s, 20);
     assert!(scratch_folders(tmp.path()).is_empty());
@@ -294,7 +321,10 @@ fn no_stage_outlives_a_server_killed_mid_pipeline() {
         assert!(!status.success(), "{name}: {status:?}");
         wait_until(
             Duration::from_secs(10),
-            &format!("a stage outlived a server ended by SIG{}", name.to_uppercase()),
+            &format!(
+                "a stage outlived a server ended by SIG{}",
+                name.to_uppercase()
+            ),
             || with_marker(&mark).is_empty(),
         );
     }
@@ -310,9 +340,11 @@ fn the_next_start_removes_the_folder_of_a_killed_server_but_not_that_of_a_live_o
     let (mut live, live_folder) = busy_server(ws.path(), tmp.path(), &live_mark);
     signal(&dead, libc::SIGKILL);
     dead.child.wait().expect("wait");
-    wait_until(Duration::from_secs(10), "a stage outlived its server", || {
-        with_marker(&dead_mark).is_empty()
-    });
+    wait_until(
+        Duration::from_secs(10),
+        "a stage outlived its server",
+        || with_marker(&dead_mark).is_empty(),
+    );
     assert!(dead_folder.exists(), "nothing was left to sweep");
 
     // A new server sweeps at start-up, in the background.
@@ -323,14 +355,19 @@ fn the_next_start_removes_the_folder_of_a_killed_server_but_not_that_of_a_live_o
         || !dead_folder.exists(),
     );
     assert!(live_folder.exists(), "the live server's folder was swept");
-    assert!(!with_marker(&live_mark).is_empty(), "the live call was disturbed");
+    assert!(
+        !with_marker(&live_mark).is_empty(),
+        "the live call was disturbed"
+    );
     assert_still_serving(&mut next, 20);
 
     // The live call goes on until it is cancelled (which is not answered), and then removes its
     // own folder.
     cancel(&mut live, 10);
-    wait_until(Duration::from_secs(10), "the live call left its folder", || {
-        !live_folder.exists()
-    });
+    wait_until(
+        Duration::from_secs(10),
+        "the live call left its folder",
+        || !live_folder.exists(),
+    );
     assert_still_serving(&mut live, 30);
 }
