@@ -546,7 +546,7 @@ impl PipeToolset {
                     EXEC_FAILED,
                     "RESOURCE_LIMIT",
                     format!(
-                        "'{}' (stage {} of {}) was stopped: {}. The other stages were stopped and nothing was written.{said}",
+                        "'{}' (stage {} of {}) was stopped: {}. Nothing was written.{said}",
                         command.as_str(),
                         step + 1,
                         steps.len(),
