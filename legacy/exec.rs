@@ -10,7 +10,23 @@
 //! - **One process group.** Every stage joins the group of the first external stage, so a
 //!   timeout, a cancellation or the final sweep is one `killpg`. Children are watched with
 //!   `waitid(WNOWAIT)` and only reaped at the very end, so the group id cannot be recycled by an
-//!   unrelated process while we may still signal it.
+//!   unrelated process while we may still signal it. If the runner unwinds, a guard does the same
+//!   sweep.
+//! - **No stage outlives the server.** Each stage arms `PR_SET_PDEATHSIG(SIGKILL)` before it runs
+//!   its program (see [`limits::enter`]), so if the server dies — SIGKILL, or SIGTERM/SIGINT,
+//!   whose default action ends it — the kernel kills its stages; they cannot start processes of
+//!   their own ([`fence::forbid_new_processes`]). The per-call scratch folder left behind then is
+//!   removed by the next server's start-up sweep (see [`super::scratch`]).
+//! - **The clock starts at the first spawn.** The pipeline's own limit runs from just before the
+//!   first stage starts, and the call's deadline (`CallContext::deadline`) applies as well: the
+//!   earlier wins. Cancellation and both clocks are checked before every spawn, so a pipeline
+//!   stopped while it is still being started stops at once.
+//! - **Spawning is linear.** A `fork` copies the server's page tables and the `exec` that follows
+//!   tears the copy down, so a fork costs in proportion to the server's mapped memory. With one
+//!   stderr-draining thread per stage, each stage added two mappings (a stack and its guard) that
+//!   every later fork copied: 100, 200, 400 and 800 `tr` stages took 0.17, 0.46, 1.2 and 4.1 s.
+//!   One thread now drains every stderr pipe (`poll`), so what a stage adds to the server is two
+//!   descriptors and a buffer, and a fork costs the same for the first stage as for the last.
 //! - **Shared buffers.** The captured stdout and every stderr are collected by threads into
 //!   shared, capped buffers, so after a kill the caller can return what was produced so far
 //!   without waiting for a thread that a stray descendant might keep blocked.
@@ -32,8 +48,10 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 
 use super::fence::{self, Fence};
+use super::limits::{self, Limit, PreparedLimits, StageEnd, StageLimits};
 use super::plan::{CommandName, Step};
-use crate::toolset::CancelToken;
+use super::scratch::Home;
+use crate::toolset::CallContext;
 use crate::workspace::{Dir, Workspace};
 
 /// The fixed `PATH` of every stage (binaries are absolute anyway; this is for what they spawn).
@@ -42,20 +60,27 @@ const STAGE_PATH: &str = "/usr/bin:/bin";
 const STAGE_LOCALE: &str = "C.UTF-8";
 /// How often the runner looks at its children, the clock and the cancel flag.
 const POLL: Duration = Duration::from_millis(5);
+/// How often the runner sums the scratch folder against its limit.
+const SCRATCH_POLL: Duration = Duration::from_millis(100);
+/// How long the runner waits, after killing the pipeline, for the last stderr bytes.
+const DRAIN_GRACE: Duration = Duration::from_millis(200);
 /// Read size of the in-process copies.
 const CHUNK: usize = 64 * 1024;
 
 /// The limits of one run.
 #[derive(Clone, Copy, Debug)]
 pub struct ExecLimits {
-    /// Wall-clock limit of the whole pipeline.
-    pub timeout: Duration,
+    /// Wall-clock limit of the whole pipeline, counted from its first spawn (`None`: only the
+    /// call's own deadline applies).
+    pub timeout: Option<Duration>,
     /// Most bytes of the last stage's stdout returned.
     pub output_cap: usize,
     /// Most bytes of each stage's stderr kept.
     pub stderr_cap: usize,
     /// Most bytes a `tee` keeps for writing.
     pub tee_limit: usize,
+    /// What each stage's process may use.
+    pub stage: StageLimits,
 }
 
 /// Per-step facts reported in `meta.steps`.
@@ -95,10 +120,21 @@ pub enum Outcome {
     Completed,
     /// The last stage exited with this non-zero status.
     NonZeroExit(i32),
-    /// The wall-clock limit expired; everything was killed.
-    Timeout,
+    /// A wall-clock limit expired (this one, when known); everything was killed.
+    Timeout(Option<Duration>),
     /// The client cancelled; everything was killed.
     Cancelled,
+    /// A stage ran into one of its resource limits; everything else was stopped.
+    ResourceLimit {
+        /// Its position in the pipeline.
+        step: usize,
+        /// Which command it was.
+        command: CommandName,
+        /// Which limit.
+        limit: Limit,
+        /// What it said on stderr (capped).
+        stderr: String,
+    },
 }
 
 /// The result of a run that started.
@@ -147,9 +183,36 @@ struct Proc {
     child: Child,
     pid: Pid,
     stderr: Shared,
-    drain: JoinHandle<()>,
-    /// Exit code and time once seen exited.
-    done: Option<(i32, u64)>,
+    /// How it ended and when, once seen exited.
+    done: Option<(StageEnd, u64)>,
+    /// The runner killed it (the output cap, or the final sweep): no limit of its own ended it.
+    killed: bool,
+}
+
+/// The started stages of one run. Dropped while still armed — the runner failed to start a
+/// stage, or unwound — it kills the group and reaps every stage, so none outlives the call.
+struct Running {
+    procs: Vec<Proc>,
+    pgid: Option<Pid>,
+}
+
+impl Running {
+    /// Kills everything still running in the group. Only while no stage has been reaped: after
+    /// that the group id may belong to someone else.
+    fn kill_all(&self) {
+        if let Some(g) = self.pgid {
+            let _ = rustix::process::kill_process_group(g, Signal::KILL);
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.kill_all();
+        for p in &mut self.procs {
+            let _ = p.child.wait();
+        }
+    }
 }
 
 /// One started tee.
@@ -158,25 +221,42 @@ struct TeeThread {
     handle: JoinHandle<(TeeCapture, u64)>,
 }
 
-/// Runs `steps` (checked by the policy) and waits for them, within `limits`, polling `cancel`.
-/// Every stage runs inside a [`Fence`] that lets it read `workspace` and nothing of the user's
-/// outside it, and starts in its directory opened through the workspace layer (see
-/// `StageDir`), never in one named by path.
+/// Why the run must stop now, if it must: the client cancelled, or the call's deadline or the
+/// pipeline's own limit (from the first spawn, `own`) has passed.
+fn stop_now(ctx: &CallContext, own: Option<(Instant, Duration)>) -> Option<Outcome> {
+    if ctx.cancel.is_cancelled() {
+        return Some(Outcome::Cancelled);
+    }
+    let now = Instant::now();
+    if ctx.deadline.is_some_and(|at| now >= at) {
+        return Some(Outcome::Timeout(ctx.timeout.or(own.map(|(_, t)| t))));
+    }
+    match own {
+        Some((from, limit)) if now.saturating_duration_since(from) >= limit => {
+            Some(Outcome::Timeout(Some(limit)))
+        }
+        _ => None,
+    }
+}
+
+/// Runs `steps` (checked by the policy) and waits for them, within `limits` and the call's own
+/// deadline, stopping when the call is cancelled. Every stage runs inside a [`Fence`] that lets
+/// it read `workspace` and nothing of the user's outside it, under its [`StageLimits`], and
+/// starts in its directory opened through the workspace layer (see `StageDir`), never in one
+/// named by path.
 pub fn run(
     steps: &[Step],
     workspace: &Workspace,
     limits: &ExecLimits,
-    cancel: &CancelToken,
+    ctx: &CallContext,
 ) -> Result<RunResult, SpawnError> {
     let started = Instant::now();
     let first = steps.first().map(step_name).unwrap_or("pipeline");
-    let home = tempfile::Builder::new()
-        .prefix("shelpa-home-")
-        .tempdir()
-        .map_err(|source| SpawnError {
-            command: first,
-            source,
-        })?;
+    let setup = |source: io::Error| SpawnError {
+        command: first,
+        source,
+    };
+    let home = Home::create().map_err(setup)?;
     let programs: Vec<&Path> = steps
         .iter()
         .filter_map(|step| match step {
@@ -184,17 +264,26 @@ pub fn run(
             Step::Tee { .. } => None,
         })
         .collect();
-    let fence = Fence::new(workspace.root(), home.path(), &programs).map_err(|e| SpawnError {
-        command: first,
-        source: io::Error::other(e),
-    })?;
+    let fence = Fence::new(workspace.root(), home.path(), &programs)
+        .map_err(|e| setup(io::Error::other(e)))?;
+    fence::prepare();
+    let prepared = limits.stage.prepare();
 
-    let mut procs: Vec<Proc> = Vec::new();
+    let mut running = Running {
+        procs: Vec::new(),
+        pgid: None,
+    };
     let mut tees: Vec<TeeThread> = Vec::new();
-    let mut pgid: Option<Pid> = None;
+    let mut stderr_pipes: Vec<(os_pipe::PipeReader, Shared)> = Vec::new();
     let mut prev: Option<os_pipe::PipeReader> = None;
+    let own_clock = limits.timeout.map(|t| (Instant::now(), t));
+    let mut outcome = None;
 
     for (index, step) in steps.iter().enumerate() {
+        if let Some(stop) = stop_now(ctx, own_clock) {
+            outcome = Some(stop);
+            break;
+        }
         let spawned = match step {
             Step::Run { command, argv, cwd } => StageDir::open(workspace, cwd)
                 .and_then(|dir| {
@@ -202,12 +291,23 @@ pub fn run(
                         dir: &dir,
                         home: home.path(),
                         fence: fence.handle(),
+                        limits: &prepared,
                     };
-                    spawn_stage(*command, argv, &place, prev.take(), pgid, limits)
+                    spawn_stage(*command, argv, &place, prev.take(), running.pgid)
                 })
-                .map(|(proc_, out)| {
-                    pgid.get_or_insert(proc_.pid);
-                    procs.push(Proc { index, ..proc_ });
+                .map(|(child, out, err)| {
+                    let pid = Pid::from_child(&child);
+                    running.pgid.get_or_insert(pid);
+                    let stderr: Shared = Arc::new(Mutex::new(Vec::new()));
+                    stderr_pipes.push((err, stderr.clone()));
+                    running.procs.push(Proc {
+                        index,
+                        child,
+                        pid,
+                        stderr,
+                        done: None,
+                        killed: false,
+                    });
                     out
                 })
                 .map_err(|source| SpawnError {
@@ -228,23 +328,17 @@ pub fn run(
         };
         match spawned {
             Ok(out) => prev = Some(out),
-            Err(e) => {
-                drop(prev.take());
-                if let Some(g) = pgid {
-                    let _ = rustix::process::kill_process_group(g, Signal::KILL);
-                }
-                for p in &mut procs {
-                    let _ = p.child.wait();
-                }
-                return Err(e);
-            }
+            // `running` kills and reaps what started.
+            Err(e) => return Err(e),
         }
     }
 
-    // The last pipe's reader: the captured stdout.
+    let cap = limits.stderr_cap;
+    let collector = std::thread::spawn(move || drain_all(stderr_pipes, cap));
+    // The last pipe's reader: the captured stdout (not read when the run stopped while starting).
     let captured: Shared = Arc::new(Mutex::new(Vec::new()));
     let cap_hit = Arc::new(AtomicBool::new(false));
-    let capture = prev.take().map(|reader| {
+    let capture = prev.take().filter(|_| outcome.is_none()).map(|reader| {
         let buf = captured.clone();
         let hit = cap_hit.clone();
         let cap = limits.output_cap;
@@ -252,61 +346,72 @@ pub fn run(
     });
 
     let last_tee = tees.iter().map(|t| t.index).max();
-    let mut outcome = None;
     let mut cap_handled = false;
-    loop {
-        for p in procs.iter_mut().filter(|p| p.done.is_none()) {
-            if let Some(code) = exited(p.pid) {
-                p.done = Some((code, elapsed_ms(started)));
+    let mut scratch_checked = Instant::now();
+    while outcome.is_none() {
+        for p in running.procs.iter_mut().filter(|p| p.done.is_none()) {
+            if let Some(end) = exited(p.pid) {
+                p.done = Some((end, elapsed_ms(started)));
             }
         }
-        let finished = procs
-            .iter()
-            .all(|p| p.done.is_some() && p.drain.is_finished())
+        let finished = running.procs.iter().all(|p| p.done.is_some())
+            && collector.is_finished()
             && tees.iter().all(|t| t.handle.is_finished())
             && capture.as_ref().is_none_or(|c| c.is_finished());
         if finished {
             break;
         }
-        if cancel.is_cancelled() {
-            outcome = Some(Outcome::Cancelled);
-            break;
-        }
-        if started.elapsed() >= limits.timeout {
-            outcome = Some(Outcome::Timeout);
+        outcome = stop_now(ctx, own_clock);
+        if outcome.is_some() {
             break;
         }
         if !cap_handled && cap_hit.load(Ordering::SeqCst) {
             cap_handled = true;
             // Stop the producers of the capped output. Stages before the last tee keep going:
             // their bytes still go to its file.
-            for p in procs.iter().filter(|p| p.done.is_none()) {
+            for p in running.procs.iter_mut().filter(|p| p.done.is_none()) {
                 if last_tee.is_none_or(|t| p.index > t) {
+                    p.killed = true;
                     let _ = rustix::process::kill_process(p.pid, Signal::KILL);
                 }
             }
+        }
+        if scratch_checked.elapsed() >= SCRATCH_POLL {
+            scratch_checked = Instant::now();
+            outcome = scratch_overrun(&running.procs, steps, &home, &limits.stage);
         }
         std::thread::sleep(POLL);
     }
 
     // The sweep: nothing started for this call outlives it. Children are not reaped yet, so the
     // group id still belongs to this pipeline.
-    if let Some(g) = pgid {
-        let _ = rustix::process::kill_process_group(g, Signal::KILL);
+    running.kill_all();
+    // Killed stages close their stderr at once; give the collector a moment to read what they
+    // wrote last (a memory limit's message, say) before it is looked at.
+    let drained_by = Instant::now() + DRAIN_GRACE;
+    while !collector.is_finished() && Instant::now() < drained_by {
+        std::thread::sleep(Duration::from_millis(1));
     }
+    let mut procs = std::mem::take(&mut running.procs);
+    running.pgid = None;
     let mut metas: Vec<Option<StepMeta>> = vec![None; steps.len()];
     let mut stderr = Vec::new();
     let mut last_stderr = String::new();
+    let mut hit: Option<Outcome> = None;
     for p in &mut procs {
-        let code = match p.done {
-            Some((code, _)) => code,
-            None => match p.child.wait() {
-                Ok(status) => status
-                    .code()
-                    .or_else(|| status.signal().map(|s| 128 + s))
-                    .unwrap_or(-1),
-                Err(_) => -1,
-            },
+        let (end, killed) = match p.done {
+            Some((end, _)) => (end, p.killed),
+            None => (
+                match p.child.wait() {
+                    Ok(status) => status
+                        .code()
+                        .map(StageEnd::Exited)
+                        .or_else(|| status.signal().map(StageEnd::Signaled))
+                        .unwrap_or(StageEnd::Exited(-1)),
+                    Err(_) => StageEnd::Exited(-1),
+                },
+                true,
+            ),
         };
         // Reap (a no-op wait for a child already seen exited).
         let _ = p.child.wait();
@@ -314,18 +419,25 @@ pub fn run(
             .done
             .map(|(_, ms)| ms)
             .unwrap_or_else(|| elapsed_ms(started));
-        let command = match &steps[p.index] {
-            Step::Run { command, .. } => *command,
-            Step::Tee { .. } => CommandName::Tee,
-        };
+        let command = step_command(&steps[p.index]);
         metas[p.index] = Some(StepMeta {
             command,
             output_size: None,
             truncated: false,
             execution_time_ms: ms,
-            exit_code: Some(code),
+            exit_code: Some(end.code()),
         });
         let text = String::from_utf8_lossy(&snapshot(&p.stderr)).into_owned();
+        if hit.is_none() {
+            if let Some(limit) = limits::classify(end, &text, killed, &limits.stage) {
+                hit = Some(Outcome::ResourceLimit {
+                    step: p.index,
+                    command,
+                    limit,
+                    stderr: text.clone(),
+                });
+            }
+        }
         if p.index + 1 == steps.len() {
             last_stderr = text.clone();
         }
@@ -333,8 +445,18 @@ pub fn run(
             stderr.push((command, text));
         }
     }
+    // A stage stopped by its own limit explains a timeout that followed; a cancellation stays one.
+    let outcome = match (outcome, hit) {
+        (Some(Outcome::Cancelled), _) => Some(Outcome::Cancelled),
+        (Some(found @ Outcome::ResourceLimit { .. }), _) => Some(found),
+        (_, Some(limit)) => Some(limit),
+        (other, None) => other,
+    };
 
-    let killed = matches!(outcome, Some(Outcome::Timeout | Outcome::Cancelled));
+    let killed = matches!(
+        outcome,
+        Some(Outcome::Timeout(_) | Outcome::Cancelled | Outcome::ResourceLimit { .. })
+    );
     let mut captures = Vec::new();
     for t in tees {
         // After a kill every tee's input is closed, so the join is prompt; a tee that somehow
@@ -406,6 +528,30 @@ pub fn run(
     })
 }
 
+/// The scratch folder holds more than the stages may write in all: the run stops, blamed on
+/// the stage that writes scratch files (sort), or the first one still running.
+fn scratch_overrun(
+    procs: &[Proc],
+    steps: &[Step],
+    home: &Home,
+    limits: &StageLimits,
+) -> Option<Outcome> {
+    let max = limits.scratch?;
+    if home.size() <= max {
+        return None;
+    }
+    let running = || procs.iter().filter(|p| p.done.is_none());
+    let culprit = running()
+        .find(|p| step_command(&steps[p.index]) == CommandName::Sort)
+        .or_else(|| running().next())?;
+    Some(Outcome::ResourceLimit {
+        step: culprit.index,
+        command: step_command(&steps[culprit.index]),
+        limit: Limit::FileSize,
+        stderr: String::new(),
+    })
+}
+
 fn step_command(step: &Step) -> CommandName {
     match step {
         Step::Run { command, .. } => *command,
@@ -421,30 +567,25 @@ fn elapsed_ms(started: Instant) -> u64 {
     started.elapsed().as_millis() as u64
 }
 
-/// Checks whether `pid` has exited, without reaping it; returns its shell-style exit code.
-fn exited(pid: Pid) -> Option<i32> {
+/// Checks whether `pid` has exited, without reaping it.
+fn exited(pid: Pid) -> Option<StageEnd> {
     match rustix::process::waitid(
         WaitId::Pid(pid),
         WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
     ) {
         Ok(Some(status)) => {
             if let Some(code) = status.exit_status() {
-                Some(code)
+                Some(StageEnd::Exited(code))
             } else {
-                status.terminating_signal().map(|s| 128 + s)
+                status.terminating_signal().map(StageEnd::Signaled)
             }
         }
         Ok(None) => None,
         // No such child any more: nothing left to wait for.
-        Err(_) => Some(-1),
+        Err(_) => Some(StageEnd::Exited(-1)),
     }
 }
 
-/// The directory a stage starts in, opened through the workspace layer (beneath the root's
-/// descriptor, no symlink anywhere) in the server before the fork; the child `fchdir`s to it
-/// between fork and exec. Starting a process in a directory named by path would let a directory
-/// swapped for a symlink after the policy looked move the stage outside the workspace; a
-/// descriptor keeps naming the directory that was checked, and a swap makes the open fail.
 struct StageDir {
     dir: Dir,
 }
@@ -466,23 +607,24 @@ impl StageDir {
     }
 }
 
-/// Where a stage runs: its directory, its private home, and the fence it enters.
+/// Where a stage runs: its directory, its private home, the fence it enters and its limits.
 struct Place<'a> {
     dir: &'a StageDir,
     home: &'a Path,
-    /// [`Fence::handle`]; `None` runs the stage unfenced (a kernel without Landlock).
+    /// [`Fence::handle`]; `None` runs the stage without Landlock (a kernel without it).
     fence: Option<std::os::fd::RawFd>,
+    /// The stage's resource limits and the server's pid, ready for the child.
+    limits: &'a PreparedLimits,
 }
 
-/// Starts one external stage; returns it and the reader of its stdout.
+/// Starts one external stage; returns it, the reader of its stdout and that of its stderr.
 fn spawn_stage(
     command: CommandName,
     argv: &[std::ffi::OsString],
     place: &Place<'_>,
     stdin: Option<os_pipe::PipeReader>,
     pgid: Option<Pid>,
-    limits: &ExecLimits,
-) -> io::Result<(Proc, os_pipe::PipeReader)> {
+) -> io::Result<(Child, os_pipe::PipeReader, os_pipe::PipeReader)> {
     let Some((program, args)) = argv.split_first() else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -508,42 +650,26 @@ fn spawn_stage(
         .stdout(out_w)
         .stderr(err_w)
         .process_group(pgid.map(|p| p.as_raw_nonzero().get()).unwrap_or(0));
-    let (dir, fence_fd) = (place.dir.raw(), place.fence);
-    // SAFETY: the hook makes only system calls on plain integers (`fchdir`, then the two of
-    // `fence::enter`) and allocates nothing, as the child side of fork requires. `dir` stays
-    // open in the parent until `spawn` returns (the caller holds the `StageDir`), so the child's
-    // copy names the checked directory. If either step fails the spawn fails: a stage never runs
-    // elsewhere than where it was checked, nor unfenced where a fence was built.
+    let (dir, fence_fd, limits) = (place.dir.raw(), place.fence, *place.limits);
+    // SAFETY: the hook makes only system calls on plain integers and on memory prepared before
+    // the fork (`fchdir`, those of `limits::enter`, those of `fence::enter`) and allocates
+    // nothing, as the child side of fork requires. `dir` stays open in the parent until `spawn`
+    // returns (the caller holds the `StageDir`), so the child's copy names the checked
+    // directory. If any step fails the spawn fails: a stage never runs elsewhere than where it
+    // was checked, nor without its limits, nor unfenced where a fence was built.
     unsafe {
         cmd.pre_exec(move || {
             if libc::fchdir(dir) != 0 {
                 return Err(io::Error::last_os_error());
             }
-            match fence_fd {
-                Some(fd) => fence::enter(fd),
-                None => Ok(()),
-            }
+            limits::enter(&limits)?;
+            fence::enter(fence_fd)
         });
     }
     let child = cmd.spawn()?;
     // Dropping the command closes our copies of the child's ends, so EOF can propagate.
     drop(cmd);
-    let pid = Pid::from_child(&child);
-    let stderr: Shared = Arc::new(Mutex::new(Vec::new()));
-    let buf = stderr.clone();
-    let cap = limits.stderr_cap;
-    let drain = std::thread::spawn(move || drain_capped(err_r, &buf, cap));
-    Ok((
-        Proc {
-            index: 0,
-            child,
-            pid,
-            stderr,
-            drain,
-            done: None,
-        },
-        out_r,
-    ))
+    Ok((child, out_r, err_r))
 }
 
 /// Starts a built-in tee; returns its thread and the reader of what it passes on.
@@ -629,22 +755,52 @@ fn capture_stdout(mut reader: os_pipe::PipeReader, buf: &Shared, cap: usize, hit
     }
 }
 
-/// Reads a stderr pipe to its end, keeping the first `cap` bytes: a full stderr pipe would
-/// otherwise block the stage forever.
-fn drain_capped(mut reader: os_pipe::PipeReader, buf: &Shared, cap: usize) {
+/// Reads every stage's stderr pipe to its end, keeping the first `cap` bytes of each in its
+/// buffer: a full stderr pipe would otherwise block its stage forever. One thread for all of
+/// them (see the module docs on why not one per stage); it ends when every pipe is closed.
+fn drain_all(pipes: Vec<(os_pipe::PipeReader, Shared)>, cap: usize) {
+    let mut open = pipes;
     let mut chunk = vec![0u8; 8 * 1024];
-    loop {
-        match reader.read(&mut chunk) {
-            Ok(0) => return,
-            Ok(n) => {
-                if let Ok(mut b) = buf.lock() {
-                    let room = cap.saturating_sub(b.len());
-                    b.extend_from_slice(&chunk[..n.min(room)]);
-                }
+    while !open.is_empty() {
+        let mut fds: Vec<libc::pollfd> = open
+            .iter()
+            .map(|(reader, _)| libc::pollfd {
+                fd: reader.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: `fds` is a live array of `fds.len()` pollfd structs the kernel fills in.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+        if ready < 0 {
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => return,
+            return;
         }
+        let mut closed = vec![false; open.len()];
+        for (i, fd) in fds.iter().enumerate() {
+            if fd.revents == 0 {
+                continue;
+            }
+            let (reader, buf) = &mut open[i];
+            match reader.read(&mut chunk) {
+                Ok(0) => closed[i] = true,
+                Ok(n) => {
+                    if let Ok(mut b) = buf.lock() {
+                        let room = cap.saturating_sub(b.len());
+                        b.extend_from_slice(&chunk[..n.min(room)]);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => closed[i] = true,
+            }
+        }
+        let mut i = 0;
+        open.retain(|_| {
+            i += 1;
+            !closed[i - 1]
+        });
     }
 }
 
@@ -654,10 +810,14 @@ mod tests {
 
     fn limits() -> ExecLimits {
         ExecLimits {
-            timeout: Duration::from_secs(20),
+            timeout: Some(Duration::from_secs(20)),
             output_cap: 1024 * 1024,
             stderr_cap: 64 * 1024,
             tee_limit: 1024 * 1024,
+            stage: StageLimits::new(
+                Some(limits::DEFAULT_STAGE_MEMORY),
+                Some(Duration::from_secs(20)),
+            ),
         }
     }
 
@@ -675,7 +835,7 @@ mod tests {
             argv: argv.iter().map(Into::into).collect(),
             cwd: dir,
         };
-        run(&[step], &ws, &limits(), &CancelToken::default()).expect("runs")
+        run(&[step], &ws, &limits(), &CallContext::default()).expect("runs")
     }
 
     #[test]
@@ -715,7 +875,7 @@ mod tests {
             argv: vec!["/nonexistent/jq".into()],
             cwd: dir,
         };
-        let err = run(&[step], &ws, &limits(), &CancelToken::default()).expect_err("fails");
+        let err = run(&[step], &ws, &limits(), &CallContext::default()).expect_err("fails");
         assert_eq!(err.command, "jq");
     }
 
@@ -728,7 +888,7 @@ mod tests {
             argv: argv.iter().map(Into::into).collect(),
             cwd: workspace,
         };
-        run(&[step], &ws, &limits(), &CancelToken::default()).expect("runs")
+        run(&[step], &ws, &limits(), &CallContext::default()).expect("runs")
     }
 
     fn stderr_of(r: &RunResult) -> String {
@@ -852,7 +1012,7 @@ mod tests {
             &[step(root.join("sub"))],
             &ws,
             &limits(),
-            &CancelToken::default(),
+            &CallContext::default(),
         )
         .expect("runs");
         assert_eq!(r.stdout, b"inside-marker\n", "{}", stderr_of(&r));
@@ -867,11 +1027,134 @@ mod tests {
             &[step(root.join("sub"))],
             &ws,
             &limits(),
-            &CancelToken::default(),
+            &CallContext::default(),
         )
         .expect_err("refused");
         assert!(crate::workspace::is_swap(&err.source), "{err}");
         assert!(!err.to_string().contains(&root.display().to_string()));
+    }
+
+    /// Runs `argv` as one `command` stage in a fresh workspace under `stage` limits.
+    fn run_limited(command: CommandName, argv: &[&str], stage: StageLimits) -> RunResult {
+        let workspace = workspace_with("");
+        let root = workspace.path().canonicalize().expect("canonical");
+        let ws = Workspace::open(&root).expect("open");
+        let step = Step::Run {
+            command,
+            argv: argv.iter().map(Into::into).collect(),
+            cwd: root,
+        };
+        let limits = ExecLimits { stage, ..limits() };
+        run(&[step], &ws, &limits, &CallContext::default()).expect("runs")
+    }
+
+    fn limit_of(r: &RunResult) -> Option<Limit> {
+        match &r.outcome {
+            Outcome::ResourceLimit { limit, .. } => Some(*limit),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_stage_cannot_start_processes_but_may_start_threads() {
+        if !fence::forbids_new_processes() {
+            return;
+        }
+        // No allowed command forks; a shell stands in for one that would.
+        let r = run_argv(&["/bin/sh", "-c", "/bin/echo forked; exit 0"]);
+        assert!(
+            r.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&r.stdout)
+        );
+        assert!(stderr_of(&r).contains("fork"), "{}", stderr_of(&r));
+        // rg searches with several threads.
+        let rg = installed(CommandName::Rg);
+        let workspace = workspace_with("needle\n");
+        for i in 0..8 {
+            std::fs::write(workspace.path().join(format!("f{i}")), "needle\n").expect("write");
+        }
+        let r = run_in(
+            workspace.path(),
+            CommandName::Rg,
+            &[&rg, "-j", "4", "-c", "needle"],
+        );
+        assert_eq!(r.outcome, Outcome::Completed, "{}", stderr_of(&r));
+        assert_eq!(String::from_utf8_lossy(&r.stdout).lines().count(), 9);
+    }
+
+    #[test]
+    fn a_stage_past_its_memory_is_stopped_and_named() {
+        let awk = installed(CommandName::Awk);
+        let stage = StageLimits::new(Some(64 << 20), None);
+        let r = run_limited(
+            CommandName::Awk,
+            &[&awk, "BEGIN{s=\"x\"; while(1) s = s s}"],
+            stage,
+        );
+        assert_eq!(limit_of(&r), Some(Limit::Memory), "{:?}", r.outcome);
+    }
+
+    #[test]
+    fn scratch_files_past_the_limit_stop_the_stage() {
+        let sort = installed(CommandName::Sort);
+        let jq = installed(CommandName::Jq);
+        let workspace = workspace_with("");
+        let root = workspace.path().canonicalize().expect("canonical");
+        let ws = Workspace::open(&root).expect("open");
+        let stage = StageLimits {
+            memory: Some(256 << 20),
+            scratch: Some(1 << 20),
+            cpu_secs: None,
+        };
+        let steps = [
+            Step::Run {
+                command: CommandName::Jq,
+                argv: vec![jq.into(), "-n".into(), "range(2000000)".into()],
+                cwd: root.clone(),
+            },
+            // A tiny buffer: sort spills runs to its TMPDIR.
+            Step::Run {
+                command: CommandName::Sort,
+                argv: vec![sort.into(), "-S".into(), "64K".into()],
+                cwd: root,
+            },
+        ];
+        let limits = ExecLimits { stage, ..limits() };
+        let r = run(&steps, &ws, &limits, &CallContext::default()).expect("runs");
+        assert_eq!(limit_of(&r), Some(Limit::FileSize), "{:?}", r.outcome);
+        assert!(matches!(r.outcome, Outcome::ResourceLimit { step: 1, .. }));
+    }
+
+    #[test]
+    fn the_cpu_backstop_stops_a_busy_stage() {
+        let awk = installed(CommandName::Awk);
+        let stage = StageLimits {
+            memory: None,
+            scratch: None,
+            cpu_secs: Some(1),
+        };
+        let r = run_limited(CommandName::Awk, &[&awk, "BEGIN{while(1){}}"], stage);
+        assert_eq!(limit_of(&r), Some(Limit::Time), "{:?}", r.outcome);
+    }
+
+    #[test]
+    fn a_cancel_or_deadline_before_the_first_spawn_starts_nothing() {
+        let (dir, ws) = temp_ws();
+        let step = Step::Run {
+            command: CommandName::Wc,
+            argv: vec![installed(CommandName::Wc).into()],
+            cwd: dir,
+        };
+        let cancelled = CallContext::default();
+        cancelled.cancel.cancel();
+        let r = run(std::slice::from_ref(&step), &ws, &limits(), &cancelled).expect("runs");
+        assert_eq!(r.outcome, Outcome::Cancelled);
+        assert_eq!(r.steps[0].exit_code, None, "a stage was started");
+        let late = CallContext::with_timeout(Default::default(), Some(Duration::ZERO));
+        let r = run(&[step], &ws, &limits(), &late).expect("runs");
+        assert_eq!(r.outcome, Outcome::Timeout(Some(Duration::ZERO)));
+        assert_eq!(r.steps[0].exit_code, None, "a stage was started");
     }
 
     #[test]

@@ -101,12 +101,25 @@ RULES
   - Save output only with tee FILE (overwrite, atomic) or tee -a FILE (append). Every write is
     also appended to the audit mirror .shelpa/<path>.
   - Writes over 2 KiB need \"confirm_oversize\": true; writes are cut at 1 MiB (truncated: true).
-  - Output is capped at 1 MiB (truncated: true); each call has a wall-clock limit (default 30 s).
+  - Output is capped at 1 MiB (truncated: true); each call has a wall-clock limit (--timeout,
+    default 30 s), counted for a pipeline from its first stage's start at the latest.
+  - At most {max_stages} stages per pipeline (TOO_MANY_STAGES): split longer work over several calls,
+    passing an intermediate file written with tee.
+  - Each stage may use 1 GiB of memory (--stage-memory, e.g. 512M or 2G; 0 for none) and as much
+    in scratch files; {processes}, dumps no core, and dies with
+    the server. A stage stopped by a limit fails the call with RESOURCE_LIMIT, naming the limit
+    (memory, file size, processes, time).
   - Stages run with an empty environment (PATH=/usr/bin:/bin, LC_ALL=C.UTF-8, an empty HOME that is also TMPDIR).
   - {}
 ",
         commands.join(" "),
-        fence_line()
+        fence_line(),
+        max_stages = super::limits::MAX_STAGES,
+        processes = if super::fence::forbids_new_processes() {
+            "it may not start processes (threads are fine)"
+        } else {
+            "it may start processes (no filter on this architecture)"
+        },
     )
 }
 

@@ -12,10 +12,12 @@ pub mod exec;
 pub mod failure;
 pub mod fence;
 pub mod help;
+pub mod limits;
 pub mod listing;
 pub mod parse;
 pub mod plan;
 pub mod policy;
+pub mod scratch;
 pub mod session;
 pub mod tee;
 pub mod tools;
@@ -29,6 +31,7 @@ use crate::guard::{GuardError, PathGuard};
 use crate::toolset::{Args, CallContext, Effects, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 use exec::{ExecLimits, Outcome, RunResult, StepMeta};
 use failure::{Failure, EXEC_FAILED, GUARD_VIOLATION, INVALID_ARGUMENT};
+use limits::{Limit, StageLimits};
 use plan::{Plan, Step};
 use session::{Session, SessionError};
 use tee::{TeeError, TeeLimits, TeeMode, TeeReport};
@@ -45,6 +48,9 @@ pub struct PipeOptions {
     pub max_write_bytes: usize,
     /// The returned stdout is cut to this many bytes.
     pub max_output_bytes: usize,
+    /// Memory limit of each pipeline stage, in bytes (`--stage-memory`; 0: none). It also
+    /// bounds each stage's scratch files (see [`limits`]).
+    pub stage_memory: u64,
 }
 
 impl Default for PipeOptions {
@@ -54,6 +60,7 @@ impl Default for PipeOptions {
             approve_above: 2 * 1024,
             max_write_bytes: 1024 * 1024,
             max_output_bytes: 1024 * 1024,
+            stage_memory: limits::DEFAULT_STAGE_MEMORY,
         }
     }
 }
@@ -69,8 +76,11 @@ pub struct PipeFactory {
 }
 
 impl PipeFactory {
-    /// Prepares the mode (resolves the pipeline commands once).
+    /// Prepares the mode: resolves the pipeline commands once, and starts the sweep that removes
+    /// the scratch folders of servers that ended mid-call (in the background: a start never
+    /// waits for it).
     pub fn new(options: PipeOptions) -> Self {
+        scratch::sweep_in_background();
         PipeFactory {
             options,
             tools: Arc::new(ToolPaths::discover()),
@@ -455,13 +465,18 @@ impl PipeToolset {
         confirmed: bool,
         ctx: &CallContext,
     ) -> Result<Value, Failure> {
+        // 0 is "no limit" for both, as for the call's own --timeout.
+        let timeout =
+            (self.options.timeout_secs > 0).then(|| Duration::from_secs(self.options.timeout_secs));
+        let memory = (self.options.stage_memory > 0).then_some(self.options.stage_memory);
         let limits = ExecLimits {
-            timeout: Duration::from_secs(self.options.timeout_secs),
+            timeout,
             output_cap: self.options.max_output_bytes,
             stderr_cap: STDERR_CAP,
             tee_limit: self.options.max_write_bytes,
+            stage: StageLimits::new(memory, timeout),
         };
-        let run = exec::run(steps, self.guard.workspace(), &limits, &ctx.cancel).map_err(|e| {
+        let run = exec::run(steps, self.guard.workspace(), &limits, ctx).map_err(|e| {
             if crate::workspace::is_swap(&e.source) {
                 // The stage's directory turned into a symlink after the checks: nothing ran.
                 return Failure::new(
@@ -491,16 +506,17 @@ impl PipeToolset {
             m
         };
         match run.outcome {
-            Outcome::Timeout => {
+            Outcome::Timeout(limit) => {
+                let limit = limit.or(timeout).map_or("its time limit".to_string(), |l| {
+                    format!("{} s", l.as_secs_f64())
+                });
                 let mut f = Failure::new(
                     EXEC_FAILED,
                     "TIMEOUT",
-                    format!(
-                        "the pipeline ran longer than {} s and was stopped; nothing was written.",
-                        self.options.timeout_secs
-                    ),
+                    format!("the pipeline ran longer than {limit} and was stopped; nothing was written."),
                     "Narrow the input (head, tail -n, a more specific rg pattern or path) and run it again.",
                 );
+                f.extra.insert("limit".into(), json!(Limit::Time.as_str()));
                 f.partial = partial(Value::Null);
                 return Err(f);
             }
@@ -511,6 +527,41 @@ impl PipeToolset {
                     "the call was cancelled by the client; every stage was stopped and nothing was written.",
                     "Run it again if it is still needed.",
                 );
+                f.partial = partial(Value::Null);
+                return Err(f);
+            }
+            Outcome::ResourceLimit {
+                step,
+                command,
+                limit,
+                stderr,
+            } => {
+                let first_line = stderr.lines().next().unwrap_or("").trim();
+                let said = if first_line.is_empty() {
+                    String::new()
+                } else {
+                    format!(" It said: {first_line}")
+                };
+                let mut f = Failure::new(
+                    EXEC_FAILED,
+                    "RESOURCE_LIMIT",
+                    format!(
+                        "'{}' (stage {} of {}) was stopped: {}. Nothing was written.{said}",
+                        command.as_str(),
+                        step + 1,
+                        steps.len(),
+                        limit.what(memory),
+                    ),
+                    limit.suggestion(),
+                );
+                f.token = Some(command.as_str().to_string());
+                f.extra.insert("limit".into(), json!(limit.as_str()));
+                f.extra.insert("stage".into(), json!(step + 1));
+                if let Some(m) = memory.filter(|_| matches!(limit, Limit::Memory | Limit::FileSize))
+                {
+                    f.extra.insert("limit_bytes".into(), json!(m));
+                }
+                f.extra.insert("stderr".into(), json!(stderr));
                 f.partial = partial(Value::Null);
                 return Err(f);
             }

@@ -7,9 +7,10 @@
 //! instead, splits stages on unquoted `|` only, and remembers per word what was quoted so that a
 //! quoted `|`, `*` or `>` stays plain data (`rg 'a|b'`, `awk '$3 > 5'`).
 
+use super::limits::MAX_STAGES;
 use super::plan::{GuardReason, Refusal, Stage, Word};
 
-/// Splits `command` into stages of words, or refuses it.
+/// Splits `command` into stages of words, or refuses it. At most [`MAX_STAGES`] stages.
 ///
 /// Quoting follows POSIX `sh`: single quotes keep everything literal; double quotes keep
 /// everything literal except `\` before `$`, `` ` ``, `"`, `\` or a newline, and `$`/`` ` ``
@@ -179,6 +180,10 @@ impl<'a> Lexer<'a> {
                 detail,
                 "Put a command on both sides of each '|', e.g. rg ERROR app.log | sort -u.",
             ));
+        }
+        // Refused as soon as the stage past the limit is complete: the rest is not even read.
+        if self.stages.len() == MAX_STAGES {
+            return Err(too_many_stages());
         }
         self.stages.push(Stage {
             words: std::mem::take(&mut self.words),
@@ -400,6 +405,15 @@ fn parse_error(token: &str, detail: &str, suggestion: &str) -> Refusal {
     Refusal::new(GuardReason::ParseError, token, detail, suggestion)
 }
 
+fn too_many_stages() -> Refusal {
+    Refusal::new(
+        GuardReason::TooManyStages,
+        "|",
+        format!("The pipeline has more than {MAX_STAGES} stages; at most {MAX_STAGES} run in one call."),
+        "Split the work over several calls: end one with `| tee step1.txt` (an intermediate file) and start the next from that file (e.g. `awk '…' step1.txt | …`).",
+    )
+}
+
 fn unbalanced(quote: char, snippet: String) -> Refusal {
     Refusal::new(
         GuardReason::ParseError,
@@ -424,6 +438,21 @@ mod tests {
     fn reason(command: &str) -> (GuardReason, String) {
         let r = parse(command).expect_err("refused");
         (r.reason, r.token)
+    }
+
+    #[test]
+    fn at_most_the_stage_limit_is_accepted() {
+        let pipeline = |n: usize| format!("jq -n 1{}", " | tr a b".repeat(n - 1));
+        assert_eq!(
+            parse(&pipeline(MAX_STAGES)).expect("accepted").len(),
+            MAX_STAGES
+        );
+        for n in [MAX_STAGES + 1, 1_500] {
+            let r = parse(&pipeline(n)).expect_err("refused");
+            assert_eq!(r.reason, GuardReason::TooManyStages);
+            assert!(r.detail.contains("more than 32 stages"), "{}", r.detail);
+            assert!(r.suggestion.contains("tee"), "{}", r.suggestion);
+        }
     }
 
     #[test]

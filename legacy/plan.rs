@@ -166,6 +166,8 @@ pub enum GuardReason {
     ParseError,
     /// The command is allowed but not installed here.
     MissingTool,
+    /// More stages than [`crate::legacy::limits::MAX_STAGES`].
+    TooManyStages,
 }
 
 impl GuardReason {
@@ -183,6 +185,7 @@ impl GuardReason {
             GuardReason::ApprovalRequired => "APPROVAL_REQUIRED",
             GuardReason::ParseError => "PARSE_ERROR",
             GuardReason::MissingTool => "MISSING_TOOL",
+            GuardReason::TooManyStages => "TOO_MANY_STAGES",
         }
     }
 }

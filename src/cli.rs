@@ -148,6 +148,18 @@ pub struct Options {
     #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024, global = true)]
     pub max_output_bytes: usize,
 
+    /// In --legacy-pipe mode, the memory each pipeline stage may use (and the most its scratch
+    /// files may hold): bytes, or with a suffix (512M, 2G); 0 for no limit. A stage past it is
+    /// stopped with RESOURCE_LIMIT.
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value = "1G",
+        value_parser = crate::legacy::limits::parse_size,
+        global = true
+    )]
+    pub stage_memory: u64,
+
     /// Tools per tools/list page (clients follow nextCursor for the rest).
     #[arg(
         long,
@@ -248,6 +260,7 @@ impl Options {
             approve_above: self.approve_above,
             max_write_bytes: self.max_write_bytes,
             max_output_bytes: self.max_output_bytes,
+            stage_memory: self.stage_memory,
         }));
         if self.with_filesystem {
             Box::new(CombinedFactory::new(vec![pipe, fs()]))

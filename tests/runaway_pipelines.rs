@@ -198,6 +198,7 @@ fn assert_timeout(result: &Value) {
     let b = body(result);
     assert_eq!(b["error"]["code"], "EXEC_FAILED", "{b}");
     assert_eq!(b["error"]["reason"], "TIMEOUT", "{b}");
+    assert_eq!(b["error"]["limit"], "time", "{b}");
 }
 
 fn workspace() -> tempfile::TempDir {
