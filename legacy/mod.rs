@@ -68,6 +68,13 @@ impl Default for PipeOptions {
 /// Most bytes of each stage's stderr kept.
 const STDERR_CAP: usize = 64 * 1024;
 
+/// Starts the sweep that removes the scratch folders of pipe servers that ended mid-call, in the
+/// background (a start never waits for it). A server calls it once as it starts serving; a
+/// one-off `filesystem call` does not, so its output is only its result.
+pub fn sweep_scratch_in_background() {
+    scratch::sweep_in_background();
+}
+
 /// Builds legacy pipe toolsets.
 pub struct PipeFactory {
     /// The mode's settings.
@@ -76,11 +83,8 @@ pub struct PipeFactory {
 }
 
 impl PipeFactory {
-    /// Prepares the mode: resolves the pipeline commands once, and starts the sweep that removes
-    /// the scratch folders of servers that ended mid-call (in the background: a start never
-    /// waits for it).
+    /// Prepares the mode: resolves the pipeline commands once.
     pub fn new(options: PipeOptions) -> Self {
-        scratch::sweep_in_background();
         PipeFactory {
             options,
             tools: Arc::new(ToolPaths::discover()),

@@ -364,6 +364,9 @@ fn run_server(cli: &Options) -> i32 {
             return 2;
         }
     };
+    if cli.legacy_pipe {
+        crate::legacy::sweep_scratch_in_background();
+    }
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         eprintln!(

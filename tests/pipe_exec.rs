@@ -205,7 +205,8 @@ fn a_timeout_kills_every_stage_and_reports_what_was_produced() {
     let (ok, v) = ws.call_with(
         "shelpa_pipe",
         json!({ "command": command }),
-        &["--timeout", "1"],
+        // Long enough for the second stage to start on a loaded machine.
+        &["--timeout", "3"],
     );
     assert!(!ok);
     assert_eq!(v["error"]["code"], "EXEC_FAILED");
