@@ -4,7 +4,7 @@
 //! there is none does the line match that ignores leading and trailing whitespace run, and then
 //! the replacement is re-indented to the file's indentation.
 
-use super::matching::{self, LineIndex};
+use super::matching;
 use super::reindent::{reindent, TooLarge};
 use super::Poll;
 use crate::toolset::Stop;
@@ -142,9 +142,7 @@ fn replace_lines_loosely(
     let (old_lines, old_nl) = split_lines(&edit.old_text);
     let (new_lines, new_nl) = split_lines(&edit.new_text);
     let wanted: Vec<&str> = old_lines.iter().map(|l| l.trim()).collect();
-    let lines = LineIndex::new(text);
-    poll.now()?;
-    let found = matching::loose_matches(&lines, &wanted, 3, poll)?;
+    let found = matching::loose_matches(text, &wanted, 3, poll)?;
     let m = wanted.len();
     match found.len() {
         0 => Err(EditError::NotFound {
@@ -152,10 +150,12 @@ fn replace_lines_loosely(
             quoted: quote(&edit.old_text),
         }),
         1 => {
-            let s = found[0];
-            let matched: Vec<&str> = (s..s + m).map(|i| lines.line(i)).collect();
-            let begin = lines.start(s);
-            let mut end = lines.end(s + m - 1);
+            let begin = found[0].start;
+            let run: Vec<(usize, &str)> = matching::lines(&text[begin..]).take(m).collect();
+            let matched: Vec<&str> = run.iter().map(|&(_, line)| line).collect();
+            let mut end = run
+                .last()
+                .map_or(begin, |&(start, line)| begin + start + line.len());
             // What the text keeps around the replacement bounds how large it may grow.
             let room = max_len.saturating_sub(text.len() - (end - begin));
             let replacement =
@@ -185,7 +185,7 @@ fn replace_lines_loosely(
             count: n,
             lines: found
                 .iter()
-                .map(|s| (s + 1).to_string())
+                .map(|found| (found.line + 1).to_string())
                 .collect::<Vec<_>>()
                 .join(", "),
         }),

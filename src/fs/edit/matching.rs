@@ -32,67 +32,56 @@ pub fn line_of(text: &str, byte: usize) -> usize {
     memchr::memchr_iter(b'\n', &text.as_bytes()[..byte]).count() + 1
 }
 
-/// A text's lines, by number: where each starts, so a line can be sliced out and a matched run
-/// spliced by byte offset without rebuilding the text line by line.
-pub struct LineIndex<'a> {
-    text: &'a str,
-    starts: Vec<usize>,
-    count: usize,
+/// Each line of `text` (without its newline) with the byte offset it starts at. A final newline
+/// ends the last line; it does not start an empty one. Lines are found as they are walked, so a
+/// search holds no per-line table of the file (a 256 MiB file of empty lines would need 2 GiB).
+pub fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut at = 0;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let start = at;
+        match memchr::memchr(b'\n', &text.as_bytes()[start..]) {
+            Some(len) => {
+                at = start + len + 1;
+                done = at == text.len();
+                Some((start, &text[start..start + len]))
+            }
+            None => {
+                done = true;
+                Some((start, &text[start..]))
+            }
+        }
+    })
 }
 
-impl<'a> LineIndex<'a> {
-    /// Indexes `text`. A final newline ends the last line; it does not start an empty one.
-    pub fn new(text: &'a str) -> Self {
-        let mut starts = Vec::with_capacity(text.len() / 32 + 1);
-        starts.push(0);
-        starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
-        let mut count = starts.len();
-        if text.ends_with('\n') {
-            count -= 1;
-        }
-        LineIndex {
-            text,
-            starts,
-            count,
-        }
-    }
-
-    /// How many lines the text has.
-    pub fn count(&self) -> usize {
-        self.count
-    }
-
-    /// Where line `i` (0-based) starts.
-    pub fn start(&self, i: usize) -> usize {
-        self.starts[i]
-    }
-
-    /// Where line `i` ends: the offset of its newline, or the end of the text.
-    pub fn end(&self, i: usize) -> usize {
-        self.starts.get(i + 1).map_or(self.text.len(), |&s| s - 1)
-    }
-
-    /// Line `i` without its newline.
-    pub fn line(&self, i: usize) -> &'a str {
-        &self.text[self.start(i)..self.end(i)]
-    }
+/// Where a run of lines matched: its first line (0-based) and the byte offset that line starts at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineMatch {
+    /// The first matched line, 0-based.
+    pub line: usize,
+    /// The byte offset of that line's start.
+    pub start: usize,
 }
 
-/// The first line of each run of the text's lines that equals `wanted` once every line is
-/// trimmed of leading and trailing whitespace (`wanted` is already trimmed); at most `limit`
-/// runs, overlapping ones included, in order.
+/// Each run of the text's lines that equals `wanted` once every line is trimmed of leading and
+/// trailing whitespace (`wanted` is already trimmed); at most `limit` runs, overlapping ones
+/// included, in order.
 ///
 /// Each distinct wanted line gets a small number and every file line is looked up once (lines
-/// the edit does not contain get 0), which turns the search into finding one number sequence in
-/// another: Knuth–Morris–Pratt does that in one pass over the file whatever repeats in either,
-/// and the numbers are exact, so a match needs no second comparison of the text. The map's hash
-/// is keyed per process, so a client cannot choose lines that collide.
+/// the edit does not contain have none), which turns the search into finding one number
+/// sequence in another: Knuth–Morris–Pratt does that in one pass over the file whatever repeats
+/// in either, and the numbers are exact, so a match needs no second comparison of the text. The
+/// map's hash is keyed per process, so a client cannot choose lines that collide. Memory is
+/// proportional to the edit, not the file.
 pub fn loose_matches(
-    lines: &LineIndex,
+    text: &str,
     wanted: &[&str],
     limit: usize,
     poll: &mut Poll,
-) -> Result<Vec<usize>, Stop> {
+) -> Result<Vec<LineMatch>, Stop> {
     let m = wanted.len();
     let mut found = Vec::new();
     if m == 0 || limit == 0 {
@@ -109,11 +98,14 @@ pub fn loose_matches(
     poll.work(m)?;
     let fail = failure_function(&needle);
     poll.work(m)?;
+    // The starts of the last `m` lines, so a match's first line can be located when it ends.
+    let mut starts = vec![0usize; m];
     // `q` is how many wanted lines the lines just scanned match.
     let mut q = 0usize;
-    for i in 0..lines.count() {
+    for (i, (start, line)) in lines(text).enumerate() {
         poll.work(1)?;
-        let Some(&id) = ids.get(lines.line(i).trim()) else {
+        starts[i % m] = start;
+        let Some(&id) = ids.get(line.trim()) else {
             // A line the edit does not contain ends every partial match.
             q = 0;
             continue;
@@ -125,7 +117,11 @@ pub fn loose_matches(
             q += 1;
         }
         if q == m {
-            found.push(i + 1 - m);
+            let first = i + 1 - m;
+            found.push(LineMatch {
+                line: first,
+                start: starts[first % m],
+            });
             if found.len() == limit {
                 break;
             }
@@ -158,16 +154,19 @@ mod tests {
     use crate::toolset::CallContext;
 
     /// The obvious search, for comparison.
-    fn naive(text: &str, wanted: &[&str], limit: usize) -> Vec<usize> {
-        let lines = LineIndex::new(text);
+    fn naive(text: &str, wanted: &[&str], limit: usize) -> Vec<LineMatch> {
+        let all: Vec<(usize, &str)> = lines(text).collect();
         let m = wanted.len();
         let mut found = Vec::new();
-        if m == 0 || m > lines.count() {
+        if m == 0 || m > all.len() {
             return found;
         }
-        for s in 0..=lines.count() - m {
-            if (0..m).all(|k| lines.line(s + k).trim() == wanted[k]) {
-                found.push(s);
+        for s in 0..=all.len() - m {
+            if (0..m).all(|k| all[s + k].1.trim() == wanted[k]) {
+                found.push(LineMatch {
+                    line: s,
+                    start: all[s].0,
+                });
                 if found.len() == limit {
                     break;
                 }
@@ -188,6 +187,7 @@ mod tests {
             (seed >> 33) as usize
         };
         let words = ["a", "  a", "b\t", " b ", "c", ""];
+        let mut matched = 0;
         for _ in 0..2000 {
             let n = next() % 12;
             let mut text: String = (0..n).map(|_| format!("{}\n", words[next() % 6])).collect();
@@ -196,28 +196,29 @@ mod tests {
             }
             let m = 1 + next() % 4;
             let wanted: Vec<&str> = (0..m).map(|_| words[next() % 6].trim()).collect();
-            let lines = LineIndex::new(&text);
             for limit in [1, 3, 100] {
                 let mut poll = Poll::new(&ctx);
+                let got = loose_matches(&text, &wanted, limit, &mut poll).expect("not stopped");
                 assert_eq!(
-                    loose_matches(&lines, &wanted, limit, &mut poll).expect("not stopped"),
+                    got,
                     naive(&text, &wanted, limit),
                     "{text:?} {wanted:?} {limit}"
                 );
+                matched += got.len();
             }
         }
+        assert!(matched > 1000, "the inputs rarely match: {matched}");
     }
 
     #[test]
-    fn lines_are_indexed_like_a_split_on_newlines() {
-        let lines = LineIndex::new("a\n\nb");
-        assert_eq!(lines.count(), 3);
-        assert_eq!(
-            (0..3).map(|i| lines.line(i)).collect::<Vec<_>>(),
-            ["a", "", "b"]
-        );
-        assert_eq!(LineIndex::new("a\n").count(), 1);
-        assert_eq!(LineIndex::new("").count(), 1);
+    fn lines_are_split_on_newlines_and_a_final_newline_ends_the_last() {
+        fn all(text: &str) -> Vec<(usize, &str)> {
+            lines(text).collect()
+        }
+        assert_eq!(all("a\n\nb"), [(0, "a"), (2, ""), (3, "b")]);
+        assert_eq!(all("a\n"), [(0, "a")]);
+        assert_eq!(all("\n"), [(0, "")]);
+        assert_eq!(all(""), [(0, "")]);
     }
 
     #[test]
@@ -234,10 +235,9 @@ mod tests {
         cancel.cancel();
         let ctx = CallContext::with_timeout(cancel, None);
         let text = "x\n".repeat(200_000);
-        let lines = LineIndex::new(&text);
         let mut poll = Poll::new(&ctx);
         assert_eq!(
-            loose_matches(&lines, &["x", "y"], 3, &mut poll),
+            loose_matches(&text, &["x", "y"], 3, &mut poll),
             Err(Stop::Cancelled)
         );
     }

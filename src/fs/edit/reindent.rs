@@ -5,7 +5,6 @@
 //! is indented than its old line. The pairing is deterministic and bounded: what is written never
 //! depends on how fast the machine is or how much time the call has left.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
 use similar::DiffOp;
@@ -52,7 +51,7 @@ fn unit_of<'a>(lines: impl Iterator<Item = &'a str>) -> Option<Unit> {
 struct Indent<'a> {
     base: &'a str,
     keep: usize,
-    extra: Cow<'a, str>,
+    extra: &'a str,
     times: usize,
 }
 
@@ -65,7 +64,7 @@ impl Indent<'_> {
     fn write_to(&self, out: &mut String) {
         out.push_str(&self.base[..self.keep]);
         for _ in 0..self.times {
-            out.push_str(&self.extra);
+            out.push_str(self.extra);
         }
     }
 }
@@ -86,9 +85,9 @@ pub fn reindent(
         (file_unit, edit_unit),
         (Some(Unit::Tab), Some(Unit::Spaces(_))) | (Some(Unit::Spaces(_)), Some(Unit::Tab))
     );
-    let file_piece: Cow<str> = match file_unit {
-        Some(Unit::Spaces(w)) => Cow::Owned(" ".repeat(w)),
-        _ => Cow::Borrowed("\t"),
+    let file_piece = match file_unit {
+        Some(Unit::Spaces(w)) => " ".repeat(w),
+        _ => "\t".to_owned(),
     };
     let mut out = String::new();
     for (j, line) in new.iter().enumerate() {
@@ -112,35 +111,25 @@ pub fn reindent(
                 }
             };
             let delta = units(new_indent) - units(old_indent);
-            shifted(file_indent, delta, Cow::Borrowed(file_piece.as_ref()))
+            shifted(file_indent, delta, &file_piece)
         } else {
             let delta = new_indent.len() as isize - old_indent.len() as isize;
             if delta > 0 {
-                // The extra part of the new indentation, in the edit's own characters.
-                let extra = match new_indent.strip_prefix(old_indent) {
-                    Some(extra) => Indent {
-                        base: file_indent,
-                        keep: file_indent.len(),
-                        extra: Cow::Borrowed(extra),
-                        times: 1,
-                    },
-                    None => {
-                        let c = if file_indent.starts_with('\t') {
-                            "\t"
-                        } else {
-                            " "
-                        };
-                        Indent {
-                            base: file_indent,
-                            keep: file_indent.len(),
-                            extra: Cow::Borrowed(c),
-                            times: delta as usize,
-                        }
-                    }
+                // The extra part of the new indentation, in the edit's own characters (when
+                // the two do not share a prefix, in the file's first indentation character).
+                let (extra, times) = match new_indent.strip_prefix(old_indent) {
+                    Some(extra) => (extra, 1),
+                    None if file_indent.starts_with('\t') => ("\t", delta as usize),
+                    None => (" ", delta as usize),
                 };
-                extra
+                Indent {
+                    base: file_indent,
+                    keep: file_indent.len(),
+                    extra,
+                    times,
+                }
             } else {
-                shifted(file_indent, delta, Cow::Borrowed(" "))
+                shifted(file_indent, delta, " ")
             }
         };
         let needed = out
@@ -158,7 +147,7 @@ pub fn reindent(
 
 /// `base` with `delta` copies of `piece` added, or `-delta` of them removed (counted in bytes of
 /// the piece), never below nothing.
-fn shifted<'a>(base: &'a str, delta: isize, piece: Cow<'a, str>) -> Indent<'a> {
+fn shifted<'a>(base: &'a str, delta: isize, piece: &'a str) -> Indent<'a> {
     if delta >= 0 {
         Indent {
             base,
@@ -171,7 +160,7 @@ fn shifted<'a>(base: &'a str, delta: isize, piece: Cow<'a, str>) -> Indent<'a> {
         Indent {
             base,
             keep: base.len().saturating_sub(remove),
-            extra: Cow::Borrowed(""),
+            extra: "",
             times: 0,
         }
     }
