@@ -289,3 +289,23 @@ fn one_edit_near_the_end_of_a_ten_mebibyte_file() {
         i - 1
     )));
 }
+
+#[test]
+fn a_large_whitespace_tolerant_edit_keeps_each_lines_indentation() {
+    // More lines than are paired through a full diff: the pairing through unique lines still
+    // lines up an inserted line with its neighbour and a changed one with its own.
+    let ws = Ws::new();
+    let file: String = (0..1500)
+        .map(|i| format!("\tstep({i});\n\t\t}}\n"))
+        .collect();
+    ws.write("big.c", &file);
+    let old: String = (0..1500).map(|i| format!("step({i});\n}}\n")).collect();
+    let new = old
+        .replacen("step(10);\n", "step(10, more);\n", 1)
+        .replacen("step(700);\n}\n", "step(700);\n}\nextra();\n", 1);
+    edit(&ws, "big.c", json!([{"oldText": old, "newText": new}])).expect_ok();
+    let expected = file
+        .replacen("\tstep(10);\n", "\tstep(10, more);\n", 1)
+        .replacen("\tstep(700);\n\t\t}\n", "\tstep(700);\n\t\t}\n\t\textra();\n", 1);
+    assert_eq!(ws.read("big.c"), expected);
+}

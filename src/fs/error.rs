@@ -2,7 +2,7 @@
 
 use crate::guard::GuardError;
 use crate::history::HistoryError;
-use crate::toolset::{ArgError, ToolOutput};
+use crate::toolset::{ArgError, Stop, ToolOutput};
 
 /// A failed filesystem tool call. The text of every variant says what was wrong and what to do
 /// instead; the kind is the first word the model sees.
@@ -23,6 +23,14 @@ pub enum FsError {
     /// The arguments cannot work as given.
     #[error("InvalidArgument: {0}")]
     InvalidArgument(String),
+    /// The client cancelled the call or it ran past its time limit, before it changed anything.
+    #[error("{}: {what} stopped: {stop}; nothing was changed", .stop.kind())]
+    Stopped {
+        /// Why it stopped.
+        stop: Stop,
+        /// The call, as the message names it (`edit_file on 'a.txt'`).
+        what: String,
+    },
 }
 
 impl FsError {
@@ -34,12 +42,27 @@ impl FsError {
             FsError::AlreadyExists(_) => "AlreadyExists",
             FsError::IoError(_) => "IoError",
             FsError::InvalidArgument(_) => "InvalidArgument",
+            FsError::Stopped { stop, .. } => stop.kind(),
         }
     }
 
     /// The tool result the model sees.
     pub fn into_output(self) -> ToolOutput {
-        ToolOutput::error(self.kind(), self.to_string())
+        match self {
+            FsError::Stopped { stop, what } => ToolOutput::stopped(stop, &what),
+            other => ToolOutput::error(other.kind(), other.to_string()),
+        }
+    }
+
+    /// `Err` once the call must stop (see [`crate::toolset::CallContext::check`]); tools call it
+    /// at their natural stopping points and last just before they commit a change. `what` names
+    /// the call for the message.
+    pub fn check(
+        ctx: &crate::toolset::CallContext,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), FsError> {
+        ctx.check()
+            .map_err(|stop| FsError::Stopped { stop, what: what() })
     }
 }
 

@@ -135,11 +135,11 @@ impl Toolset for FsToolset {
     fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput {
         let cx = &self.cx;
         let result = match name {
-            schema::READ_TEXT_FILE => read::read_text_file(cx, args),
-            schema::CREATE_FILE => write::create_file(cx, args),
-            schema::WRITE_FILE => write::write_file(cx, args),
-            schema::EDIT_FILE => edit::edit_file(cx, args),
-            schema::CREATE_DIRECTORY => write::create_directory(cx, args),
+            schema::READ_TEXT_FILE => read::read_text_file(cx, args, ctx),
+            schema::CREATE_FILE => write::create_file(cx, args, ctx),
+            schema::WRITE_FILE => write::write_file(cx, args, ctx),
+            schema::EDIT_FILE => edit::edit_file(cx, args, ctx),
+            schema::CREATE_DIRECTORY => write::create_directory(cx, args, ctx),
             schema::LIST_DIRECTORY => list::list_directory(cx, args),
             schema::DIRECTORY_TREE => list::directory_tree(cx, args, ctx),
             _ => match recovery::call(cx, name, args) {

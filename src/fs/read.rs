@@ -11,13 +11,17 @@ use super::error::FsError;
 use super::target;
 use super::{reject_unknown, FsContext};
 use crate::guard::Resolved;
-use crate::toolset::{Args, ToolOutput};
+use crate::toolset::{Args, CallContext, ToolOutput};
 
 /// How much `tail` reads per step backwards from the end.
 const TAIL_CHUNK: u64 = 64 * 1024;
 
 /// `read_text_file`.
-pub fn read_text_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
+pub fn read_text_file(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolOutput, FsError> {
     reject_unknown(args, &["path", "head", "tail"])?;
     let a = Args(args);
     let path = a.str("path")?;
@@ -53,7 +57,7 @@ pub fn read_text_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolO
     let limit = cx.options.max_read_bytes;
     let bytes = match (head, tail) {
         (Some(n), _) => read_head(&mut file, n, limit, &resolved)?,
-        (_, Some(n)) => read_tail(&mut file, meta.len(), n, limit, &resolved)?,
+        (_, Some(n)) => read_tail(&mut file, meta.len(), n, limit, &resolved, ctx)?,
         _ => {
             if meta.len() > limit {
                 return Err(FsError::InvalidArgument(format!(
@@ -76,6 +80,11 @@ pub fn read_text_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolO
             buf
         }
     };
+    // A read that ran past the limit (a slow disk, a huge tail walk) is answered as stopped
+    // rather than late; the clock read costs nothing next to the read itself.
+    FsError::check(ctx, || {
+        format!("read_text_file of '{}'", resolved.display())
+    })?;
     let text = into_text(bytes, &resolved)?;
     Ok(ToolOutput::text(text))
 }
@@ -127,6 +136,7 @@ fn read_tail(
     n: u64,
     limit: u64,
     resolved: &Resolved,
+    ctx: &CallContext,
 ) -> Result<Vec<u8>, FsError> {
     let io = |e| target::io_error("cannot read", &resolved.relative, e);
     // Chunks are collected back to front and joined once at the end.
@@ -136,6 +146,9 @@ fn read_tail(
     let mut total = 0u64;
     let mut start_in_first: Option<usize> = None;
     'outer: while end > 0 {
+        FsError::check(ctx, || {
+            format!("read_text_file of '{}'", resolved.display())
+        })?;
         let begin = end.saturating_sub(TAIL_CHUNK);
         let mut chunk = vec![0u8; (end - begin) as usize];
         file.seek(SeekFrom::Start(begin)).map_err(io)?;

@@ -10,7 +10,7 @@ use super::target::{self, WriteTarget};
 use super::{reject_unknown, FsContext};
 use crate::guard::display_relative;
 use crate::history::WriteReport;
-use crate::toolset::{Args, ToolOutput};
+use crate::toolset::{Args, CallContext, ToolOutput};
 
 /// The one line a writing tool answers with: what happened, to which path, how many bytes, and
 /// the version the write became when history is kept.
@@ -47,7 +47,11 @@ pub fn restore_mode(cx: &FsContext, target: &WriteTarget) -> String {
 
 /// `create_file`: a new file (and its missing parents); anything already at the path is
 /// `AlreadyExists`, so it can never clobber work.
-pub fn create_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
+pub fn create_file(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolOutput, FsError> {
     reject_unknown(args, &["path", "content"])?;
     let a = Args(args);
     let path = a.str("path")?;
@@ -66,6 +70,8 @@ pub fn create_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutp
             "the workspace root already exists; name a file inside it".into(),
         ));
     }
+    // The last moment to stop: from here on the call changes the workspace.
+    FsError::check(ctx, || format!("create_file of '{}'", resolved.display()))?;
     make_parents(cx, &resolved.relative)?;
     let report = cx
         .store
@@ -84,13 +90,21 @@ pub fn create_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutp
 }
 
 /// `write_file`: creates or replaces a whole file, atomically, keeping its permissions.
-pub fn write_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
+pub fn write_file(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolOutput, FsError> {
     reject_unknown(args, &["path", "content"])?;
     let a = Args(args);
     let path = a.str("path")?;
     let content = a.str("content")?;
     let lock = cx.store.lock()?;
     let target = target::writable(cx, path)?;
+    // The last moment to stop: from here on the call changes the workspace.
+    FsError::check(ctx, || {
+        format!("write_file of '{}'", target.resolved.display())
+    })?;
     if target.existing_mode.is_none() {
         make_parents(cx, &target.resolved.relative)?;
     }
@@ -109,7 +123,11 @@ pub fn write_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutpu
 
 /// `create_directory`: `mkdir -p` that never creates through a symlink; an existing directory
 /// is success, anything else at the path is `AlreadyExists`.
-pub fn create_directory(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
+pub fn create_directory(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolOutput, FsError> {
     reject_unknown(args, &["path"])?;
     let path = Args(args).str("path")?;
     let _lock = cx.store.lock()?;
@@ -141,6 +159,9 @@ pub fn create_directory(cx: &FsContext, args: &Map<String, Value>) -> Result<Too
             )))
         }
     }
+    FsError::check(ctx, || {
+        format!("create_directory of '{}'", resolved.display())
+    })?;
     let created = target::make_dirs(&cx.guard, &resolved.relative)?;
     Ok(ToolOutput::text(if created {
         format!("Created directory {}", resolved.display())
