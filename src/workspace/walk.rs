@@ -303,7 +303,7 @@ mod tests {
     #[test]
     fn long_paths_are_shortened_for_messages() {
         assert_eq!(shorten(Path::new("a/b/c")), "a/b/c");
-        let deep: std::path::PathBuf = std::iter::repeat("d").take(100).collect();
+        let deep: std::path::PathBuf = std::iter::repeat_n("d", 100).collect();
         assert_eq!(shorten(&deep), "d/d/d/d/…(92 more levels)…/d/d/d/d");
     }
 }
