@@ -195,6 +195,24 @@ pub fn sorted_entries(dir: &mut Dir) -> io::Result<Vec<(OsString, FileType)>> {
     Ok(out)
 }
 
+/// What is at `name` in `dir`, not following a symlink; `None` when nothing is. Lets a walk look
+/// at an entry through the directory it holds, however deep that is.
+pub fn stat_at(dir: &Dir, name: &OsStr) -> io::Result<Option<super::Stat>> {
+    match rustix::fs::statat(dir.fd()?, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Ok(Some(super::Stat::from_raw(&st))),
+        Err(rustix::io::Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// True when `path` is short enough to be acted on by path: the kernel refuses a path of
+/// `PATH_MAX` bytes or more in one call. A walk can reach entries far
+/// deeper (it goes one directory at a time); acting on those by path fails, so the walks say so
+/// instead of trying.
+pub fn fits_one_call(path: &Path) -> bool {
+    path.as_os_str().len() < libc::PATH_MAX as usize
+}
+
 /// A path short enough for a message: a path thousands of levels deep is shown as its first and
 /// last few components around the number left out.
 pub fn shorten(path: &Path) -> String {
