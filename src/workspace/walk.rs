@@ -195,6 +195,9 @@ pub fn sorted_entries(dir: &mut Dir) -> io::Result<Vec<(OsString, FileType)>> {
     Ok(out)
 }
 
+/// The most components a path in a message shows whole (see [`shorten`]).
+pub const SHOWN_LEVELS: usize = 64;
+
 /// What is at `name` in `dir`, not following a symlink; `None` when nothing is. Lets a walk look
 /// at an entry through the directory it holds, however deep that is.
 pub fn stat_at(dir: &Dir, name: &OsStr) -> io::Result<Option<super::Stat>> {
@@ -213,12 +216,12 @@ pub fn fits_one_call(path: &Path) -> bool {
     path.as_os_str().len() < libc::PATH_MAX as usize
 }
 
-/// A path short enough for a message: a path thousands of levels deep is shown as its first and
-/// last few components around the number left out.
+/// A path short enough for a message: one more than [`SHOWN_LEVELS`] levels deep is shown as its
+/// first and last few components around the number left out; any other is shown whole.
 pub fn shorten(path: &Path) -> String {
-    const ENDS: usize = 4;
+    const ENDS: usize = 8;
     let parts: Vec<_> = path.components().collect();
-    if parts.len() <= 2 * ENDS + 1 {
+    if parts.len() <= SHOWN_LEVELS {
         return path.display().to_string();
     }
     let head: std::path::PathBuf = parts[..ENDS].iter().collect();
@@ -321,7 +324,12 @@ mod tests {
     #[test]
     fn long_paths_are_shortened_for_messages() {
         assert_eq!(shorten(Path::new("a/b/c")), "a/b/c");
+        let usual: std::path::PathBuf = std::iter::repeat_n("d", SHOWN_LEVELS).collect();
+        assert_eq!(shorten(&usual), usual.display().to_string());
         let deep: std::path::PathBuf = std::iter::repeat_n("d", 100).collect();
-        assert_eq!(shorten(&deep), "d/d/d/d/…(92 more levels)…/d/d/d/d");
+        assert_eq!(
+            shorten(&deep),
+            "d/d/d/d/d/d/d/d/…(84 more levels)…/d/d/d/d/d/d/d/d"
+        );
     }
 }
