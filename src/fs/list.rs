@@ -466,6 +466,48 @@ mod tests {
     }
 
     #[test]
+    fn a_tree_walk_stops_at_the_deadline_and_on_cancel_before_entering_a_directory() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(tmp.path().join("a/b")).expect("mkdir");
+        let open = || {
+            rustix::fs::open(
+                tmp.path(),
+                OFlags::RDONLY | OFlags::DIRECTORY,
+                Mode::empty(),
+            )
+            .expect("open")
+        };
+        let filter = Filter {
+            gitignore: Gitignore::empty(),
+            exclude_names: GlobSet::empty(),
+            exclude_paths: GlobSet::empty(),
+        };
+        let walk = |ctx: &CallContext| tree_json(open(), &filter, Path::new(""), u64::MAX, ctx);
+        let late = CallContext {
+            deadline: Some(std::time::Instant::now()),
+            timeout: Some(std::time::Duration::from_secs(1)),
+            ..CallContext::default()
+        };
+        assert!(matches!(
+            walk(&late),
+            Err(TreeStop::Call(Stop::TimedOut(_)))
+        ));
+        let cancelled = CallContext::default();
+        cancelled.cancel.cancel();
+        assert!(matches!(
+            walk(&cancelled),
+            Err(TreeStop::Call(Stop::Cancelled))
+        ));
+        let Ok(out) = walk(&CallContext::default()) else {
+            panic!("an unhurried walk finishes");
+        };
+        assert_eq!(
+            String::from_utf8(out).expect("utf8"),
+            r#"[{"name":"a","type":"directory","children":[{"name":"b","type":"directory","children":[]}]}]"#
+        );
+    }
+
+    #[test]
     fn exclude_patterns_split_into_names_and_paths() {
         let (names, paths) = exclude_sets(&["*.log", "./build/", "src/*.tmp"]).expect("valid");
         assert!(names.is_match("deep.log") && names.is_match("build"));

@@ -331,8 +331,20 @@ fn result_text(content: Option<&Value>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::session_names;
+    use super::{read_transcripts, session_names, ServerFilter};
     use std::path::Path;
+
+    #[test]
+    fn a_line_nested_past_serde_jsons_recursion_limit_is_malformed_not_a_crash() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+        let ok = r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Read","input":{}}]}}"#;
+        std::fs::write(tmp.path().join("s.jsonl"), format!("{deep}\n{ok}\n")).expect("write");
+        let (sessions, stats) =
+            read_transcripts(&[tmp.path().to_path_buf()], &ServerFilter::default()).expect("read");
+        assert_eq!(stats.malformed_lines, 1);
+        assert_eq!(sessions[0].calls.len(), 1);
+    }
 
     #[test]
     fn subagent_files_name_their_parent_session() {
