@@ -309,7 +309,7 @@ pub fn directory_tree(
 /// What is shown in place of the children of a directory at [`MAX_DEPTH`].
 fn truncated_note() -> String {
     format!(
-        "not listed: deeper than {MAX_DEPTH} levels below the listed directory, the depth limit of directory_tree"
+        "not listed: deeper than {MAX_DEPTH} levels below the listed directory (the depth limit of directory_tree); call directory_tree on a directory further down to see more"
     )
 }
 
