@@ -125,10 +125,7 @@ impl ToolOutput {
         };
         ToolOutput::error(
             stop.kind(),
-            format!(
-                "{}: {what} stopped: {stop}; nothing was changed. {advice}",
-                stop.kind()
-            ),
+            format!("{}: {what} stopped: {stop}; nothing was changed. {advice}", stop.kind()),
         )
     }
 
