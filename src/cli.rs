@@ -188,8 +188,8 @@ pub enum Command {
     Audit(crate::legacy::audit::AuditArgs),
     /// Report tool adoption, errors and retries from call logs and client transcripts.
     Report(crate::report::ReportArgs),
-    /// Verify .filesystem/ and .shelpa/ after a crash; --repair fixes what is safe (exit 1 if
-    /// problems remain).
+    /// Verify .filesystem/ and .shelpa/ after a crash; --repair fixes what is safe (exit 1 if an
+    /// error remains; warnings only with --strict).
     Check(crate::check::CheckArgs),
 }
 

@@ -9,8 +9,11 @@
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use rustix::fs::{FileType, Mode, OFlags};
+
 use crate::guard::normalize;
-use crate::workspace::{is_swap, Dir, Stat, Workspace};
+use crate::workspace::walk::{self, DescendError, Descent, MAX_DEPTH};
+use crate::workspace::{is_swap, Stat, Workspace};
 
 /// The mirror directory's name inside the workspace root.
 pub const MIRROR_DIR: &str = ".shelpa";
@@ -43,9 +46,11 @@ pub struct Scan {
 }
 
 /// Walks `.shelpa/` through the workspace layer without following symlinks. A missing `.shelpa/`
-/// is an empty scan. Iterative (a stack of directories opened by descriptor), so a deep hostile
-/// tree cannot exhaust the stack, and a directory swapped for a link mid-walk is refused by the
-/// layer rather than followed.
+/// is an empty scan. A [`Descent`] from the mirror directory's descriptor: no recursion and a
+/// bounded number of open directories however deep or wide a hostile tree is, and a directory
+/// swapped for a link mid-walk is refused rather than followed. What lies more than
+/// [`MAX_DEPTH`] levels down, or whose path is longer than the kernel accepts (mirrors are read
+/// by path), is reported instead of read.
 pub fn scan(ws: &Workspace) -> io::Result<Scan> {
     let mut out = Scan::default();
     let top = Path::new(MIRROR_DIR);
@@ -67,38 +72,66 @@ pub fn scan(ws: &Workspace) -> io::Result<Scan> {
         }
         Some(_) => {}
     }
-    let mut stack: Vec<(Dir, PathBuf)> = vec![(ws.dir(top)?, PathBuf::new())];
-    while let Some((dir, rel)) = stack.pop() {
-        for entry in dir.entries()? {
-            let child_rel = rel.join(&entry.name);
-            let display = child_rel.to_string_lossy().into_owned();
-            let kind = entry.stat;
-            if entry.name.to_str().is_none() {
-                out.hostile.push(Hostile {
-                    display,
-                    message:
-                        "the name is not valid UTF-8, so no workspace path can name it; it was skipped"
-                            .into(),
-                });
-            } else if kind.is_symlink() {
-                out.hostile.push(Hostile {
-                    display,
-                    message: "a symlink inside .shelpa/; it was not followed (tee never writes links, so this mirror was tampered with or copied carelessly)".into(),
-                });
-            } else if kind.is_dir() {
-                stack.push((dir.subdir(&entry.name)?, child_rel));
-            } else if kind.is_file() {
+    let mut walk =
+        Descent::new(ws.open_at(top, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())?)?;
+    let first = match walk.current() {
+        Some(dir) => walk::sorted_entries(dir)?,
+        None => Vec::new(),
+    };
+    let mut rel = PathBuf::new();
+    let mut stack = vec![(first, 0usize)];
+    while let Some((entries, next)) = stack.last_mut() {
+        let Some((name, kind)) = entries.get(*next) else {
+            stack.pop();
+            walk.leave();
+            rel.pop();
+            continue;
+        };
+        *next += 1;
+        let child_rel = rel.join(name);
+        let kind = *kind;
+        let hostile = |message: &str| Hostile {
+            display: walk::shorten(&child_rel),
+            message: message.into(),
+        };
+        if name.to_str().is_none() {
+            out.hostile.push(hostile(
+                "the name is not valid UTF-8, so no workspace path can name it; it was skipped",
+            ));
+        } else if kind == FileType::Symlink {
+            out.hostile.push(hostile("a symlink inside .shelpa/; it was not followed (tee never writes links, so this mirror was tampered with or copied carelessly)"));
+        } else if kind == FileType::Directory {
+            match walk.enter(name) {
+                Ok(()) => {
+                    let list = match walk.current() {
+                        Some(dir) => walk::sorted_entries(dir)?,
+                        None => Vec::new(),
+                    };
+                    stack.push((list, 0));
+                    rel = child_rel;
+                }
+                Err(DescendError::TooDeep) => out.hostile.push(hostile(&format!(
+                    "a directory more than {MAX_DEPTH} levels below .shelpa/ (the depth limit of every walk); nothing below it was read"
+                ))),
+                Err(DescendError::Io(e)) => return Err(e),
+                Err(lost) => return Err(io::Error::other(lost)),
+            }
+        } else if kind == FileType::RegularFile {
+            if walk::fits_one_call(&top.join(&child_rel)) {
                 out.mirrors.push(MirrorFile {
+                    display: child_rel.to_string_lossy().into_owned(),
                     relative: child_rel,
-                    display,
                 });
             } else {
-                out.hostile.push(Hostile {
-                    display,
-                    message: "not a regular file (FIFO, socket or device); it was not opened"
-                        .into(),
-                });
+                out.hostile.push(hostile(&format!(
+                    "its path is longer than the system's limit of {} bytes, so it cannot be opened; it was skipped (move the mirrored tree closer to the root)",
+                    libc::PATH_MAX
+                )));
             }
+        } else {
+            out.hostile.push(hostile(
+                "not a regular file (FIFO, socket or device); it was not opened",
+            ));
         }
     }
     out.mirrors.sort_by(|a, b| a.relative.cmp(&b.relative));

@@ -27,8 +27,19 @@ use clap::Args;
 
 use crate::history::Store;
 
+/// What `check --help` says about the exit status, so scripts can rely on it.
+const EXIT_STATUS_HELP: &str = "\
+Exit status:
+  0  the store is consistent: nothing needs doing, or only warnings and notes remain (they are
+     printed; warnings are harmless leftovers such as temporaries of interrupted writes)
+  1  an error remains (something the server may trip over, or lost or tampered data); with
+     --strict, also when a warning remains
+  2  the check could not run (the root is unusable, the lock for --repair cannot be taken, or
+     the store cannot be listed)";
+
 /// `filesystem check` flags.
 #[derive(Args, Debug, Clone)]
+#[command(after_help = EXIT_STATUS_HELP)]
 pub struct CheckArgs {
     /// Repair what can be repaired safely (takes the store lock); report the rest.
     #[arg(long)]
@@ -37,6 +48,10 @@ pub struct CheckArgs {
     /// Print JSON for scripts instead of one line per finding.
     #[arg(long)]
     pub json: bool,
+
+    /// Count warnings as errors for the exit status (exit 1 when a warning remains).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// How bad a finding is.
@@ -129,6 +144,23 @@ impl Report {
         !self.findings.iter().any(Finding::remains)
     }
 
+    /// The exit status of a run that found this: 1 when an error remains (or, with `strict`, a
+    /// warning), else 0. Notes never count; warnings are printed but, by default, do not make
+    /// a consistent store fail (a crash's harmless leftovers are warnings).
+    pub fn exit_status(&self, strict: bool) -> i32 {
+        let worst = self
+            .findings
+            .iter()
+            .filter(|f| f.remains())
+            .map(|f| f.severity)
+            .max();
+        match worst {
+            Some(Severity::Error) => 1,
+            Some(Severity::Warning) if strict => 1,
+            _ => 0,
+        }
+    }
+
     /// Findings of `severity`.
     pub fn count(&self, severity: Severity) -> usize {
         self.findings
@@ -208,8 +240,9 @@ pub fn check(root: &Path, allow_root_slash: bool, repair: bool) -> Result<Report
     Ok(report)
 }
 
-/// Runs `filesystem check` for `--root` (or the current directory); returns the exit status:
-/// 0 clean, 1 problems remain, 2 the root is unusable.
+/// Runs `filesystem check` for `--root` (or the current directory); returns the exit status
+/// described by [`EXIT_STATUS_HELP`]: 0 consistent (warnings may be printed), 1 an error remains
+/// (with `--strict`, a warning too), 2 the check could not run.
 pub fn run(root: Option<&Path>, allow_root_slash: bool, args: &CheckArgs) -> i32 {
     let given: PathBuf = match root {
         Some(r) => r.to_path_buf(),
@@ -238,18 +271,11 @@ pub fn run(root: Option<&Path>, allow_root_slash: bool, args: &CheckArgs) -> i32
                 render::text(&report)
             };
             print!("{text}");
-            if report.clean() {
-                0
-            } else {
-                1
-            }
+            report.exit_status(args.strict)
         }
         Err(e) => {
             eprintln!("filesystem check: {e}");
-            match e {
-                CheckError::Root(_) => 2,
-                _ => 1,
-            }
+            2
         }
     }
 }

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use crate::history::layout::ORPHANS_DIR;
 use crate::history::log::now;
-use crate::workspace::Workspace;
+use crate::workspace::{Stat, Workspace};
 
 use super::Fix;
 
@@ -53,15 +53,21 @@ impl Fixer {
 
     /// True when `path` (not followed) was last modified before the check started.
     pub(crate) fn older_than_start(&self, path: &Path) -> bool {
+        self.rel(path)
+            .and_then(|rel| self.ws.stat(rel))
+            .is_ok_and(|m| m.is_some_and(|m| self.before_start(&m)))
+    }
+
+    /// True when what `stat` describes was last modified before the check started: for walks
+    /// that looked at an entry through its directory rather than by path.
+    pub(crate) fn before_start(&self, stat: &Stat) -> bool {
         let started = self
             .started
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or((0, 0), |d| {
                 (d.as_secs() as i64, i64::from(d.subsec_nanos()))
             });
-        self.rel(path)
-            .and_then(|rel| self.ws.stat(rel))
-            .is_ok_and(|m| m.is_some_and(|m| (m.mtime, m.mtime_nsec) < started))
+        (stat.mtime, stat.mtime_nsec) < started
     }
 
     /// Removes the stale temporary file at `path`.

@@ -6,7 +6,7 @@
 //! it is whatever the user deleted, a symlink included, so it is never looked into.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::FileType;
+use std::ffi::OsString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -17,6 +17,11 @@ use crate::history::layout::{
     PENDING_MOVE, TRASH_COUNTER, TRASH_DIR, TRASH_HISTORY_SUFFIX, VERSIONS_DIR,
 };
 use crate::history::versions::{snapshot_version, Versions, HEAD_FILE, UNDONE_SUFFIX};
+
+use rustix::fs::{FileType, Mode, OFlags};
+
+use crate::workspace::is_swap;
+use crate::workspace::walk::{self, DescendError, Descent, MAX_DEPTH};
 
 use super::repair::Fixer;
 use super::{CheckError, Fix, Report, Severity};
@@ -31,7 +36,7 @@ enum Kind {
 }
 
 impl Kind {
-    fn of(t: FileType) -> Kind {
+    fn of(t: std::fs::FileType) -> Kind {
         if t.is_symlink() {
             Kind::Link
         } else if t.is_dir() {
@@ -58,6 +63,10 @@ struct Walk<'a> {
     state: &'a Path,
     fixer: &'a mut Fixer,
     report: &'a mut Report,
+    /// Directories the walks did not enter because of the depth limit.
+    too_deep: Vec<PathBuf>,
+    /// Entries whose paths are too long to act on.
+    too_long: Vec<PathBuf>,
 }
 
 /// The entries of a directory (names and kinds, not followed), sorted by name.
@@ -81,11 +90,14 @@ pub(crate) fn check(
         state,
         fixer,
         report,
+        too_deep: Vec::new(),
+        too_long: Vec::new(),
     };
     walk.top_level()?;
     walk.history_tree(Path::new(FILES_DIR), Path::new(""));
     walk.trash();
     walk.orphans(Path::new(ORPHANS_DIR));
+    walk.unreached();
     Ok(())
 }
 
@@ -200,29 +212,167 @@ impl Walk<'_> {
     }
 
     /// A history tree: directories named after workspace names, each possibly holding the
-    /// `#versions` of the file once at that path.
+    /// `#versions` of the file once at that path. Walked as a [`Descent`] (no recursion, a
+    /// bounded number of descriptors, at most [`MAX_DEPTH`] levels), because moving a directory
+    /// moves its history tree too, so a store can be as deep as the workspace was made.
     fn history_tree(&mut self, dir: &Path, workspace: &Path) {
-        let list = match entries(&self.state.join(dir)) {
-            Ok(l) => l,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
-            Err(e) => return self.unreadable(dir, e),
+        let Some((mut walk, first)) = self.descent(dir) else {
+            return;
         };
-        for (name, kind) in list {
-            let rel = dir.join(&name);
+        let mut rel = dir.to_path_buf();
+        let mut shown = workspace.to_path_buf();
+        let mut stack = vec![(first, 0usize)];
+        while let Some((entries, next)) = stack.last_mut() {
+            let Some((name, kind)) = entries.get(*next) else {
+                stack.pop();
+                walk.leave();
+                rel.pop();
+                shown.pop();
+                continue;
+            };
+            *next += 1;
+            let (name, kind) = (name.clone(), *kind);
+            let child = rel.join(&name);
             match kind {
-                Kind::Link | Kind::Special => self.link(&rel, kind),
-                Kind::File if is_temp_name(name.as_bytes()) => self.temp(&rel),
-                Kind::Dir if name == VERSIONS_DIR => self.versions(&rel, workspace),
+                Kind::Link | Kind::Special => self.link(&child, kind),
+                Kind::File if is_temp_name(name.as_bytes()) => {
+                    if self.reachable(&child) {
+                        self.temp(&child)
+                    }
+                }
+                Kind::Dir if name == VERSIONS_DIR => {
+                    if self.reachable(&child) {
+                        self.versions(&child, &shown)
+                    }
+                }
                 Kind::Dir => match layout::decode(&name) {
-                    Some(ws_name) => self.history_tree(&rel, &workspace.join(ws_name)),
-                    None => self.debris(&rel, kind, "a store-reserved name the store never uses"),
+                    Some(ws_name) => {
+                        if let Some(list) = self.enter(&mut walk, &child) {
+                            stack.push((list, 0));
+                            rel = child;
+                            shown.push(ws_name);
+                        }
+                    }
+                    None => {
+                        if self.reachable(&child) {
+                            self.debris(&child, kind, "a store-reserved name the store never uses")
+                        }
+                    }
                 },
-                Kind::File => self.debris(
-                    &rel,
-                    kind,
-                    "history trees hold only directories; versions live in #versions",
-                ),
+                Kind::File => {
+                    if self.reachable(&child) {
+                        self.debris(
+                            &child,
+                            kind,
+                            "history trees hold only directories; versions live in #versions",
+                        )
+                    }
+                }
             }
+        }
+    }
+
+    /// Starts a walk at the store directory `dir`; `None` (with the problem reported) when it
+    /// cannot be read, and also when it does not exist.
+    fn descent(&mut self, dir: &Path) -> Option<(Descent, Vec<(OsString, Kind)>)> {
+        let opened = self
+            .fixer
+            .workspace()
+            .open_at(
+                &Path::new(crate::guard::STATE_DIRS[0]).join(dir),
+                OFlags::RDONLY | OFlags::DIRECTORY,
+                Mode::empty(),
+            )
+            .and_then(Descent::new)
+            .and_then(|mut walk| {
+                let list = match walk.current() {
+                    Some(d) => kinds(walk::sorted_entries(d)?),
+                    None => Vec::new(),
+                };
+                Ok((walk, list))
+            });
+        match opened {
+            Ok(started) => Some(started),
+            // A link in its place is reported by the listing that found it.
+            Err(e) if e.kind() == io::ErrorKind::NotFound || is_swap(&e) => None,
+            Err(e) => {
+                self.unreadable(dir, e);
+                None
+            }
+        }
+    }
+
+    /// Enters the subdirectory `child` of the walk's current directory and reads it; `None` when
+    /// that failed (reported) or the walk is at its depth limit (counted, reported once).
+    fn enter(&mut self, walk: &mut Descent, child: &Path) -> Option<Vec<(OsString, Kind)>> {
+        let name = child.file_name()?;
+        let entered = walk.enter(name).and_then(|()| {
+            walk.current()
+                .ok_or(DescendError::Lost)
+                .and_then(|d| walk::sorted_entries(d).map_err(DescendError::Io))
+                .inspect_err(|_| {
+                    walk.leave();
+                })
+        });
+        match entered {
+            Ok(list) => Some(kinds(list)),
+            Err(DescendError::TooDeep) => {
+                self.too_deep.push(child.to_path_buf());
+                None
+            }
+            Err(DescendError::Io(e)) => {
+                self.unreadable(child, e);
+                None
+            }
+            Err(lost) => {
+                self.unreadable(child, io::Error::other(lost));
+                None
+            }
+        }
+    }
+
+    /// True when the store entry `rel` can be acted on by path; otherwise it is counted and
+    /// reported once (a path the kernel refuses is not a problem of the store).
+    fn reachable(&mut self, rel: &Path) -> bool {
+        // The checks of an entry still read it by its absolute path, the longer spelling.
+        let fits = walk::fits_one_call(&self.state.join(rel));
+        if !fits {
+            self.too_long.push(rel.to_path_buf());
+        }
+        fits
+    }
+
+    /// One warning each for what the walks could not reach: deeper than the depth limit, or
+    /// with a path longer than the kernel accepts.
+    fn unreached(&mut self) {
+        let deep = std::mem::take(&mut self.too_deep);
+        if let Some(first) = deep.first() {
+            self.report.push(
+                Severity::Warning,
+                format!(".filesystem/{}", walk::shorten(first)),
+                format!(
+                    "{} director{} of the store more than {MAX_DEPTH} levels below where the walk started (the depth limit of every walk); what is below was not checked",
+                    deep.len(),
+                    if deep.len() == 1 { "y lies" } else { "ies lie" },
+                ),
+                Fix::Manual("move the deep workspace tree closer to the root (its history follows it), then rerun".into()),
+            );
+        }
+        let long = std::mem::take(&mut self.too_long);
+        if let Some(first) = long.first() {
+            self.report.push(
+                Severity::Warning,
+                format!(".filesystem/{}", walk::shorten(first)),
+                format!(
+                    "{} entr{} of the store {} a path longer than the system's limit of {} bytes, so {} not checked",
+                    long.len(),
+                    if long.len() == 1 { "y" } else { "ies" },
+                    if long.len() == 1 { "has" } else { "have" },
+                    libc::PATH_MAX,
+                    if long.len() == 1 { "it was" } else { "they were" },
+                ),
+                Fix::Manual("move the deep workspace tree closer to the root (its history follows it), then rerun".into()),
+            );
         }
     }
 
@@ -514,22 +664,49 @@ impl Walk<'_> {
         );
     }
 
-    /// `.orphans/` holds anything, but never a link or special file.
+    /// `.orphans/` holds anything, but never a link or special file. Walked like a history tree.
     fn orphans(&mut self, dir: &Path) {
-        let list = match entries(&self.state.join(dir)) {
-            Ok(l) => l,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
-            Err(e) => return self.unreadable(dir, e),
+        let Some((mut walk, first)) = self.descent(dir) else {
+            return;
         };
-        for (name, kind) in list {
-            let rel = dir.join(&name);
-            match kind {
-                Kind::Link | Kind::Special => self.link(&rel, kind),
-                Kind::Dir => self.orphans(&rel),
+        let mut rel = dir.to_path_buf();
+        let mut stack = vec![(first, 0usize)];
+        while let Some((entries, next)) = stack.last_mut() {
+            let Some((name, kind)) = entries.get(*next) else {
+                stack.pop();
+                walk.leave();
+                rel.pop();
+                continue;
+            };
+            *next += 1;
+            let child = rel.join(name);
+            match *kind {
+                Kind::Link | Kind::Special => self.link(&child, *kind),
+                Kind::Dir => {
+                    if let Some(list) = self.enter(&mut walk, &child) {
+                        stack.push((list, 0));
+                        rel = child;
+                    }
+                }
                 Kind::File => {}
             }
         }
     }
+}
+
+/// The kinds of a walk's entries as the store check names them.
+fn kinds(list: Vec<(OsString, FileType)>) -> Vec<(OsString, Kind)> {
+    list.into_iter()
+        .map(|(name, t)| {
+            let kind = match t {
+                FileType::Symlink => Kind::Link,
+                FileType::Directory => Kind::Dir,
+                FileType::RegularFile => Kind::File,
+                _ => Kind::Special,
+            };
+            (name, kind)
+        })
+        .collect()
 }
 
 /// `1, 2, 5` — at most ten numbers, then how many more.

@@ -10,66 +10,128 @@
 //! and skips the server's own state directories (checked elsewhere).
 
 use std::ffi::OsStr;
-use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{FileType, Mode, OFlags};
 
 use crate::history::durable::is_temp_name;
 use crate::workspace::temp::is_leftover;
+use crate::workspace::walk::{self, DescendError, Descent, MAX_DEPTH};
+use crate::workspace::Stat;
 
 use super::repair::Fixer;
 use super::{CheckError, Fix, Report, Severity};
 
-/// Walks the workspace at `root` for leftover temporaries.
+/// Walks the workspace at `root` for leftover temporaries: a [`Descent`] from the root's
+/// descriptor, so the walk neither recurses nor holds a descriptor per level, reaches every
+/// depth the kernel could never name in one path, and stops at [`MAX_DEPTH`] with a warning.
 pub(crate) fn check(root: &Path, fixer: &mut Fixer, report: &mut Report) -> Result<(), CheckError> {
-    walk(root, Path::new(""), fixer, report).map_err(|source| CheckError::Io {
+    let cannot = |source| CheckError::Io {
         what: "cannot walk the workspace".into(),
         source,
-    })
-}
-
-fn walk(root: &Path, dir: &Path, fixer: &mut Fixer, report: &mut Report) -> io::Result<()> {
-    let mut list = Vec::new();
-    for e in std::fs::read_dir(root.join(dir))? {
-        let e = e?;
-        list.push((e.file_name(), e.file_type()?));
-    }
-    list.sort_by(|a, b| a.0.cmp(&b.0));
-    for (name, kind) in list {
-        let rel = dir.join(&name);
+    };
+    let fd = fixer
+        .workspace()
+        .open_at(
+            Path::new(""),
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .map_err(cannot)?;
+    let mut walk = Descent::new(fd).map_err(cannot)?;
+    let first = match walk.current() {
+        Some(dir) => walk::sorted_entries(dir).map_err(cannot)?,
+        None => Vec::new(),
+    };
+    let mut rel = PathBuf::new();
+    // Per level: the entries read and how many are done.
+    let mut stack = vec![(first, 0usize)];
+    let mut too_deep: Vec<PathBuf> = Vec::new();
+    while let Some((entries, next)) = stack.last_mut() {
+        let Some((name, kind)) = entries.get(*next) else {
+            stack.pop();
+            walk.leave();
+            rel.pop();
+            continue;
+        };
+        *next += 1;
         // State directories at any depth are checked elsewhere (or belong to a nested root).
         if crate::guard::STATE_DIRS.iter().any(|s| name == *s) {
             continue;
         }
-        if kind.is_dir() {
-            // A directory that cannot be read is reported, not fatal: the rest still gets checked.
-            if let Err(e) = walk(root, &rel, fixer, report) {
-                report.push(
-                    Severity::Warning,
-                    rel.display().to_string(),
-                    format!("cannot be read ({e}), so it was not checked for leftover temporaries"),
-                    Fix::Manual("check its permissions, then rerun".into()),
-                );
+        let child = rel.join(name);
+        match *kind {
+            FileType::Directory => {
+                let entered = walk.enter(name).and_then(|()| {
+                    walk.current()
+                        .ok_or(DescendError::Lost)
+                        .and_then(|dir| walk::sorted_entries(dir).map_err(DescendError::Io))
+                        .inspect_err(|_| {
+                            walk.leave();
+                        })
+                });
+                match entered {
+                    Ok(list) => {
+                        stack.push((list, 0));
+                        rel = child;
+                    }
+                    Err(DescendError::TooDeep) => too_deep.push(child),
+                    // A directory that cannot be read is reported, not fatal: the rest still
+                    // gets checked.
+                    Err(e) => report.push(
+                        Severity::Warning,
+                        walk::shorten(&child),
+                        format!(
+                            "cannot be read ({e}), so it was not checked for leftover temporaries"
+                        ),
+                        Fix::Manual("check its permissions, then rerun".into()),
+                    ),
+                }
             }
-        } else if kind.is_file() {
-            temp(root, &rel, &name, fixer, report);
+            FileType::RegularFile => {
+                let stat = walk
+                    .current()
+                    .and_then(|dir| walk::stat_at(dir, name).ok().flatten());
+                if let Some(stat) = stat.filter(Stat::is_file) {
+                    temp(root, &child, name, &stat, fixer, report);
+                }
+            }
+            _ => {}
         }
+    }
+    if let Some(first) = too_deep.first() {
+        report.push(
+            Severity::Warning,
+            walk::shorten(first),
+            format!(
+                "{} director{} more than {MAX_DEPTH} levels below the root (the depth limit of every walk), so what is below {} not checked for leftover temporaries",
+                too_deep.len(),
+                if too_deep.len() == 1 { "y lies" } else { "ies lie" },
+                if too_deep.len() == 1 { "it was" } else { "them was" },
+            ),
+            Fix::Manual("move deep trees closer to the root if they should be checked".into()),
+        );
     }
     Ok(())
 }
 
-/// Reports (and with `--repair` moves aside) `rel` if it is one of our temporaries.
-fn temp(root: &Path, rel: &Path, name: &OsStr, fixer: &mut Fixer, report: &mut Report) {
+/// Reports (and with `--repair` moves aside) `rel` if it is one of our temporaries; `stat` is
+/// what the walk found there.
+fn temp(
+    root: &Path,
+    rel: &Path,
+    name: &OsStr,
+    stat: &Stat,
+    fixer: &mut Fixer,
+    report: &mut Report,
+) {
     let path = root.join(rel);
-    let shown = rel.display().to_string();
+    let shown = walk::shorten(rel);
     let owner = if is_temp_name(name.as_bytes()) {
         // Only a file that still bears the mark every temporary is made with is ours; a user's
         // file that merely has such a name is left alone.
-        let ours = fixer
-            .workspace()
-            .stat(rel)
-            .is_ok_and(|s| s.is_some_and(|s| is_leftover(name.as_bytes(), &s)));
-        if !ours {
+        if !is_leftover(name.as_bytes(), stat) {
             return;
         }
         Owner::Store
@@ -83,8 +145,8 @@ fn temp(root: &Path, rel: &Path, name: &OsStr, fixer: &mut Fixer, report: &mut R
         // `audit restore` hold one only for the length of a single write, so one older than the
         // start of this check is a leftover (at worst a write racing the check fails; it is
         // never lost, as the rename into place then finds no temporary).
-        Owner::Store => !fixer.older_than_start(&path),
-        Owner::Tee(pid) => !fixer.older_than_start(&path) || process_alive(pid),
+        Owner::Store => !fixer.before_start(stat),
+        Owner::Tee(pid) => !fixer.before_start(stat) || process_alive(pid),
     };
     if let Owner::Tee(_) = owner {
         // Tee no longer makes these (it uses the one temporary scheme), and nothing marks an old

@@ -9,9 +9,9 @@
 
 use std::ffi::OsStr;
 use std::io::Read;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -22,7 +22,8 @@ use super::error::FsError;
 use super::target;
 use super::{reject_unknown, FsContext};
 use crate::guard::{PathGuard, Resolved};
-use crate::toolset::{Args, CallContext, ToolOutput};
+use crate::toolset::{Args, CallContext, Stop, ToolOutput};
+use crate::workspace::walk::{Descent, MAX_DEPTH};
 
 /// Directories never listed: the server's own state, version-control internals, and
 /// dependency/build/cache trees that are regenerated rather than edited. Naming one as the
@@ -62,7 +63,6 @@ struct Entry {
 
 /// A directory's entries, with their names in one buffer instead of one allocation each.
 struct Listing {
-    dir: Dir,
     names: Vec<u8>,
     entries: Vec<Entry>,
 }
@@ -73,9 +73,8 @@ impl Listing {
     }
 }
 
-/// Reads and sorts (by name bytes) the entries of the directory open at `fd`.
-fn read_dir(fd: OwnedFd) -> std::io::Result<Listing> {
-    let mut dir = Dir::new(fd)?;
+/// Reads and sorts (by name bytes) the entries of the open directory `dir`.
+fn read_dir(dir: &mut Dir) -> std::io::Result<Listing> {
     let mut names = Vec::new();
     let mut entries = Vec::new();
     let mut pending = Vec::new();
@@ -106,11 +105,7 @@ fn read_dir(fd: OwnedFd) -> std::io::Result<Listing> {
         }
     }
     entries.sort_unstable_by(|a, b| names[a.start..a.end].cmp(&names[b.start..b.end]));
-    Ok(Listing {
-        dir,
-        names,
-        entries,
-    })
+    Ok(Listing { names, entries })
 }
 
 /// Decides which entries a listing leaves out.
@@ -241,7 +236,9 @@ pub fn list_directory(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolO
     let path = Args(args).str("path")?;
     let resolved = cx.guard.resolve(path)?;
     let fd = open_dir(cx, &resolved, "read it with read_text_file")?;
-    let listing = read_dir(fd)
+    let listing = Dir::new(fd)
+        .map_err(std::io::Error::from)
+        .and_then(|mut dir| read_dir(&mut dir))
         .map_err(|e| target::io_error("cannot read directory", &resolved.relative, e))?;
     let filter = Filter {
         gitignore: root_gitignore(&cx.guard),
@@ -268,6 +265,11 @@ pub fn list_directory(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolO
 }
 
 /// `directory_tree`.
+///
+/// The walk is a [`Descent`]: no recursion and a bounded number of open directories however deep
+/// the tree, at most [`MAX_DEPTH`] levels shown (a directory at the limit carries a `truncated`
+/// note instead of its children), and the call's time limit and cancellation polled at every
+/// directory.
 pub fn directory_tree(
     cx: &FsContext,
     args: &Map<String, Value>,
@@ -289,91 +291,145 @@ pub fn directory_tree(
     let (exclude_names, exclude_paths) = exclude_sets(&patterns)?;
     let resolved = cx.guard.resolve(path)?;
     let fd = open_dir(cx, &resolved, "use read_text_file for a file")?;
-    let mut walk = Walk {
-        filter: Filter {
-            gitignore: root_gitignore(&cx.guard),
-            exclude_names,
-            exclude_paths,
-        },
-        start: resolved.relative.clone(),
-        rel: resolved.relative.clone(),
-        max_depth,
-        out: Vec::with_capacity(64 * 1024),
-        ctx,
+    let filter = Filter {
+        gitignore: root_gitignore(&cx.guard),
+        exclude_names,
+        exclude_paths,
     };
-    walk.dir(fd, 1)?;
-    let text = String::from_utf8(walk.out)
+    let out = match tree_json(fd, &filter, &resolved.relative, max_depth, ctx) {
+        Ok(out) => out,
+        Err(TreeStop::Call(stop)) => return Ok(ToolOutput::stopped(stop, "directory_tree")),
+        Err(TreeStop::Failed(e)) => return Err(e),
+    };
+    let text = String::from_utf8(out)
         .map_err(|_| FsError::IoError("the tree could not be rendered as UTF-8 text".into()))?;
     Ok(ToolOutput::text(text))
 }
 
-/// A depth-first walk that writes compact JSON as it goes.
-struct Walk<'a> {
-    filter: Filter,
-    start: PathBuf,
-    /// The root-relative path of the entry being visited (pushed and popped, never rebuilt).
-    rel: PathBuf,
-    max_depth: u64,
-    out: Vec<u8>,
-    ctx: &'a CallContext,
+/// What is shown in place of the children of a directory at [`MAX_DEPTH`].
+fn truncated_note() -> String {
+    format!(
+        "not listed: deeper than {MAX_DEPTH} levels below the listed directory (the depth limit of directory_tree); call directory_tree on a directory further down to see more"
+    )
 }
 
-impl Walk<'_> {
-    /// Writes the JSON array of the directory open at `fd`, whose entries are at `depth`.
-    fn dir(&mut self, fd: OwnedFd, depth: u64) -> Result<(), FsError> {
-        if self.ctx.cancel.is_cancelled() {
-            return Err(FsError::InvalidArgument(
-                "directory_tree was cancelled by the client".into(),
-            ));
+/// Why a tree walk ended early.
+enum TreeStop {
+    /// The call was cancelled or ran out of time.
+    Call(Stop),
+    /// A directory could not be read.
+    Failed(FsError),
+}
+
+/// One directory being written: its entries and how many are done.
+struct Frame {
+    listing: Listing,
+    next: usize,
+    /// No entry written yet (no comma before the next one).
+    first: bool,
+}
+
+/// Writes the compact JSON tree of the directory open at `fd` (root-relative `start`), entries
+/// to `max_depth` levels (and never more than [`MAX_DEPTH`]).
+fn tree_json(
+    fd: OwnedFd,
+    filter: &Filter,
+    start: &Path,
+    max_depth: u64,
+    ctx: &CallContext,
+) -> Result<Vec<u8>, TreeStop> {
+    // A limit the caller asked for is honoured silently, as always; the walk's own limit is
+    // marked where it cut, so a deep tree is never mistaken for a complete one.
+    let limit = max_depth.min(MAX_DEPTH as u64);
+    let marked = max_depth > limit;
+    let note = truncated_note();
+    let failed = |rel: &Path, e: std::io::Error| {
+        TreeStop::Failed(target::io_error("cannot read directory", rel, e))
+    };
+    // The root-relative path of the entry being visited (pushed and popped, never rebuilt).
+    let mut rel = start.to_path_buf();
+    let mut walk = Descent::new(fd).map_err(|e| failed(&rel, e))?;
+    let mut out = Vec::with_capacity(64 * 1024);
+    let first = match walk.current() {
+        Some(dir) => read_dir(dir).map_err(|e| failed(&rel, e))?,
+        None => Listing {
+            names: Vec::new(),
+            entries: Vec::new(),
+        },
+    };
+    let mut stack = vec![Frame {
+        listing: first,
+        next: 0,
+        first: true,
+    }];
+    out.push(b'[');
+    while let Some(frame) = stack.last_mut() {
+        // The entries of this frame are at depth `level`; its subdirectories' at one more.
+        let level = walk.depth() as u64 + 1;
+        let Some(&e) = frame.listing.entries.get(frame.next) else {
+            // This directory's array ends, and with it the entry that holds it.
+            out.push(b']');
+            stack.pop();
+            if stack.is_empty() {
+                break;
+            }
+            walk.leave();
+            out.push(b'}');
+            rel.pop();
+            continue;
+        };
+        frame.next += 1;
+        let name = frame.listing.name(&e);
+        rel.push(OsStr::from_bytes(name));
+        if filter.hides(name, e.is_dir, &rel, start) {
+            rel.pop();
+            continue;
         }
-        let listing =
-            read_dir(fd).map_err(|e| target::io_error("cannot read directory", &self.rel, e))?;
-        self.out.push(b'[');
-        let mut first = true;
-        for e in &listing.entries {
-            let name = listing.name(e);
-            self.rel.push(OsStr::from_bytes(name));
-            if self.filter.hides(name, e.is_dir, &self.rel, &self.start) {
-                self.rel.pop();
-                continue;
-            }
-            if !first {
-                self.out.push(b',');
-            }
-            first = false;
-            self.out.extend_from_slice(b"{\"name\":");
-            push_json_string(&mut self.out, name);
-            if e.is_dir {
-                self.out
-                    .extend_from_slice(b",\"type\":\"directory\",\"children\":");
-                let child = if depth < self.max_depth {
-                    listing.dir.fd().ok().and_then(|parent| {
-                        rustix::fs::openat(
-                            parent.as_fd(),
-                            OsStr::from_bytes(name),
-                            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                            Mode::empty(),
-                        )
-                        .ok()
-                    })
-                } else {
-                    None
-                };
-                // An unreadable (or swapped-out) directory is shown empty rather than failing
-                // the whole tree.
-                match child {
-                    Some(child) => self.dir(child, depth + 1)?,
-                    None => self.out.extend_from_slice(b"[]"),
-                }
-                self.out.push(b'}');
-            } else {
-                self.out.extend_from_slice(b",\"type\":\"file\"}");
-            }
-            self.rel.pop();
+        if !frame.first {
+            out.push(b',');
         }
-        self.out.push(b']');
-        Ok(())
+        frame.first = false;
+        out.extend_from_slice(b"{\"name\":");
+        push_json_string(&mut out, name);
+        if !e.is_dir {
+            out.extend_from_slice(b",\"type\":\"file\"}");
+            rel.pop();
+            continue;
+        }
+        out.extend_from_slice(b",\"type\":\"directory\",\"children\":");
+        if level >= limit {
+            out.extend_from_slice(b"[]");
+            if marked {
+                out.extend_from_slice(b",\"truncated\":");
+                push_json_string(&mut out, note.as_bytes());
+            }
+            out.push(b'}');
+            rel.pop();
+            continue;
+        }
+        ctx.check().map_err(TreeStop::Call)?;
+        // An unreadable (or swapped-out, or moved-away) directory is shown empty rather than
+        // failing the whole tree.
+        if walk.enter(OsStr::from_bytes(name)).is_err() {
+            out.extend_from_slice(b"[]}");
+            rel.pop();
+            continue;
+        }
+        let listing = match walk.current() {
+            Some(dir) => read_dir(dir).map_err(|e| failed(&rel, e))?,
+            None => Listing {
+                names: Vec::new(),
+                entries: Vec::new(),
+            },
+        };
+        out.push(b'[');
+        stack.push(Frame {
+            listing,
+            next: 0,
+            first: true,
+        });
     }
+    Ok(out)
 }
 
 /// Appends `name` as a JSON string. Most names need no escaping and are copied as they are; a
@@ -406,6 +462,48 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).expect("utf8"),
             "\"plain.txt\"\"q\\\"uote\\n\"\"bad\u{fffd}\""
+        );
+    }
+
+    #[test]
+    fn a_tree_walk_stops_at_the_deadline_and_on_cancel_before_entering_a_directory() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(tmp.path().join("a/b")).expect("mkdir");
+        let open = || {
+            rustix::fs::open(
+                tmp.path(),
+                OFlags::RDONLY | OFlags::DIRECTORY,
+                Mode::empty(),
+            )
+            .expect("open")
+        };
+        let filter = Filter {
+            gitignore: Gitignore::empty(),
+            exclude_names: GlobSet::empty(),
+            exclude_paths: GlobSet::empty(),
+        };
+        let walk = |ctx: &CallContext| tree_json(open(), &filter, Path::new(""), u64::MAX, ctx);
+        let late = CallContext {
+            deadline: Some(std::time::Instant::now()),
+            timeout: Some(std::time::Duration::from_secs(1)),
+            ..CallContext::default()
+        };
+        assert!(matches!(
+            walk(&late),
+            Err(TreeStop::Call(Stop::TimedOut(_)))
+        ));
+        let cancelled = CallContext::default();
+        cancelled.cancel.cancel();
+        assert!(matches!(
+            walk(&cancelled),
+            Err(TreeStop::Call(Stop::Cancelled))
+        ));
+        let Ok(out) = walk(&CallContext::default()) else {
+            panic!("an unhurried walk finishes");
+        };
+        assert_eq!(
+            String::from_utf8(out).expect("utf8"),
+            r#"[{"name":"a","type":"directory","children":[{"name":"b","type":"directory","children":[]}]}]"#
         );
     }
 

@@ -11,10 +11,14 @@
 //! calls into the parent's order would smear both curves.
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::{Component, Path, PathBuf};
 
+use rustix::fs::{Dir, FileType, Mode, OFlags};
 use serde_json::Value;
+
+use crate::workspace::walk::{self, DescendError, Descent, MAX_DEPTH};
 
 use super::classify::{classify_transcript_name, is_write, Interface, ServerFilter};
 use super::model::{Call, InputStats, Outcome, Session};
@@ -27,6 +31,10 @@ const SUBAGENTS_DIR: &str = "subagents";
 
 /// Reads every `*.jsonl` file under each directory (recursively, not following symlinks) into
 /// sessions, in path order. A path that is itself a file is read as one transcript.
+///
+/// A folder that cannot be listed, or that lies more than [`MAX_DEPTH`] levels below the
+/// directory given, is skipped with a warning on stderr and the rest is reported: one odd folder
+/// must not cost the whole report.
 pub fn read_transcripts(
     dirs: &[PathBuf],
     servers: &ServerFilter,
@@ -41,43 +49,39 @@ pub fn read_transcripts(
     for dir in dirs {
         if dir.is_file() {
             let name = dir.file_name().map(PathBuf::from).unwrap_or_default();
-            reader.read_file(dir, &name)?;
+            let file = std::fs::File::open(dir).map_err(|source| ReportError::ReadFile {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+            reader.read_file(file, dir, &name)?;
             continue;
         }
-        let mut files = Vec::new();
-        collect_jsonl(dir, &mut files)?;
-        files.sort();
-        for file in files {
-            let relative = file.strip_prefix(dir).unwrap_or(&file).to_path_buf();
-            reader.read_file(&file, &relative)?;
-        }
+        reader.read_tree(dir)?;
     }
     Ok((reader.sessions, reader.stats))
 }
 
-fn collect_jsonl(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ReportError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| ReportError::ReadDir {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    for entry in entries {
-        let entry = entry.map_err(|source| ReportError::ReadDir {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-        let path = entry.path();
-        // file_type() does not follow symlinks: a link cannot lead the walk in circles or
-        // out of the directory the user named.
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            collect_jsonl(&path, out)?;
-        } else if kind.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
-            out.push(path);
-        }
-    }
-    Ok(())
+/// True for a transcript's file name.
+fn is_transcript(name: &OsStr) -> bool {
+    Path::new(name).extension().is_some_and(|e| e == "jsonl")
+}
+
+/// Opens the transcript `name` in `dir` without following a symlink or blocking on a FIFO;
+/// `None` when it is no longer a regular file.
+fn open_transcript(dir: &Dir, name: &OsStr) -> std::io::Result<Option<std::fs::File>> {
+    let fd = rustix::fs::openat(
+        dir.fd()?,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    );
+    let fd = match fd {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::LOOP) | Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let file = std::fs::File::from(fd);
+    Ok(file.metadata()?.is_file().then_some(file))
 }
 
 /// The session name of a transcript file and, for a subagent file, its parent's name: paths
@@ -110,11 +114,95 @@ struct TranscriptReader<'a> {
 }
 
 impl TranscriptReader<'_> {
-    fn read_file(&mut self, path: &Path, relative: &Path) -> Result<(), ReportError> {
-        let file = std::fs::File::open(path).map_err(|source| ReportError::ReadFile {
-            path: path.to_path_buf(),
+    /// Reads every transcript below `dir` as a depth-first [`Descent`] with entries in name
+    /// order, which is the order of their paths: no recursion, a bounded number of open
+    /// directories, and files opened relative to their directory, so a transcript deeper than
+    /// any path the kernel accepts is still read.
+    fn read_tree(&mut self, dir: &Path) -> Result<(), ReportError> {
+        let unlisted = |source: std::io::Error| ReportError::ReadDir {
+            path: dir.to_path_buf(),
             source,
-        })?;
+        };
+        let fd = rustix::fs::open(
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| unlisted(e.into()))?;
+        let mut walk = Descent::new(fd).map_err(unlisted)?;
+        let first = match walk.current() {
+            Some(d) => walk::sorted_entries(d).map_err(unlisted)?,
+            None => Vec::new(),
+        };
+        let mut rel = PathBuf::new();
+        let mut stack = vec![(first, 0usize)];
+        let mut too_deep: Vec<PathBuf> = Vec::new();
+        while let Some((entries, next)) = stack.last_mut() {
+            let Some((name, kind)) = entries.get(*next) else {
+                stack.pop();
+                walk.leave();
+                rel.pop();
+                continue;
+            };
+            *next += 1;
+            let child = rel.join(name);
+            match *kind {
+                FileType::Directory => {
+                    let entered = walk.enter(name).and_then(|()| {
+                        walk.current()
+                            .ok_or(DescendError::Lost)
+                            .and_then(|d| walk::sorted_entries(d).map_err(DescendError::Io))
+                            .inspect_err(|_| {
+                                walk.leave();
+                            })
+                    });
+                    match entered {
+                        Ok(list) => {
+                            stack.push((list, 0));
+                            rel = child;
+                        }
+                        Err(DescendError::TooDeep) => too_deep.push(child),
+                        Err(e) => eprintln!(
+                            "filesystem report: warning: skipped '{}': it cannot be listed ({e}); the rest is reported",
+                            walk::shorten(&dir.join(&child))
+                        ),
+                    }
+                }
+                // A symlink is never followed: it cannot lead the walk in circles or out of the
+                // directory the user named.
+                FileType::RegularFile if is_transcript(name) => {
+                    let path = dir.join(&child);
+                    let file = walk
+                        .current()
+                        .ok_or_else(|| std::io::Error::other(DescendError::Lost))
+                        .and_then(|d| open_transcript(d, name));
+                    match file {
+                        Ok(Some(file)) => self.read_file(file, &path, &child)?,
+                        // Swapped for something else since it was listed.
+                        Ok(None) => {}
+                        Err(source) => return Err(ReportError::ReadFile { path, source }),
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(first) = too_deep.first() {
+            eprintln!(
+                "filesystem report: warning: skipped {} folder(s) under '{}' that lie more than {MAX_DEPTH} levels deep (the depth limit of every walk), the first at '{}'; the rest is reported",
+                too_deep.len(),
+                dir.display(),
+                walk::shorten(first)
+            );
+        }
+        Ok(())
+    }
+
+    fn read_file(
+        &mut self,
+        file: std::fs::File,
+        path: &Path,
+        relative: &Path,
+    ) -> Result<(), ReportError> {
         self.stats.files += 1;
         let (id, parent) = session_names(relative);
         self.sessions.push(Session {
@@ -243,8 +331,20 @@ fn result_text(content: Option<&Value>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::session_names;
+    use super::{read_transcripts, session_names, ServerFilter};
     use std::path::Path;
+
+    #[test]
+    fn a_line_nested_past_serde_jsons_recursion_limit_is_malformed_not_a_crash() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+        let ok = r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Read","input":{}}]}}"#;
+        std::fs::write(tmp.path().join("s.jsonl"), format!("{deep}\n{ok}\n")).expect("write");
+        let (sessions, stats) =
+            read_transcripts(&[tmp.path().to_path_buf()], &ServerFilter::default()).expect("read");
+        assert_eq!(stats.malformed_lines, 1);
+        assert_eq!(sessions[0].calls.len(), 1);
+    }
 
     #[test]
     fn subagent_files_name_their_parent_session() {

@@ -13,6 +13,7 @@
 
 pub mod beneath;
 pub mod temp;
+pub mod walk;
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -635,8 +636,10 @@ impl Workspace {
     }
 
     /// Bytes in a file, or in all files below a directory (symlinks count as their own length and
-    /// are never followed). Iterative, with the number of entries visited bounded by `budget`, so
-    /// neither a deep nor a huge tree can exhaust the stack or stall the call.
+    /// are never followed). A [`walk::Descent`], with the number of entries visited bounded by
+    /// `budget` and the depth by [`walk::MAX_DEPTH`], so neither a deep nor a huge tree can
+    /// exhaust the stack or the descriptors, or stall the call: past either bound the size is
+    /// given as it stands.
     pub fn tree_size(&self, rel: &Path, budget: usize) -> u64 {
         let Ok(Some(top)) = self.stat(rel) else {
             return 0;
@@ -644,30 +647,49 @@ impl Workspace {
         if !top.is_dir() {
             return top.size;
         }
-        let Ok(first) = self.dir(rel) else {
+        let Ok(mut walk) = self
+            .open_at(rel, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
+            .and_then(walk::Descent::new)
+        else {
             return 0;
         };
-        let mut total = 0;
+        let mut total = 0u64;
         let mut visited = 0;
-        let mut stack = vec![first];
-        while let Some(dir) = stack.pop() {
-            let Ok(entries) = dir.entries() else { continue };
-            for e in entries {
-                visited += 1;
-                if visited > budget {
-                    return total;
+        // Per level: the entries read and how many of them are done.
+        let mut stack = vec![(level_entries(&mut walk), 0usize)];
+        while let Some((entries, next)) = stack.last_mut() {
+            let Some((name, kind)) = entries.get(*next) else {
+                stack.pop();
+                walk.leave();
+                continue;
+            };
+            *next += 1;
+            visited += 1;
+            if visited > budget {
+                break;
+            }
+            if *kind == FileType::Directory {
+                if walk.enter(name).is_ok() {
+                    stack.push((level_entries(&mut walk), 0));
                 }
-                if e.stat.is_dir() {
-                    if let Ok(sub) = dir.subdir(&e.name) {
-                        stack.push(sub);
-                    }
-                } else {
-                    total += e.stat.size;
-                }
+            } else if let Some(dir) = walk.current() {
+                let size = dir
+                    .fd()
+                    .ok()
+                    .and_then(|fd| rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW).ok())
+                    .map_or(0, |st| Stat::from_raw(&st).size);
+                total = total.saturating_add(size);
             }
         }
         total
     }
+}
+
+/// The entries of the directory a size walk is in; an unreadable one counts as empty.
+fn level_entries(walk: &mut walk::Descent) -> Vec<(OsString, FileType)> {
+    walk.current()
+        .and_then(|dir| walk::sorted_entries(dir).ok())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

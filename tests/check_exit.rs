@@ -1,0 +1,225 @@
+//! `filesystem check`'s exit status, which scripts and crash tests rely on: 0 when the store is
+//! consistent (warnings and notes are printed but do not fail it), 1 when an error remains,
+//! `--strict` counting warnings too, and 2 when the check cannot run at all.
+
+mod support;
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::BIN;
+
+fn check(root: &Path, flags: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("check")
+        .args(flags)
+        .arg("--root")
+        .arg(root)
+        .env_remove("FILESYSTEM_ROOT")
+        .output()
+        .expect("run check")
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().expect("check exited, not killed")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn root() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().canonicalize().expect("canonical");
+    (dir, root)
+}
+
+fn write(root: &Path, rel: &str, content: &[u8]) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+    std::fs::write(p, content).expect("write");
+}
+
+/// A temporary exactly as the workspace layer leaves one when its writer dies: the reserved name
+/// and no permission bits.
+fn leftover_temporary(root: &Path, rel: &str) {
+    write(root, rel, b"half a write");
+    std::fs::set_permissions(root.join(rel), std::fs::Permissions::from_mode(0o000))
+        .expect("chmod");
+}
+
+#[test]
+fn a_workspace_without_problems_exits_0() {
+    let (_d, root) = root();
+    write(&root, "a.txt", b"a");
+    let out = check(&root, &[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(text(&out).contains("nothing left to do"), "{}", text(&out));
+    assert_eq!(code(&check(&root, &["--strict"])), 0);
+}
+
+#[test]
+fn warnings_are_printed_but_exit_0_unless_strict() {
+    let (_d, root) = root();
+    let t = "2024-01-01T00:00:00.000000Z";
+    // A torn last log line and a leftover temporary: both harmless leftovers of a crash.
+    write(
+        &root,
+        ".filesystem/.moves",
+        format!("{t}\ta\tb\n{t}\tb\t").as_bytes(),
+    );
+    leftover_temporary(&root, "src/.filesystem-tmp-Ab12Cd");
+    let out = check(&root, &[]);
+    let shown = text(&out);
+    assert_eq!(code(&out), 0, "{shown}");
+    assert!(shown.contains("0 error(s), 2 warning(s)"), "{shown}");
+    assert!(shown.contains("warning .filesystem/.moves:2"), "{shown}");
+    assert!(
+        shown.contains("warning src/.filesystem-tmp-Ab12Cd"),
+        "{shown}"
+    );
+    let strict = check(&root, &["--strict"]);
+    assert_eq!(code(&strict), 1, "{}", text(&strict));
+    let json = check(&root, &["--json", "--strict"]);
+    assert_eq!(code(&json), 1);
+    let v: Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(
+        (v["errors"].clone(), v["warnings"].clone()),
+        (json!(0), json!(2))
+    );
+    // Repaired, nothing remains, so even --strict passes.
+    let repaired = check(&root, &["--repair", "--strict"]);
+    assert_eq!(code(&repaired), 0, "{}", text(&repaired));
+    assert!(!root.join("src/.filesystem-tmp-Ab12Cd").exists());
+}
+
+#[test]
+fn an_error_exits_1_until_repaired_and_one_repair_cannot_fix_stays_1() {
+    let (_d, root) = root();
+    write(&root, ".filesystem/files/a/#versions/00001", b"1");
+    write(&root, ".filesystem/files/a/#versions/head", b"3 3\n");
+    let out = check(&root, &[]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert!(text(&out).contains("error "), "{}", text(&out));
+    let repaired = check(&root, &["--repair"]);
+    assert_eq!(code(&repaired), 0, "{}", text(&repaired));
+    assert_eq!(code(&check(&root, &["--strict"])), 0);
+    // A link planted in the store is never followed or removed by check: it stays an error.
+    std::os::unix::fs::symlink("/etc", root.join(".filesystem/files/evil")).expect("link");
+    assert_eq!(code(&check(&root, &["--repair"])), 1);
+    assert_eq!(code(&check(&root, &[])), 1);
+}
+
+#[test]
+fn a_check_that_cannot_run_exits_2() {
+    let (_d, root) = root();
+    let out = check(&root.join("missing"), &[]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+}
+
+#[test]
+fn check_help_documents_the_exit_status() {
+    let out = Command::new(BIN)
+        .args(["check", "--help"])
+        .output()
+        .expect("help");
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    for needle in [
+        "Exit status:",
+        "0  the store is consistent",
+        "1  an error remains",
+        "--strict",
+        "2  the check could not run",
+    ] {
+        assert!(help.contains(needle), "{needle:?} missing from:\n{help}");
+    }
+}
+
+/// The finding of the issue: a server killed in the middle of writing leaves the temporary of
+/// that write (and of its snapshot) behind, and `check` must call the store consistent.
+#[test]
+fn after_a_server_is_killed_mid_write_check_exits_0_with_warnings() {
+    let (_d, root) = root();
+    write(&root, "big.txt", b"old\n");
+    let content = "x".repeat(48 << 20);
+    let request = format!(
+        "{}\n",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "write_file", "arguments": {"path": "big.txt", "content": content}}})
+    );
+    let mut left = None;
+    for _ in 0..20 {
+        let mut child = Command::new(BIN)
+            .arg("--root")
+            .arg(&root)
+            .arg("--backup")
+            .env_remove("FILESYSTEM_ROOT")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        writeln!(stdin, "{init}").expect("init");
+        stdin.write_all(request.as_bytes()).expect("request");
+        stdin.flush().expect("flush");
+        // Kill it the moment a temporary of the write shows up beside the file.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline && left.is_none() {
+            left = std::fs::read_dir(&root)
+                .expect("ls")
+                .flatten()
+                .find(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with(".filesystem-tmp-")
+                })
+                .map(|e| e.file_name());
+            if child.try_wait().expect("wait").is_some() {
+                break;
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        if left.as_ref().is_some_and(|n| root.join(n).exists()) {
+            break;
+        }
+        left = None;
+    }
+    let Some(name) = left else {
+        panic!("the write never left a temporary to kill it at");
+    };
+    let out = check(&root, &[]);
+    let shown = text(&out);
+    assert_eq!(code(&out), 0, "{shown}");
+    assert!(shown.contains(" 0 error(s)"), "{shown}");
+    let mode = std::fs::metadata(root.join(&name))
+        .expect("temp")
+        .permissions()
+        .mode();
+    if mode & 0o7777 == 0 {
+        // Still bearing the mark of an unfinished temporary: reported as a warning.
+        assert!(shown.contains("interrupted overwrite"), "{shown}");
+        assert_eq!(code(&check(&root, &["--strict"])), 1);
+    }
+    let repaired = check(&root, &["--repair"]);
+    assert_eq!(code(&repaired), 0, "{}", text(&repaired));
+    // The file itself is whole: the old content or the new, never a mix.
+    let now = std::fs::read(root.join("big.txt")).expect("big");
+    assert!(
+        now == b"old\n" || now == content.as_bytes(),
+        "torn: {} bytes",
+        now.len()
+    );
+}
