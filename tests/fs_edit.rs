@@ -306,6 +306,10 @@ fn a_large_whitespace_tolerant_edit_keeps_each_lines_indentation() {
     edit(&ws, "big.c", json!([{"oldText": old, "newText": new}])).expect_ok();
     let expected = file
         .replacen("\tstep(10);\n", "\tstep(10, more);\n", 1)
-        .replacen("\tstep(700);\n\t\t}\n", "\tstep(700);\n\t\t}\n\t\textra();\n", 1);
+        .replacen(
+            "\tstep(700);\n\t\t}\n",
+            "\tstep(700);\n\t\t}\n\t\textra();\n",
+            1,
+        );
     assert_eq!(ws.read("big.c"), expected);
 }
