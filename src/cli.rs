@@ -243,6 +243,11 @@ impl Cli {
 }
 
 impl Options {
+    /// The wall-clock limit of every call (`--timeout`; 0 means none).
+    fn call_timeout(&self) -> Option<std::time::Duration> {
+        (self.timeout > 0).then(|| std::time::Duration::from_secs(self.timeout))
+    }
+
     fn factory(&self) -> Box<dyn ToolsetFactory> {
         let fs = || -> Box<dyn ToolsetFactory> {
             Box::new(FsFactory {
@@ -395,7 +400,7 @@ fn run_server(cli: &Options) -> i32 {
     let config = ServerConfig {
         max_message_bytes: cli.max_message_bytes,
         page_size: cli.page_size,
-        call_timeout: (cli.timeout > 0).then(|| std::time::Duration::from_secs(cli.timeout)),
+        call_timeout: cli.call_timeout(),
         workers: if cli.server {
             crate::daemon::WORKERS
         } else {
@@ -475,7 +480,9 @@ fn call_once(cli: &Options, tool: &str, raw_args: &str) -> i32 {
         );
         return 2;
     }
-    let output = toolset.call(tool, &args, &CallContext::default());
+    // A one-off call has the same wall-clock limit as a served one.
+    let ctx = CallContext::with_timeout(Default::default(), cli.call_timeout());
+    let output = toolset.call(tool, &args, &ctx);
     if output.is_error {
         eprintln!("{}", output.text);
         1

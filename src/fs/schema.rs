@@ -114,6 +114,7 @@ pub fn definitions() -> Vec<ToolDef> {
                     "edits": {
                         "type": "array",
                         "minItems": 1,
+                        "maxItems": super::edit::MAX_EDITS,
                         "items": {
                             "type": "object",
                             "properties": {
