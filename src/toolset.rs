@@ -125,7 +125,10 @@ impl ToolOutput {
         };
         ToolOutput::error(
             stop.kind(),
-            format!("{}: {what} stopped: {stop}; nothing was changed. {advice}", stop.kind()),
+            format!(
+                "{}: {what} stopped: {stop}; nothing was changed. {advice}",
+                stop.kind()
+            ),
         )
     }
 

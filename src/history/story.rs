@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::index::Log;
 use super::{HistoryError, Store};
 
 /// One step in a path's story.
@@ -68,43 +69,6 @@ pub struct Story {
     pub now: Whereabouts,
 }
 
-enum Event {
-    Move {
-        time: String,
-        from: PathBuf,
-        to: PathBuf,
-    },
-    Delete {
-        time: String,
-        id: u64,
-        path: PathBuf,
-    },
-    Restore {
-        time: String,
-        id: u64,
-        path: PathBuf,
-    },
-}
-
-impl Event {
-    fn time(&self) -> &str {
-        match self {
-            Event::Move { time, .. } | Event::Delete { time, .. } | Event::Restore { time, .. } => {
-                time
-            }
-        }
-    }
-
-    /// True when this event takes the thing at `p` away from it.
-    fn departs(&self, p: &Path) -> bool {
-        match self {
-            Event::Move { from, .. } => p.starts_with(from),
-            Event::Delete { path, .. } => p.starts_with(path),
-            Event::Restore { .. } => false,
-        }
-    }
-}
-
 /// `base` with the part of `p` below `prefix` appended (`a/x` moved by `a`→`b` is `b/x`).
 fn rebase(p: &Path, prefix: &Path, base: &Path) -> PathBuf {
     match p.strip_prefix(prefix) {
@@ -117,38 +81,20 @@ impl Store {
     /// The story of root-relative `rel`: exists now, moved (following the whole chain), deleted
     /// (and whether restored), or never seen. Reading only; takes no lock because the logs are
     /// append-only and a torn last line is ignored.
+    ///
+    /// The logs are one timeline (both use fixed-width UTC stamps; moves come first at the same
+    /// instant). The story starts at the last event that took something away from the path or a
+    /// directory containing it, and each next step is looked up in the index by the path the
+    /// thing has then (or, while it is in the trash, by its trash id): the time taken grows with
+    /// the length of the story and the depth of the path, not with the length of the logs. The
+    /// walk is a loop, never a recursion, however long the chain of moves.
     pub fn story(&self, rel: &Path) -> Result<Story, HistoryError> {
         super::layout::components(rel)?;
         let state = self.state_dir(false)?;
-        let mut timeline: Vec<Event> = self
-            .read_moves(&state)?
-            .into_iter()
-            .map(|m| Event::Move {
-                time: m.time,
-                from: m.from,
-                to: m.to,
-            })
-            .collect();
-        timeline.extend(self.read_deletes(&state)?.into_iter().map(|d| {
-            if d.restore {
-                Event::Restore {
-                    time: d.time,
-                    id: d.id,
-                    path: d.path,
-                }
-            } else {
-                Event::Delete {
-                    time: d.time,
-                    id: d.id,
-                    path: d.path,
-                }
-            }
-        }));
-        // Both logs use fixed-width UTC timestamps; a stable sort keeps each log's own order.
-        timeline.sort_by(|a, b| a.time().cmp(b.time()));
+        let index = self.index(&state)?;
 
         let exists_now = super::durable::occupied(&self.ws, rel);
-        let Some(start) = timeline.iter().rposition(|e| e.departs(rel)) else {
+        let Some(start) = index.last_departure(rel) else {
             return Ok(Story {
                 path: rel.to_path_buf(),
                 exists_now,
@@ -164,45 +110,53 @@ impl Store {
         // While in the trash: its id, and the part of the path below what was deleted.
         let mut trashed: Option<(u64, PathBuf)> = None;
         let mut events = Vec::new();
-        for e in &timeline[start..] {
-            match (e, &trashed) {
-                (Event::Move { time, from, to }, None) if cur.starts_with(from) => {
-                    let next = rebase(&cur, from, to);
+        let mut next = Some(start);
+        while let Some(at) = next {
+            match at.log {
+                Log::Moves => {
+                    let m = &index.moves[at.n as usize];
+                    let moved = rebase(&cur, &m.from, &m.to);
                     events.push(StoryEvent::Moved {
-                        time: time.clone(),
+                        time: m.time.to_string(),
                         from: cur.clone(),
-                        to: next.clone(),
-                        moved: from.clone(),
+                        to: moved.clone(),
+                        moved: m.from.to_path_buf(),
                     });
-                    cur = next;
+                    cur = moved;
                 }
-                (Event::Delete { time, id, path }, None) if cur.starts_with(path) => {
-                    events.push(StoryEvent::Deleted {
-                        time: time.clone(),
-                        id: *id,
-                        deleted: path.clone(),
-                    });
-                    let below = cur
-                        .strip_prefix(path)
-                        .unwrap_or(Path::new(""))
-                        .to_path_buf();
-                    trashed = Some((*id, below));
-                }
-                (Event::Restore { time, id, path }, Some((tid, below))) if id == tid => {
-                    cur = if below.as_os_str().is_empty() {
-                        path.clone()
+                Log::Deletes => {
+                    let d = &index.deletes[at.n as usize];
+                    if d.restore {
+                        if let Some((_, below)) = trashed.take() {
+                            cur = if below.as_os_str().is_empty() {
+                                d.path.to_path_buf()
+                            } else {
+                                d.path.join(below)
+                            };
+                        }
+                        events.push(StoryEvent::Restored {
+                            time: d.time.to_string(),
+                            id: d.id,
+                            to: cur.clone(),
+                        });
                     } else {
-                        path.join(below)
-                    };
-                    events.push(StoryEvent::Restored {
-                        time: time.clone(),
-                        id: *id,
-                        to: cur.clone(),
-                    });
-                    trashed = None;
+                        events.push(StoryEvent::Deleted {
+                            time: d.time.to_string(),
+                            id: d.id,
+                            deleted: d.path.to_path_buf(),
+                        });
+                        let below = cur
+                            .strip_prefix(&d.path)
+                            .unwrap_or(Path::new(""))
+                            .to_path_buf();
+                        trashed = Some((d.id, below));
+                    }
                 }
-                _ => {}
             }
+            next = match &trashed {
+                Some((id, _)) => index.next_restore(*id, at),
+                None => index.next_departure(&cur, at),
+            };
         }
         let now = match trashed {
             Some((id, _)) => Whereabouts::InTrash(id),
