@@ -37,7 +37,9 @@ impl Store {
         let rel_field = path_field(rel);
         // From the index: the ledger is read once per process and then only its new lines, so
         // importing many files does not read it once per file.
-        let done: HashSet<Vec<u8>> = self.index(&state)?.imported(rel);
+        let done: HashSet<Vec<u8>> = self
+            .index_part(&state, super::index::Part::Imports)?
+            .imported(rel);
         let history = versions::for_path(&self.ws, &state, self.checked(rel)?)?;
         let mut head = history.head()?.map(|h| Head {
             current: h.newest,

@@ -61,6 +61,14 @@ pub(crate) struct At {
     pub n: u32,
 }
 
+/// The independent parts of the index: the moves and deletes (one timeline), and the ledger of
+/// imports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part {
+    History,
+    Imports,
+}
+
 /// What the index has read of one log.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct Seen {
@@ -110,33 +118,57 @@ impl Index {
         (self.time(at), at.log, at.n)
     }
 
-    /// Brings the index up to date with the logs in `state` (root-relative `.filesystem`).
-    pub fn refresh(&mut self, ws: &Workspace, state: &Path) -> io::Result<()> {
+    /// Brings the `part` of the index up to date with its logs in `state` (root-relative
+    /// `.filesystem`). Each part reads only its own logs, so a broken `.imports` does not stop
+    /// `search_file`, nor a broken `.moves` an import.
+    pub fn refresh(&mut self, ws: &Workspace, state: &Path, part: Part) -> io::Result<()> {
+        let logs: &[usize] = match part {
+            Part::History => &[0, 1],
+            Part::Imports => &[2],
+        };
         let names = [layout::MOVES_LOG, layout::DELETES_LOG, layout::IMPORTS_LOG];
-        let mut open = Vec::with_capacity(3);
+        let mut open = Vec::with_capacity(logs.len());
         let mut rebuild = false;
-        for (i, name) in names.iter().enumerate() {
-            let file = match ws.open_regular(&state.join(name), OFlags::RDONLY, Mode::empty()) {
+        for &i in logs {
+            let path = state.join(names[i]);
+            let file = match ws.open_regular(&path, OFlags::RDONLY, Mode::empty()) {
                 Ok(f) => Some(f),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-                Err(e) => return Err(e),
+                Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
             };
             let seen = self.seen[i];
             rebuild |= match &file {
                 None => seen.consumed > 0,
                 Some(f) => !still_the_same(f, seen)?,
             };
-            open.push(file);
+            open.push((i, file));
         }
         if rebuild {
-            *self = Index::default();
+            self.reset(part);
         }
-        for (i, file) in open.into_iter().enumerate() {
+        for (i, file) in open {
             if let Some(file) = file {
                 self.catch_up(i, file)?;
             }
         }
         Ok(())
+    }
+
+    /// Forgets everything read for `part`, to read its logs again from the start.
+    pub fn reset(&mut self, part: Part) {
+        match part {
+            Part::History => {
+                let imports = std::mem::take(&mut self.imports);
+                let seen = self.seen[2];
+                *self = Index::default();
+                self.imports = imports;
+                self.seen[2] = seen;
+            }
+            Part::Imports => {
+                self.imports.clear();
+                self.seen[2] = Seen::default();
+            }
+        }
     }
 
     /// Reads the complete lines of log `which` past what was read before.

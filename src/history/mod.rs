@@ -151,9 +151,18 @@ impl Store {
         }
     }
 
-    /// The index of the logs in `state`, brought up to date with what was appended since it was
-    /// last asked (by this process or another server on the root).
+    /// The index of the move and delete logs in `state`, brought up to date with what was
+    /// appended since it was last asked (by this process or another server on the root).
     fn index(&self, state: &Path) -> Result<std::sync::MutexGuard<'_, index::Index>, HistoryError> {
+        self.index_part(state, index::Part::History)
+    }
+
+    /// The index with its `part` brought up to date.
+    fn index_part(
+        &self,
+        state: &Path,
+        part: index::Part,
+    ) -> Result<std::sync::MutexGuard<'_, index::Index>, HistoryError> {
         let mut index = match self.index.lock() {
             Ok(i) => i,
             // A panic while it was being updated may have left it half-read: start over.
@@ -163,8 +172,8 @@ impl Store {
                 i
             }
         };
-        if let Err(e) = index.refresh(&self.ws, state) {
-            *index = index::Index::default();
+        if let Err(e) = index.refresh(&self.ws, state, part) {
+            index.reset(part);
             return Err(io_err("cannot read the store's logs")(e));
         }
         Ok(index)

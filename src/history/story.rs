@@ -171,3 +171,186 @@ impl Store {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::layout;
+    use crate::history::log::{field_path, LogFile};
+    use crate::workspace::Workspace;
+
+    /// The story as the logs tell it read whole and merged by a stable sort: the reference the
+    /// indexed walk must agree with.
+    fn reference(store: &Store, rel: &Path) -> (Vec<StoryEvent>, Option<(u64, PathBuf)>, PathBuf) {
+        enum E {
+            M(String, PathBuf, PathBuf),
+            D(String, bool, u64, PathBuf),
+        }
+        let state = Path::new(".filesystem");
+        let log = |name| LogFile::new(store.ws.clone(), state.join(name));
+        let mut timeline: Vec<E> = log(layout::MOVES_LOG)
+            .read()
+            .expect("moves")
+            .into_iter()
+            .filter_map(|f| match f.as_slice() {
+                [t, a, b] => Some(E::M(
+                    String::from_utf8_lossy(t).into_owned(),
+                    field_path(a),
+                    field_path(b),
+                )),
+                _ => None,
+            })
+            .collect();
+        timeline.extend(
+            log(layout::DELETES_LOG)
+                .read()
+                .expect("deletes")
+                .into_iter()
+                .filter_map(|f| match f.as_slice() {
+                    [t, a, id, p] => Some(E::D(
+                        String::from_utf8_lossy(t).into_owned(),
+                        a.as_slice() == b"restore",
+                        std::str::from_utf8(id).ok()?.parse().ok()?,
+                        field_path(p),
+                    )),
+                    _ => None,
+                }),
+        );
+        let time = |e: &E| match e {
+            E::M(t, ..) | E::D(t, ..) => t.clone(),
+        };
+        timeline.sort_by_key(time);
+        let departs = |e: &E| match e {
+            E::M(_, from, _) => rel.starts_with(from),
+            E::D(_, restore, _, p) => !restore && rel.starts_with(p),
+        };
+        let mut cur = rel.to_path_buf();
+        let mut trashed: Option<(u64, PathBuf)> = None;
+        let mut events = Vec::new();
+        let Some(start) = timeline.iter().rposition(departs) else {
+            return (events, trashed, cur);
+        };
+        for e in &timeline[start..] {
+            match (e, &trashed) {
+                (E::M(time, from, to), None) if cur.starts_with(from) => {
+                    let next = rebase(&cur, from, to);
+                    events.push(StoryEvent::Moved {
+                        time: time.clone(),
+                        from: cur.clone(),
+                        to: next.clone(),
+                        moved: from.clone(),
+                    });
+                    cur = next;
+                }
+                (E::D(time, false, id, path), None) if cur.starts_with(path) => {
+                    events.push(StoryEvent::Deleted {
+                        time: time.clone(),
+                        id: *id,
+                        deleted: path.clone(),
+                    });
+                    let below = cur
+                        .strip_prefix(path)
+                        .unwrap_or(Path::new(""))
+                        .to_path_buf();
+                    trashed = Some((*id, below));
+                }
+                (E::D(time, true, id, path), Some((tid, below))) if id == tid => {
+                    cur = if below.as_os_str().is_empty() {
+                        path.clone()
+                    } else {
+                        path.join(below)
+                    };
+                    events.push(StoryEvent::Restored {
+                        time: time.clone(),
+                        id: *id,
+                        to: cur.clone(),
+                    });
+                    trashed = None;
+                }
+                _ => {}
+            }
+        }
+        (events, trashed, cur)
+    }
+
+    #[test]
+    fn the_indexed_story_agrees_with_reading_the_whole_logs_as_they_grow() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join(".filesystem")).expect("mkdir");
+        let ws = Workspace::open(&root).expect("ws");
+        let store = Store::new(ws.clone(), false);
+        let state = Path::new(".filesystem");
+        let moves = LogFile::new(ws.clone(), state.join(layout::MOVES_LOG));
+        let deletes = LogFile::new(ws.clone(), state.join(layout::DELETES_LOG));
+        let paths = ["a", "b", "a/x", "b/x", "c", "a/x/y", "c/y", "d"];
+        // A small deterministic generator: the same sequence every run.
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let mut id = 0u64;
+        for round in 0..400 {
+            // Times repeat now and then, and the two logs interleave.
+            let t = format!("2026-01-01T00:00:{:02}.{:06}Z", round / 20, round % 20 / 3);
+            match next(5) {
+                0 | 1 => moves
+                    .append(&[
+                        t.as_bytes(),
+                        paths[next(8)].as_bytes(),
+                        paths[next(8)].as_bytes(),
+                    ])
+                    .expect("move"),
+                2 | 3 => {
+                    id += 1;
+                    deletes
+                        .append(&[
+                            t.as_bytes(),
+                            b"delete",
+                            id.to_string().as_bytes(),
+                            paths[next(8)].as_bytes(),
+                        ])
+                        .expect("delete")
+                }
+                _ => deletes
+                    .append(&[
+                        t.as_bytes(),
+                        b"restore",
+                        (1 + next(id.max(1) as usize) as u64).to_string().as_bytes(),
+                        paths[next(8)].as_bytes(),
+                    ])
+                    .expect("restore"),
+            }
+            if round % 37 == 0 || round == 399 {
+                for p in paths {
+                    let story = store.story(Path::new(p)).expect("story");
+                    let (events, trashed, cur) = reference(&store, Path::new(p));
+                    assert_eq!(story.events, events, "{p} after {round} lines");
+                    match (&story.now, trashed) {
+                        (Whereabouts::InTrash(a), Some((b, _))) => assert_eq!(*a, b),
+                        (Whereabouts::Missing(a) | Whereabouts::Exists(a), None) => {
+                            if !events.is_empty() {
+                                assert_eq!(*a, cur, "{p}")
+                            }
+                        }
+                        (Whereabouts::NeverSeen, None) => assert!(events.is_empty()),
+                        (now, t) => panic!("{p}: {now:?} vs {t:?}"),
+                    }
+                }
+            }
+        }
+        // A log rewritten behind the index's back (as `check --repair` may) is read again.
+        std::fs::write(
+            root.join(".filesystem/.moves"),
+            "2026-01-02T00:00:00.000000Z\ta\tz\n",
+        )
+        .expect("rewrite");
+        std::fs::write(root.join(".filesystem/.deletes"), "").expect("rewrite");
+        let story = store.story(Path::new("a/x")).expect("story");
+        assert_eq!(story.now, Whereabouts::Missing(PathBuf::from("z/x")));
+        assert_eq!(story.events.len(), 1);
+    }
+}
