@@ -186,3 +186,215 @@ fn a_fifo_as_the_call_log_costs_the_line_not_the_call() {
     assert!(r.ok, "{}", r.text);
     assert!(r.text.contains("two"), "{}", r.text);
 }
+
+/// The control bytes that must never reach a terminal raw from a name.
+fn has_raw_controls(text: &str) -> bool {
+    text.bytes()
+        .any(|b| matches!(b, 0x1b | b'\r' | 0x07 | 0x08 | 0x7f))
+        || text.contains('\u{9b}')
+        || text.contains('\u{202e}')
+}
+
+#[test]
+fn names_with_control_characters_are_printed_escaped() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let root = dir.path().canonicalize().expect("canonical");
+    let evil = "e\u{1b}]0;pwned\u{7}\u{1b}[2Jvil\rname\u{202e}txt.md";
+    std::fs::create_dir_all(root.join(".shelpa")).expect("mkdir");
+    std::fs::write(
+        root.join(".shelpa").join(evil),
+        "--- shelpa:overwrite ts=2026-01-01T00:00:00Z record_id=1767225600000000000 ---\nhit one\n\
+         --- shelpa:overwrite ts=2026-01-01T00:00:01Z record_id=1767225601000000000 ---\nhit two\n",
+    )
+    .expect("mirror");
+    std::fs::write(root.join(evil), "hit two\n").expect("workspace file");
+    for cmd in [
+        &["audit", "list"][..],
+        &["audit", "grep", "hit"],
+        &["audit", "log", evil],
+        &["audit", "diff", evil, "#1"],
+        &["audit", "diff", evil, "#1", "#2"],
+        &["audit", "verify"],
+        &["audit", "import"],
+        &["audit", "restore", evil, "#1"],
+        &["audit", "show", "no\u{1b}[2Jsuch"],
+    ] {
+        let r = run(&root, cmd);
+        assert!(
+            !has_raw_controls(&r.text),
+            "`audit {}` printed a raw control character: {:?}",
+            cmd[1],
+            r.text
+        );
+        // Every command but `log` and `verify` (which have nothing to say about a clean
+        // mirror's name) shows the name, escaped.
+        assert!(
+            r.text.contains("\\u{1b}") || ["log", "verify"].contains(&cmd[1]),
+            "`audit {}`: {:?}",
+            cmd[1],
+            r.text
+        );
+    }
+
+    // The report, from a call log whose session and tool names a client could have chosen.
+    let log = root.join("calls.jsonl");
+    let line = |session: &str, tool: &str| {
+        serde_json::json!({"ts": "2026-01-01T00:00:00.000Z", "session": session, "mode": "filesystem",
+            "tool": tool, "outcome": "error", "error_kind": "X\u{1b}[31m,\"q\"\r"})
+        .to_string()
+    };
+    std::fs::write(
+        &log,
+        format!(
+            "{}\n{}\n",
+            line("s\u{1b}[2J,1", "read\u{1b}]0;x\u{7}"),
+            line("plain", "=cmd|' /C calc'!A0")
+        ),
+    )
+    .expect("log");
+    for format in ["csv", "text"] {
+        let r = run_plain(&[
+            "report",
+            "--format",
+            format,
+            "--log",
+            log.to_str().expect("utf8"),
+        ]);
+        assert!(r.ok, "{}", r.text);
+        assert!(!has_raw_controls(&r.text), "report {format}: {:?}", r.text);
+        if format == "csv" {
+            for row in r.text.lines() {
+                assert_eq!(csv_fields(row), 6, "{row:?}");
+            }
+            assert!(r.text.contains("\"s\\u{1b}[2J,1\""), "{}", r.text);
+        }
+    }
+}
+
+/// A command outside any workspace.
+fn run_plain(args: &[&str]) -> Ran {
+    let out = Command::new(BIN).args(args).output().expect("run");
+    Ran {
+        ok: out.status.success(),
+        text: format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+/// The number of fields of one RFC 4180 row (quoted fields may hold commas and doubled quotes).
+fn csv_fields(row: &str) -> usize {
+    let mut fields = 1;
+    let mut quoted = false;
+    let mut chars = row.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => fields += 1,
+            _ => {}
+        }
+    }
+    assert!(!quoted, "unbalanced quotes in {row:?}");
+    fields
+}
+
+#[test]
+fn a_record_id_at_the_largest_value_is_never_reused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let root = dir.path().canonicalize().expect("canonical");
+    std::fs::create_dir_all(root.join(".shelpa")).expect("mkdir");
+    let mirror = format!(
+        "--- shelpa:overwrite ts=2026-01-01T00:00:00Z record_id=5 ---\nold\n\
+         --- shelpa:overwrite ts=2026-01-01T00:00:01Z record_id={} ---\nnew\n",
+        u64::MAX
+    );
+    std::fs::write(root.join(".shelpa/a.txt"), &mirror).expect("mirror");
+    std::fs::write(root.join("a.txt"), "new\n").expect("file");
+    let r = run(&root, &["audit", "restore", "a.txt", "#1"]);
+    assert!(!r.ok, "{}", r.text);
+    assert!(r.text.contains("largest"), "{}", r.text);
+    assert_eq!(
+        std::fs::read_to_string(root.join(".shelpa/a.txt")).expect("mirror"),
+        mirror,
+        "nothing was recorded"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).expect("file"),
+        "new\n"
+    );
+
+    // tee reads a future id as forged content, not as the id to follow: its record gets a fresh
+    // id, and u64::MAX is still there only once.
+    let r = run(
+        &root,
+        &[
+            "--legacy-pipe",
+            "call",
+            "shelpa_write",
+            r#"{"path":"a.txt","content":"newer\n"}"#,
+        ],
+    );
+    assert!(r.ok, "{}", r.text);
+    let after = std::fs::read_to_string(root.join(".shelpa/a.txt")).expect("mirror");
+    assert_eq!(after.matches(&u64::MAX.to_string()).count(), 1, "{after}");
+    assert!(after.ends_with("---\nnewer\n"), "{after}");
+}
+
+#[test]
+fn audit_grep_streams_a_mirror_of_many_records_in_bounded_memory() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let root = dir.path().canonicalize().expect("canonical");
+    std::fs::create_dir_all(root.join(".shelpa")).expect("mkdir");
+    let records = 200_000u64;
+    let mut mirror = Vec::with_capacity(24 << 20);
+    for i in 0..records {
+        use std::io::Write;
+        writeln!(
+            mirror,
+            "--- shelpa:overwrite ts=2026-01-01T00:00:00Z record_id={} ---\nline {i} of the log",
+            1_767_225_600_000_000_000 + i
+        )
+        .expect("format");
+    }
+    std::fs::write(root.join(".shelpa/log.txt"), &mirror).expect("mirror");
+    let mirror_bytes = mirror.len();
+    drop(mirror);
+
+    let child = Command::new(BIN)
+        .args(["audit", "grep", "--json", "^line (7|199999) "])
+        .arg("--root")
+        .arg(&root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id() as libc::pid_t;
+    let mut stdout = child.stdout.expect("stdout");
+    let mut out = String::new();
+    stdout.read_to_string(&mut out).expect("read");
+    // The child's own peak resident size, from wait4 (not the test process's other children).
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let matches = v["matches"].as_array().expect("matches");
+    assert_eq!(matches.len(), 2, "{out}");
+    assert_eq!(
+        matches[1]["record_id"],
+        serde_json::json!(1_767_225_600_000_199_999u64)
+    );
+    assert_eq!(matches[1]["position"], serde_json::json!(records));
+    let peak = usage.ru_maxrss as usize * 1024;
+    // Reading the mirror whole took about three times its size; streaming takes a few MB.
+    assert!(
+        peak < mirror_bytes + (8 << 20),
+        "peak RSS {peak} bytes for a {mirror_bytes}-byte mirror"
+    );
+}
