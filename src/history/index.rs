@@ -8,42 +8,74 @@
 //! the log's identity (device and inode) and size with what the index has read, and reads the
 //! new complete lines, whether this process or another server on the same root appended them.
 //! A log that was replaced, shortened or rewritten (by `check --repair`, or by hand) is noticed
-//! the same way and the index is rebuilt from scratch, so nothing on disk needs repairing when
-//! the index is lost: a new process simply builds a new one.
+//! the same way and its part of the index is rebuilt from scratch, so nothing on disk needs
+//! repairing when the index is lost: a new process simply builds a new one.
 //!
 //! Questions are asked under the store lock, so the logs do not change while they are read.
-//! Memory is proportional to the logs' content (each path is kept once per line it appears on).
+//!
+//! Memory stays close to the size of the logs: the fields are kept as the logs spell them
+//! (escaped, see [`super::log::escape`]) in one byte arena, and events refer to them by offset.
+//! Paths are compared in that escaped form: escaping never touches `/`, so the ancestors of an
+//! escaped path are its prefixes that end before a `/`, exactly the escaped ancestors.
 
+use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 
 use rustix::fs::{Mode, OFlags};
 
 use super::layout;
-use super::log::{field_path, unescape};
+use super::log::{escape, field_path, unescape};
 use crate::workspace::{Stat, Workspace};
 
 /// How much of a log is read at a time while catching up.
 const CHUNK: usize = 64 * 1024;
 
+/// The most the arena may hold: offsets are 32-bit to keep events small.
+const ARENA_MAX: usize = u32::MAX as usize;
+
+/// A field in the arena.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Span {
+    off: u32,
+    len: u32,
+}
+
 /// A move-log line.
-#[derive(Debug, Clone)]
-pub(crate) struct Move {
-    pub time: Arc<str>,
-    pub from: Arc<Path>,
-    pub to: Arc<Path>,
+#[derive(Debug, Clone, Copy)]
+struct MoveLine {
+    time: Span,
+    from: Span,
+    to: Span,
 }
 
 /// A delete-log line: a delete or a restore.
+#[derive(Debug, Clone, Copy)]
+struct DeleteLine {
+    time: Span,
+    path: Span,
+    id: u64,
+    restore: bool,
+}
+
+/// A move, as the story tells it.
+#[derive(Debug, Clone)]
+pub(crate) struct Move {
+    pub time: String,
+    pub from: PathBuf,
+    pub to: PathBuf,
+}
+
+/// A delete or a restore, as the store reports it.
 #[derive(Debug, Clone)]
 pub(crate) struct Deletion {
-    pub time: Arc<str>,
+    pub time: String,
     pub restore: bool,
     pub id: u64,
-    pub path: Arc<Path>,
+    pub path: PathBuf,
 }
 
 /// Which log an event is in; moves sort before deletes at the same instant, as the two logs
@@ -59,6 +91,33 @@ pub(crate) enum Log {
 pub(crate) struct At {
     pub log: Log,
     pub n: u32,
+}
+
+/// One event, or several (kept small: most paths are left once).
+#[derive(Debug, Clone)]
+enum Slot<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T: Copy> Slot<T> {
+    fn as_slice(&self) -> &[T] {
+        match self {
+            Slot::One(t) => std::slice::from_ref(t),
+            Slot::Many(v) => v,
+        }
+    }
+
+    fn insert(&mut self, pos: usize, t: T) {
+        match self {
+            Slot::One(first) => {
+                let mut v = vec![*first];
+                v.insert(pos, t);
+                *self = Slot::Many(v);
+            }
+            Slot::Many(v) => v.insert(pos, t),
+        }
+    }
 }
 
 /// The independent parts of the index: the moves and deletes (one timeline), and the ledger of
@@ -82,17 +141,19 @@ struct Seen {
 #[derive(Debug, Default)]
 pub(crate) struct Index {
     seen: [Seen; 3],
+    /// Every field the events refer to, escaped as in the logs.
+    text: Vec<u8>,
     /// Every move, in log order.
-    pub moves: Vec<Move>,
+    moves: Vec<MoveLine>,
     /// Every delete and restore, in log order.
-    pub deletes: Vec<Deletion>,
-    /// The events that take something away from a path (a move *from* it, a delete *of* it),
-    /// by that path, in timeline order.
-    departures: HashMap<Arc<Path>, Vec<At>>,
+    deletes: Vec<DeleteLine>,
+    /// The events that take something away from a path (a move *from* it, a delete *of* it), by
+    /// a hash of that path, in timeline order (a collision only adds entries to skip).
+    departures: HashMap<u64, Slot<At>>,
     /// Restores by trash id, in log order.
-    restores: HashMap<u64, Vec<u32>>,
+    restores: HashMap<u64, Slot<u32>>,
     /// Deletes by trash id, in log order.
-    deletions: HashMap<u64, Vec<u32>>,
+    deletions: HashMap<u64, Slot<u32>>,
     /// Deletes whose id has no restore: what may still be in the trash, in log order.
     pub in_trash: BTreeMap<u32, u64>,
     /// The largest trash id any line names.
@@ -103,18 +164,88 @@ pub(crate) struct Index {
     pub sizes: HashMap<u64, (u64, u64, u64)>,
 }
 
+fn hash(bytes: &[u8]) -> u64 {
+    let mut h = DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
+}
+
+/// `path` with `.` components and repeated or trailing slashes folded away, as `Path`
+/// compares paths; unchanged (and not copied) in the usual case, a path the guard produced.
+fn canonical(path: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let odd = path.ends_with(b"/")
+        || path.starts_with(b"./")
+        || path == b"."
+        || path.ends_with(b"/.")
+        || path.windows(2).any(|w| w == b"//")
+        || path.windows(3).any(|w| w == b"/./");
+    if !odd {
+        return std::borrow::Cow::Borrowed(path);
+    }
+    let p = Path::new(std::ffi::OsStr::from_bytes(path));
+    let rebuilt: PathBuf = p.components().collect();
+    std::borrow::Cow::Owned(rebuilt.as_os_str().as_bytes().to_vec())
+}
+
+/// The escaped form of the path in one (still escaped) log field, canonical: the field itself
+/// when it needs nothing (the usual case), `None` for a field no writer of the store produced.
+fn path_field(field: &[u8]) -> Option<std::borrow::Cow<'_, [u8]>> {
+    if memchr::memchr(b'\\', field).is_none() {
+        return Some(match canonical(field) {
+            std::borrow::Cow::Borrowed(b) => std::borrow::Cow::Borrowed(b),
+            std::borrow::Cow::Owned(v) => std::borrow::Cow::Owned(escape(&v)),
+        });
+    }
+    let raw = unescape(field)?;
+    Some(std::borrow::Cow::Owned(escape(&canonical(&raw))))
+}
+
+/// A text field (a time, an action) unescaped.
+fn text_field(field: &[u8]) -> Option<std::borrow::Cow<'_, [u8]>> {
+    if memchr::memchr(b'\\', field).is_none() {
+        Some(std::borrow::Cow::Borrowed(field))
+    } else {
+        unescape(field).map(std::borrow::Cow::Owned)
+    }
+}
+
 impl Index {
-    /// The time of an event.
-    fn time(&self, at: At) -> &str {
+    fn span(&self, s: Span) -> &[u8] {
+        &self.text[s.off as usize..(s.off + s.len) as usize]
+    }
+
+    /// Keeps `bytes` in the arena.
+    fn keep(&mut self, bytes: &[u8]) -> Option<Span> {
+        if self.text.len() + bytes.len() > ARENA_MAX {
+            return None;
+        }
+        let span = Span {
+            off: self.text.len() as u32,
+            len: bytes.len() as u32,
+        };
+        self.text.extend_from_slice(bytes);
+        Some(span)
+    }
+
+    /// The time of an event, as logged (lossy UTF-8, as it was always compared).
+    fn time(&self, at: At) -> &[u8] {
         match at.log {
-            Log::Moves => &self.moves[at.n as usize].time,
-            Log::Deletes => &self.deletes[at.n as usize].time,
+            Log::Moves => self.span(self.moves[at.n as usize].time),
+            Log::Deletes => self.span(self.deletes[at.n as usize].time),
+        }
+    }
+
+    /// The path an event takes something away from (escaped).
+    fn departed(&self, at: At) -> &[u8] {
+        match at.log {
+            Log::Moves => self.span(self.moves[at.n as usize].from),
+            Log::Deletes => self.span(self.deletes[at.n as usize].path),
         }
     }
 
     /// The order of the merged timeline: by time (fixed-width UTC stamps sort as strings), then
     /// moves before deletes, then log order.
-    pub fn key(&self, at: At) -> (&str, Log, u32) {
+    fn key(&self, at: At) -> (&[u8], Log, u32) {
         (self.time(at), at.log, at.n)
     }
 
@@ -187,6 +318,7 @@ impl Index {
         let mut reader = file.take(st.size - seen.consumed);
         let mut carry: Vec<u8> = Vec::new();
         let mut buf = vec![0u8; CHUNK];
+        let mut full = false;
         loop {
             let n = reader.read(&mut buf)?;
             if n == 0 {
@@ -194,15 +326,18 @@ impl Index {
             }
             let mut chunk = &buf[..n];
             while let Some(i) = memchr::memchr(b'\n', chunk) {
-                if carry.is_empty() {
-                    self.line(which, &chunk[..i]);
+                let ok = if carry.is_empty() {
+                    let ok = self.line(which, &chunk[..i]);
                     seen.consumed += i as u64 + 1;
+                    ok
                 } else {
                     carry.extend_from_slice(&chunk[..i]);
-                    self.line(which, &carry);
+                    let ok = self.line(which, &carry);
                     seen.consumed += carry.len() as u64 + 1;
                     carry.clear();
-                }
+                    ok
+                };
+                full |= !ok;
                 chunk = &chunk[i + 1..];
             }
             carry.extend_from_slice(chunk);
@@ -210,125 +345,193 @@ impl Index {
         // Whatever follows the last newline is a torn line (or one being appended right now):
         // not read, so it is read whole once it is complete.
         self.seen[which] = seen;
+        if full {
+            return Err(io::Error::other(
+                "the move and delete logs hold more than 4 GiB of paths, more than the index keeps; move .filesystem/ aside to start a new store",
+            ));
+        }
         Ok(())
     }
 
     /// Takes in one complete line of log `which`. Lines that do not parse are skipped, as every
-    /// reader of the logs does.
-    fn line(&mut self, which: usize, line: &[u8]) {
+    /// reader of the logs does. False only when the arena is full.
+    fn line(&mut self, which: usize, line: &[u8]) -> bool {
         if line.is_empty() {
-            return;
+            return true;
         }
-        let Some(fields) = line
-            .split(|&b| b == b'\t')
-            .map(unescape)
-            .collect::<Option<Vec<_>>>()
-        else {
-            return;
-        };
-        match which {
-            0 => {
-                if let [time, from, to] = fields.as_slice() {
-                    self.add_move(Move {
-                        time: Arc::from(String::from_utf8_lossy(time).as_ref()),
-                        from: Arc::from(field_path(from).as_path()),
-                        to: Arc::from(field_path(to).as_path()),
-                    });
-                }
-            }
-            1 => {
-                if let [time, action, id, path] = fields.as_slice() {
-                    let restore = match action.as_slice() {
-                        b"delete" => false,
-                        b"restore" => true,
-                        _ => return,
-                    };
-                    let Some(id) = std::str::from_utf8(id).ok().and_then(|s| s.parse().ok()) else {
-                        return;
-                    };
-                    self.add_deletion(Deletion {
-                        time: Arc::from(String::from_utf8_lossy(time).as_ref()),
-                        restore,
-                        id,
-                        path: Arc::from(field_path(path).as_path()),
-                    });
-                }
-            }
-            _ => {
-                if let [path, key] = fields.as_slice() {
-                    self.imports
-                        .entry(path.clone())
-                        .or_default()
-                        .insert(key.clone());
-                }
-            }
+        let mut fields = line.split(|&b| b == b'\t');
+        let mut next = || fields.next();
+        let (a, b, c, d, extra) = (next(), next(), next(), next(), next());
+        if extra.is_some() {
+            return true;
         }
+        match (which, a, b, c, d) {
+            (0, Some(time), Some(from), Some(to), None) => {
+                let (Some(time), Some(from), Some(to)) =
+                    (text_field(time), path_field(from), path_field(to))
+                else {
+                    return true;
+                };
+                let time = String::from_utf8_lossy(&time).into_owned();
+                let (Some(time), Some(from), Some(to)) =
+                    (self.keep(time.as_bytes()), self.keep(&from), self.keep(&to))
+                else {
+                    return false;
+                };
+                self.add_move(MoveLine { time, from, to });
+            }
+            (1, Some(time), Some(action), Some(id), Some(path)) => {
+                let (Some(time), Some(action), Some(id), Some(path)) = (
+                    text_field(time),
+                    text_field(action),
+                    text_field(id),
+                    path_field(path),
+                ) else {
+                    return true;
+                };
+                let restore = match action.as_ref() {
+                    b"delete" => false,
+                    b"restore" => true,
+                    _ => return true,
+                };
+                let Some(id) = std::str::from_utf8(&id).ok().and_then(|s| s.parse().ok()) else {
+                    return true;
+                };
+                let time = String::from_utf8_lossy(&time).into_owned();
+                let (Some(time), Some(path)) = (self.keep(time.as_bytes()), self.keep(&path))
+                else {
+                    return false;
+                };
+                self.add_deletion(DeleteLine {
+                    time,
+                    path,
+                    id,
+                    restore,
+                });
+            }
+            (2, Some(path), Some(key), None, None) => {
+                if let (Some(path), Some(key)) = (unescape(path), unescape(key)) {
+                    self.imports.entry(path).or_default().insert(key);
+                }
+            }
+            _ => {}
+        }
+        true
     }
 
-    fn add_move(&mut self, m: Move) {
+    fn add_move(&mut self, m: MoveLine) {
         let at = At {
             log: Log::Moves,
             n: self.moves.len() as u32,
         };
-        let from = m.from.clone();
         self.moves.push(m);
-        self.depart(from, at);
+        self.depart(at);
     }
 
-    fn add_deletion(&mut self, d: Deletion) {
+    fn add_deletion(&mut self, d: DeleteLine) {
         let n = self.deletes.len() as u32;
-        let (id, restore, path) = (d.id, d.restore, d.path.clone());
+        let (id, restore) = (d.id, d.restore);
         self.deletes.push(d);
         self.max_id = Some(self.max_id.map_or(id, |m| m.max(id)));
         if restore {
-            self.restores.entry(id).or_default().push(n);
+            match self.restores.get_mut(&id) {
+                Some(slot) => {
+                    let len = slot.as_slice().len();
+                    slot.insert(len, n);
+                }
+                None => {
+                    self.restores.insert(id, Slot::One(n));
+                }
+            }
             if let Some(gone) = self.deletions.get(&id) {
-                for n in gone {
+                for n in gone.as_slice() {
                     self.in_trash.remove(n);
                 }
             }
             self.sizes.remove(&id);
         } else {
-            self.deletions.entry(id).or_default().push(n);
+            match self.deletions.get_mut(&id) {
+                Some(slot) => {
+                    let len = slot.as_slice().len();
+                    slot.insert(len, n);
+                }
+                None => {
+                    self.deletions.insert(id, Slot::One(n));
+                }
+            }
             if !self.restores.contains_key(&id) {
                 self.in_trash.insert(n, id);
             }
-            self.depart(
-                path,
-                At {
-                    log: Log::Deletes,
-                    n,
-                },
-            );
+            self.depart(At {
+                log: Log::Deletes,
+                n,
+            });
         }
     }
 
-    /// Files `at` under `path`, keeping each list in timeline order (appends almost always go
-    /// last; a clock that stepped back puts one earlier).
-    fn depart(&mut self, path: Arc<Path>, at: At) {
-        let mut list = self.departures.remove(&path).unwrap_or_default();
-        let key = self.key(at);
-        let pos = list.partition_point(|&other| self.key(other) <= key);
-        list.insert(pos, at);
-        self.departures.insert(path, list);
+    /// Files `at` under the path it departs, keeping each list in timeline order (appends
+    /// almost always go last; a clock that stepped back puts one earlier).
+    fn depart(&mut self, at: At) {
+        let h = hash(self.departed(at));
+        match self.departures.remove(&h) {
+            None => {
+                self.departures.insert(h, Slot::One(at));
+            }
+            Some(mut slot) => {
+                let key = self.key(at);
+                let pos = slot
+                    .as_slice()
+                    .partition_point(|&other| self.key(other) <= key);
+                slot.insert(pos, at);
+                self.departures.insert(h, slot);
+            }
+        }
+    }
+
+    /// The escaped ancestors of `path` (itself first, the empty path last), as slices of its
+    /// escaped form.
+    fn ancestors(escaped: &[u8]) -> impl Iterator<Item = &[u8]> {
+        std::iter::once(escaped)
+            .chain(
+                memchr::memrchr_iter(b'/', escaped)
+                    .map(move |i| &escaped[..i])
+                    .filter(|a| !a.is_empty()),
+            )
+            .chain((!escaped.is_empty()).then_some(&b""[..]))
+    }
+
+    /// The events departing exactly `ancestor`, in timeline order.
+    fn departing<'a>(&'a self, ancestor: &'a [u8]) -> impl Iterator<Item = At> + 'a {
+        self.departures
+            .get(&hash(ancestor))
+            .map(Slot::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .copied()
+            .filter(move |&at| self.departed(at) == ancestor)
     }
 
     /// The last event that took something away from `path` or from a directory containing it.
     pub fn last_departure(&self, path: &Path) -> Option<At> {
-        path.ancestors()
-            .filter_map(|a| self.departures.get(a).and_then(|l| l.last().copied()))
+        let escaped = escape(path.as_os_str().as_bytes());
+        Self::ancestors(&escaped)
+            .filter_map(|a| self.departing(a).last())
             .max_by(|a, b| self.key(*a).cmp(&self.key(*b)))
     }
 
     /// The first event after `after` that takes something away from `path` or from a directory
     /// containing it.
     pub fn next_departure(&self, path: &Path, after: At) -> Option<At> {
+        let escaped = escape(path.as_os_str().as_bytes());
         let bound = self.key(after);
-        path.ancestors()
+        Self::ancestors(&escaped)
             .filter_map(|a| {
-                let list = self.departures.get(a)?;
+                let list = self.departures.get(&hash(a))?.as_slice();
                 let pos = list.partition_point(|&e| self.key(e) <= bound);
-                list.get(pos).copied()
+                list[pos..]
+                    .iter()
+                    .copied()
+                    .find(|&at| self.departed(at) == a)
             })
             .min_by(|a, b| self.key(*a).cmp(&self.key(*b)))
     }
@@ -338,6 +541,7 @@ impl Index {
         let bound = self.key(after);
         self.restores
             .get(&id)?
+            .as_slice()
             .iter()
             .map(|&n| At {
                 log: Log::Deletes,
@@ -347,16 +551,49 @@ impl Index {
             .min_by(|a, b| self.key(*a).cmp(&self.key(*b)))
     }
 
+    /// Move `n`.
+    pub fn move_at(&self, n: u32) -> Move {
+        let m = self.moves[n as usize];
+        Move {
+            time: String::from_utf8_lossy(self.span(m.time)).into_owned(),
+            from: self.path(m.from),
+            to: self.path(m.to),
+        }
+    }
+
+    /// Delete-log line `n`.
+    pub fn deletion(&self, n: u32) -> Deletion {
+        let d = self.deletes[n as usize];
+        Deletion {
+            time: String::from_utf8_lossy(self.span(d.time)).into_owned(),
+            restore: d.restore,
+            id: d.id,
+            path: self.path(d.path),
+        }
+    }
+
+    fn path(&self, s: Span) -> PathBuf {
+        field_path(&unescape(self.span(s)).unwrap_or_default())
+    }
+
+    /// The last move logged.
+    pub fn last_move(&self) -> Option<Move> {
+        self.moves
+            .len()
+            .checked_sub(1)
+            .map(|n| self.move_at(n as u32))
+    }
+
     /// The first delete of trash entry `id`, in log order.
-    pub fn first_delete(&self, id: u64) -> Option<&Deletion> {
-        let n = *self.deletions.get(&id)?.first()?;
-        self.deletes.get(n as usize)
+    pub fn first_delete(&self, id: u64) -> Option<Deletion> {
+        let n = *self.deletions.get(&id)?.as_slice().first()?;
+        Some(self.deletion(n))
     }
 
     /// The first restore of trash entry `id`, in log order.
-    pub fn first_restore(&self, id: u64) -> Option<&Deletion> {
-        let n = *self.restores.get(&id)?.first()?;
-        self.deletes.get(n as usize)
+    pub fn first_restore(&self, id: u64) -> Option<Deletion> {
+        let n = *self.restores.get(&id)?.as_slice().first()?;
+        Some(self.deletion(n))
     }
 
     /// The keys imported for workspace path `rel`.
@@ -383,5 +620,19 @@ fn still_the_same(file: &std::fs::File, seen: Seen) -> io::Result<bool> {
             file.read_exact_at(&mut last, seen.consumed - 1)?;
             Ok(last[0] == b'\n')
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ancestors_of_an_escaped_path_are_its_prefixes_before_each_slash() {
+        let got: Vec<&[u8]> = Index::ancestors(b"a/b\\tc/d").collect();
+        assert_eq!(got, vec![&b"a/b\\tc/d"[..], b"a/b\\tc", b"a", b""]);
+        // As `Path` compares them: a leading `.` stays, the rest folds away.
+        assert_eq!(canonical(b"./a//b/./c/"), &b"./a/b/c"[..]);
+        assert_eq!(canonical(b"a/b"), &b"a/b"[..]);
     }
 }

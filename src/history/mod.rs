@@ -278,9 +278,8 @@ impl Store {
                 self.move_history(state, &from, &to, EntryKind::of(&meta))?;
                 let logged = self
                     .index(state)?
-                    .moves
-                    .last()
-                    .is_some_and(|m| *m.from == *from && *m.to == *to);
+                    .last_move()
+                    .is_some_and(|m| m.from == from && m.to == to);
                 if !logged {
                     self.log(state, layout::MOVES_LOG)
                         .append(&[log::now().as_bytes(), path_field(&from), path_field(&to)])
@@ -692,10 +691,7 @@ mod tests {
         assert!(!state.join(layout::PENDING_MOVE).exists());
         let moves = s.index(Path::new(".filesystem")).expect("moves");
         assert_eq!(
-            moves
-                .moves
-                .last()
-                .map(|m| (m.from.to_path_buf(), m.to.to_path_buf())),
+            moves.last_move().map(|m| (m.from, m.to)),
             Some((PathBuf::from("a"), PathBuf::from("b")))
         );
         drop(moves);
@@ -714,8 +710,8 @@ mod tests {
         assert!(s
             .index(Path::new(".filesystem"))
             .expect("moves")
-            .moves
-            .is_empty());
+            .last_move()
+            .is_none());
         s.undo(&lock, Path::new("a"), 1)
             .expect("history still at a");
         assert_eq!(std::fs::read(dir.path().join("a")).expect("read"), b"one");

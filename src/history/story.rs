@@ -114,36 +114,36 @@ impl Store {
         while let Some(at) = next {
             match at.log {
                 Log::Moves => {
-                    let m = &index.moves[at.n as usize];
+                    let m = index.move_at(at.n);
                     let moved = rebase(&cur, &m.from, &m.to);
                     events.push(StoryEvent::Moved {
-                        time: m.time.to_string(),
+                        time: m.time,
                         from: cur.clone(),
                         to: moved.clone(),
-                        moved: m.from.to_path_buf(),
+                        moved: m.from,
                     });
                     cur = moved;
                 }
                 Log::Deletes => {
-                    let d = &index.deletes[at.n as usize];
+                    let d = index.deletion(at.n);
                     if d.restore {
                         if let Some((_, below)) = trashed.take() {
                             cur = if below.as_os_str().is_empty() {
-                                d.path.to_path_buf()
+                                d.path.clone()
                             } else {
                                 d.path.join(below)
                             };
                         }
                         events.push(StoryEvent::Restored {
-                            time: d.time.to_string(),
+                            time: d.time,
                             id: d.id,
                             to: cur.clone(),
                         });
                     } else {
                         events.push(StoryEvent::Deleted {
-                            time: d.time.to_string(),
+                            time: d.time,
                             id: d.id,
-                            deleted: d.path.to_path_buf(),
+                            deleted: d.path.clone(),
                         });
                         let below = cur
                             .strip_prefix(&d.path)
@@ -283,7 +283,18 @@ mod tests {
         let state = Path::new(".filesystem");
         let moves = LogFile::new(ws.clone(), state.join(layout::MOVES_LOG));
         let deletes = LogFile::new(ws.clone(), state.join(layout::DELETES_LOG));
-        let paths = ["a", "b", "a/x", "b/x", "c", "a/x/y", "c/y", "d"];
+        let paths = [
+            "a",
+            "b",
+            "a/x",
+            "b/x",
+            "c",
+            "a/x/y",
+            "c/y",
+            "d",
+            "t\tab",
+            "t\tab/x\\y",
+        ];
         // A small deterministic generator: the same sequence every run.
         let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
         let mut next = |n: usize| {
@@ -300,8 +311,8 @@ mod tests {
                 0 | 1 => moves
                     .append(&[
                         t.as_bytes(),
-                        paths[next(8)].as_bytes(),
-                        paths[next(8)].as_bytes(),
+                        paths[next(paths.len())].as_bytes(),
+                        paths[next(paths.len())].as_bytes(),
                     ])
                     .expect("move"),
                 2 | 3 => {
@@ -311,7 +322,7 @@ mod tests {
                             t.as_bytes(),
                             b"delete",
                             id.to_string().as_bytes(),
-                            paths[next(8)].as_bytes(),
+                            paths[next(paths.len())].as_bytes(),
                         ])
                         .expect("delete")
                 }
@@ -320,7 +331,7 @@ mod tests {
                         t.as_bytes(),
                         b"restore",
                         (1 + next(id.max(1) as usize) as u64).to_string().as_bytes(),
-                        paths[next(8)].as_bytes(),
+                        paths[next(paths.len())].as_bytes(),
                     ])
                     .expect("restore"),
             }

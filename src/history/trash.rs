@@ -276,11 +276,11 @@ impl Store {
             } else {
                 meta.size
             };
-            let e = &index.deletes[n as usize];
+            let e = index.deletion(n);
             out.push(TrashEntry {
                 id,
-                path: e.path.to_path_buf(),
-                deleted_at: e.time.to_string(),
+                path: e.path,
+                deleted_at: e.time,
                 kind: EntryKind::of(&meta),
                 size,
             });
@@ -300,7 +300,7 @@ impl Store {
         let trash = self.trash_dir(&state);
         let deleted = {
             let index = self.index(&state)?;
-            let Some(deleted) = index.first_delete(id).cloned() else {
+            let Some(deleted) = index.first_delete(id) else {
                 return Err(HistoryError::NotFound(format!(
                     "there is no trash entry {id}; list_trash shows the ids that can be restored"
                 )));
