@@ -81,7 +81,55 @@ pub struct CallLog {
     include_args: bool,
     /// Log files already opened, kept open (reopening per call cost a third of the time of a small
     /// read), each with the lines waiting to be appended to it.
-    open: Mutex<HashMap<PathBuf, LogFile>>,
+    open: Mutex<OpenLogs>,
+}
+
+/// The most log files kept open at once. In `--server` mode each root has its own log; beyond
+/// this many, the one used least recently is closed (its lines written first) and reopened when
+/// a call needs it again, so the descriptors the log holds stay bounded however many roots are
+/// served.
+pub const MAX_OPEN_LOGS: usize = 64;
+
+/// The open log files, each with when it was last used.
+#[derive(Default)]
+struct OpenLogs {
+    files: HashMap<PathBuf, LogFile>,
+    tick: u64,
+}
+
+impl OpenLogs {
+    /// Makes room for one more file, closing the least recently used.
+    fn make_room(&mut self) {
+        if self.files.len() < MAX_OPEN_LOGS {
+            return;
+        }
+        let Some(oldest) = self
+            .files
+            .iter()
+            .min_by_key(|(_, log)| log.last_used)
+            .map(|(path, _)| path.clone())
+        else {
+            return;
+        };
+        if let Some(mut log) = self.files.remove(&oldest) {
+            write_pending(&oldest, &mut log);
+        }
+    }
+}
+
+/// Appends a log's pending lines, reporting (never propagating) a failure: a broken log must
+/// never break the calls it describes.
+fn write_pending(path: &Path, log: &mut LogFile) {
+    if log.pending.is_empty() {
+        return;
+    }
+    if let Err(e) = log.append_pending(rotate_bytes()) {
+        eprintln!(
+            "filesystem: cannot append to call log {}: {e}",
+            path.display()
+        );
+    }
+    crate::buffer::recycle(&mut log.pending);
 }
 
 /// Where lines go, as settled when the log is created.
@@ -127,6 +175,8 @@ struct LogFile {
     name: OsString,
     file: File,
     pending: Vec<u8>,
+    /// When a call last used it (see [`OpenLogs`]).
+    last_used: u64,
 }
 
 impl CallLog {
@@ -143,7 +193,7 @@ impl CallLog {
             session: session_id(),
             mode,
             include_args,
-            open: Mutex::new(HashMap::new()),
+            open: Mutex::new(OpenLogs::default()),
         }
     }
 
@@ -324,13 +374,16 @@ impl CallObserver for CallLog {
             return;
         };
         let path = place.key();
-        let Ok(mut files) = self.open.lock() else {
+        let Ok(mut open) = self.open.lock() else {
             return;
         };
-        if !files.contains_key(&path) {
+        open.tick += 1;
+        let tick = open.tick;
+        if !open.files.contains_key(&path) {
             match place.open() {
                 Ok(log) => {
-                    files.insert(path.clone(), log);
+                    open.make_room();
+                    open.files.insert(path.clone(), log);
                 }
                 Err(err) => {
                     // A broken log must never break the call it describes.
@@ -339,7 +392,8 @@ impl CallObserver for CallLog {
                 }
             }
         }
-        if let Some(log) = files.get_mut(&path) {
+        if let Some(log) = open.files.get_mut(&path) {
+            log.last_used = tick;
             if serde_json::to_writer(&mut log.pending, &self.entry(record)).is_ok() {
                 log.pending.push(b'\n');
             }
@@ -347,20 +401,11 @@ impl CallObserver for CallLog {
     }
 
     fn release(&self) {
-        let Ok(mut files) = self.open.lock() else {
+        let Ok(mut open) = self.open.lock() else {
             return;
         };
-        for (path, log) in files.iter_mut() {
-            if log.pending.is_empty() {
-                continue;
-            }
-            if let Err(e) = log.append_pending(rotate_bytes()) {
-                eprintln!(
-                    "filesystem: cannot append to call log {}: {e}",
-                    path.display()
-                );
-            }
-            crate::buffer::recycle(&mut log.pending);
+        for (path, log) in open.files.iter_mut() {
+            write_pending(path, log);
         }
     }
 }
@@ -407,6 +452,16 @@ fn rotate_bytes() -> u64 {
     })
 }
 
+/// True for the name of a rotated call log in a store (`.calls.jsonl.1` …
+/// `.calls.jsonl.`[`KEEP_ROTATED`]): one of the store's own files, for `check`.
+pub fn is_rotated_log_name(name: &[u8]) -> bool {
+    name.strip_prefix(DEFAULT_LOG_NAME.as_bytes())
+        .and_then(|rest| rest.strip_prefix(b"."))
+        .and_then(|n| std::str::from_utf8(n).ok())
+        .and_then(|n| n.parse::<u32>().ok().filter(|v| v.to_string() == n))
+        .is_some_and(|n| (1..=KEEP_ROTATED).contains(&n))
+}
+
 /// The name of rotated file `n` of the log `name` (`.calls.jsonl.1`).
 pub fn rotated_name(name: &OsStr, n: u32) -> OsString {
     let mut out = name.to_os_string();
@@ -424,10 +479,13 @@ impl LogFile {
         rustix::fs::flock(&file, rustix::fs::FlockOperation::Unlock)?;
         cut?;
         Ok(LogFile {
-            dir,
+            // Only the directory and the file stay open, not the workspace's root as well: two
+            // descriptors per log.
+            dir: dir.detached(),
             name: name.to_os_string(),
             file,
             pending: Vec::new(),
+            last_used: 0,
         })
     }
 

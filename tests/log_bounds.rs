@@ -236,3 +236,43 @@ fn a_fifo_named_as_a_log_is_refused_by_report_and_the_server_keeps_serving() {
     assert_eq!(r["isError"], json!(false), "{r}");
     assert!(s.close_and_wait().success());
 }
+
+#[test]
+fn a_daemon_keeps_a_bounded_number_of_logs_open_and_loses_no_line() {
+    let base = tempfile::tempdir().expect("tmp");
+    let base = base.path().canonicalize().expect("canonical");
+    let roots: Vec<_> = (0..80)
+        .map(|i| {
+            let r = base.join(format!("r{i}"));
+            std::fs::create_dir_all(&r).expect("mkdir");
+            std::fs::write(r.join("hello.txt"), "hello\n").expect("write");
+            r
+        })
+        .collect();
+    let mut cmd = Command::new(BIN);
+    cmd.arg("--server")
+        .arg("--allow-root")
+        .arg(&base)
+        .env_remove("FILESYSTEM_ALLOW_ROOTS")
+        .env_remove("FILESYSTEM_ROOT");
+    let mut s = Session::from_command(cmd);
+    s.initialize("2025-11-25");
+    let mut id = 2;
+    // Twice round more roots than the log keeps open: every log is closed and reopened.
+    for _ in 0..2 {
+        for r in &roots {
+            let reply = s.call(
+                id,
+                "read_text_file",
+                json!({"root": r.to_str().expect("utf8"), "path": "hello.txt"}),
+            );
+            assert_eq!(reply["isError"], json!(false), "{reply}");
+            id += 1;
+        }
+    }
+    assert!(s.close_and_wait().success());
+    for r in &roots {
+        let lines = log_lines(&r.join(".filesystem/.calls.jsonl"));
+        assert_eq!(lines.len(), 2, "{}", r.display());
+    }
+}

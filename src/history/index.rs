@@ -18,9 +18,8 @@
 //! Paths are compared in that escaped form: escaping never touches `/`, so the ancestors of an
 //! escaped path are its prefixes that end before a `/`, exactly the escaped ancestors.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -93,30 +92,93 @@ pub(crate) struct At {
     pub n: u32,
 }
 
-/// One event, or several (kept small: most paths are left once).
-#[derive(Debug, Clone)]
-enum Slot<T> {
-    One(T),
-    Many(Vec<T>),
+/// A map from a 64-bit key to a list, kept small: the first value of each key inline (eight
+/// bytes a key in the common case, a path left once), the rest, rarer, in a second map.
+#[derive(Debug)]
+struct Multi<T> {
+    first: HashMap<u64, T, KeyHash>,
+    more: HashMap<u64, Vec<T>, KeyHash>,
 }
 
-impl<T: Copy> Slot<T> {
-    fn as_slice(&self) -> &[T] {
-        match self {
-            Slot::One(t) => std::slice::from_ref(t),
-            Slot::Many(v) => v,
+impl<T> Default for Multi<T> {
+    fn default() -> Self {
+        Multi {
+            first: HashMap::default(),
+            more: HashMap::default(),
+        }
+    }
+}
+
+impl<T: Copy> Multi<T> {
+    /// The list of `key`, in order.
+    fn get(&self, key: u64) -> impl Iterator<Item = T> + '_ {
+        self.first
+            .get(&key)
+            .copied()
+            .into_iter()
+            .chain(self.more.get(&key).into_iter().flatten().copied())
+    }
+
+    /// The list of `key` as a vector (for the rare key with more than one value).
+    fn list(&self, key: u64) -> Vec<T> {
+        self.get(key).collect()
+    }
+
+    /// Appends `t` to the list of `key`.
+    fn push(&mut self, key: u64, t: T) {
+        if let std::collections::hash_map::Entry::Vacant(e) = self.first.entry(key) {
+            e.insert(t);
+        } else {
+            self.more.entry(key).or_default().push(t);
         }
     }
 
-    fn insert(&mut self, pos: usize, t: T) {
-        match self {
-            Slot::One(first) => {
-                let mut v = vec![*first];
-                v.insert(pos, t);
-                *self = Slot::Many(v);
+    /// Puts `t` at position `pos` of the list of `key`.
+    fn insert(&mut self, key: u64, pos: usize, t: T) {
+        match (pos, self.first.get(&key).copied()) {
+            (0, Some(old)) => {
+                self.first.insert(key, t);
+                self.more.entry(key).or_default().insert(0, old);
             }
-            Slot::Many(v) => v.insert(pos, t),
+            (0, None) => {
+                self.first.insert(key, t);
+            }
+            (_, _) => self.more.entry(key).or_default().insert(pos - 1, t),
         }
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        self.first.contains_key(&key)
+    }
+}
+
+/// The map hasher for keys that are already hashes (or trash ids): no second hashing.
+#[derive(Debug, Default, Clone, Copy)]
+struct KeyHash;
+
+impl std::hash::BuildHasher for KeyHash {
+    type Hasher = KeyHasher;
+    fn build_hasher(&self) -> KeyHasher {
+        KeyHasher(0)
+    }
+}
+
+/// See [`KeyHash`]. Trash ids are small sequential numbers, so they are spread by one
+/// multiplication; path hashes pass through that unchanged in quality.
+#[derive(Debug, Default, Clone, Copy)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
 }
 
@@ -149,11 +211,13 @@ pub(crate) struct Index {
     deletes: Vec<DeleteLine>,
     /// The events that take something away from a path (a move *from* it, a delete *of* it), by
     /// a hash of that path, in timeline order (a collision only adds entries to skip).
-    departures: HashMap<u64, Slot<At>>,
+    departures: Multi<At>,
     /// Restores by trash id, in log order.
-    restores: HashMap<u64, Slot<u32>>,
+    restores: Multi<u32>,
     /// Deletes by trash id, in log order.
-    deletions: HashMap<u64, Slot<u32>>,
+    deletions: Multi<u32>,
+    /// The keys of the path hashes, random for each index, so paths cannot be chosen to collide.
+    keys: std::collections::hash_map::RandomState,
     /// Deletes whose id has no restore: what may still be in the trash, in log order.
     pub in_trash: BTreeMap<u32, u64>,
     /// The largest trash id any line names.
@@ -162,12 +226,6 @@ pub(crate) struct Index {
     imports: HashMap<Vec<u8>, HashSet<Vec<u8>>>,
     /// Sizes of trashed directories already measured: id → (device, inode, bytes).
     pub sizes: HashMap<u64, (u64, u64, u64)>,
-}
-
-fn hash(bytes: &[u8]) -> u64 {
-    let mut h = DefaultHasher::new();
-    bytes.hash(&mut h);
-    h.finish()
 }
 
 /// `path` with `.` components and repeated or trailing slashes folded away, as `Path`
@@ -397,7 +455,7 @@ impl Index {
                 let Some(id) = std::str::from_utf8(&id).ok().and_then(|s| s.parse().ok()) else {
                     return true;
                 };
-                let time = String::from_utf8_lossy(&time).into_owned();
+                let time = String::from_utf8_lossy(&time);
                 let (Some(time), Some(path)) = (self.keep(time.as_bytes()), self.keep(&path))
                 else {
                     return false;
@@ -434,32 +492,14 @@ impl Index {
         self.deletes.push(d);
         self.max_id = Some(self.max_id.map_or(id, |m| m.max(id)));
         if restore {
-            match self.restores.get_mut(&id) {
-                Some(slot) => {
-                    let len = slot.as_slice().len();
-                    slot.insert(len, n);
-                }
-                None => {
-                    self.restores.insert(id, Slot::One(n));
-                }
-            }
-            if let Some(gone) = self.deletions.get(&id) {
-                for n in gone.as_slice() {
-                    self.in_trash.remove(n);
-                }
+            self.restores.push(id, n);
+            for gone in self.deletions.list(id) {
+                self.in_trash.remove(&gone);
             }
             self.sizes.remove(&id);
         } else {
-            match self.deletions.get_mut(&id) {
-                Some(slot) => {
-                    let len = slot.as_slice().len();
-                    slot.insert(len, n);
-                }
-                None => {
-                    self.deletions.insert(id, Slot::One(n));
-                }
-            }
-            if !self.restores.contains_key(&id) {
+            self.deletions.push(id, n);
+            if !self.restores.contains(id) {
                 self.in_trash.insert(n, id);
             }
             self.depart(At {
@@ -469,22 +509,26 @@ impl Index {
         }
     }
 
+    /// A hash of an (escaped) path, keyed for this index.
+    fn hash(&self, bytes: &[u8]) -> u64 {
+        self.keys.hash_one(bytes)
+    }
+
     /// Files `at` under the path it departs, keeping each list in timeline order (appends
     /// almost always go last; a clock that stepped back puts one earlier).
     fn depart(&mut self, at: At) {
-        let h = hash(self.departed(at));
-        match self.departures.remove(&h) {
-            None => {
-                self.departures.insert(h, Slot::One(at));
-            }
-            Some(mut slot) => {
-                let key = self.key(at);
-                let pos = slot
-                    .as_slice()
-                    .partition_point(|&other| self.key(other) <= key);
-                slot.insert(pos, at);
-                self.departures.insert(h, slot);
-            }
+        let h = self.hash(self.departed(at));
+        if !self.departures.contains(h) {
+            self.departures.push(h, at);
+            return;
+        }
+        let key = self.key(at);
+        let list = self.departures.list(h);
+        let pos = list.partition_point(|&other| self.key(other) <= key);
+        if pos == list.len() {
+            self.departures.push(h, at);
+        } else {
+            self.departures.insert(h, pos, at);
         }
     }
 
@@ -503,11 +547,7 @@ impl Index {
     /// The events departing exactly `ancestor`, in timeline order.
     fn departing<'a>(&'a self, ancestor: &'a [u8]) -> impl Iterator<Item = At> + 'a {
         self.departures
-            .get(&hash(ancestor))
-            .map(Slot::as_slice)
-            .unwrap_or_default()
-            .iter()
-            .copied()
+            .get(self.hash(ancestor))
             .filter(move |&at| self.departed(at) == ancestor)
     }
 
@@ -526,7 +566,12 @@ impl Index {
         let bound = self.key(after);
         Self::ancestors(&escaped)
             .filter_map(|a| {
-                let list = self.departures.get(&hash(a))?.as_slice();
+                let h = self.hash(a);
+                if !self.departures.more.contains_key(&h) {
+                    // One event at most: no search needed.
+                    return self.departing(a).find(|&at| self.key(at) > bound);
+                }
+                let list = self.departures.list(h);
                 let pos = list.partition_point(|&e| self.key(e) <= bound);
                 list[pos..]
                     .iter()
@@ -540,10 +585,8 @@ impl Index {
     pub fn next_restore(&self, id: u64, after: At) -> Option<At> {
         let bound = self.key(after);
         self.restores
-            .get(&id)?
-            .as_slice()
-            .iter()
-            .map(|&n| At {
+            .get(id)
+            .map(|n| At {
                 log: Log::Deletes,
                 n,
             })
@@ -586,13 +629,13 @@ impl Index {
 
     /// The first delete of trash entry `id`, in log order.
     pub fn first_delete(&self, id: u64) -> Option<Deletion> {
-        let n = *self.deletions.get(&id)?.as_slice().first()?;
+        let n = self.deletions.get(id).next()?;
         Some(self.deletion(n))
     }
 
     /// The first restore of trash entry `id`, in log order.
     pub fn first_restore(&self, id: u64) -> Option<Deletion> {
-        let n = *self.restores.get(&id)?.as_slice().first()?;
+        let n = self.restores.get(id).next()?;
         Some(self.deletion(n))
     }
 

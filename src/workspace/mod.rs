@@ -143,6 +143,14 @@ impl Dir {
         Dir { fd, origin: None }
     }
 
+    /// This directory without its tie to the workspace handle it was opened from, for a holder
+    /// that keeps it open for long and never writes temporaries in it (the call log): the handle's
+    /// root descriptor is then not kept open along with it. A temporary made through a detached
+    /// handle is not listed in any registry.
+    pub fn detached(self) -> Dir {
+        Dir::bare(self.fd)
+    }
+
     /// What is at `name` in this directory, not following a symlink; `None` when nothing is.
     pub fn stat(&self, name: &OsStr) -> io::Result<Option<Stat>> {
         match rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
