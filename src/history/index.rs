@@ -373,7 +373,16 @@ impl Index {
             return Ok(());
         }
         file.seek(SeekFrom::Start(seen.consumed))?;
-        let mut reader = file.take(st.size - seen.consumed);
+        // What is appended to the arena is at most what is read: reserved up front, the arena
+        // does not end up with up to twice the room it needs.
+        let remaining = st.size - seen.consumed;
+        let room = usize::try_from(remaining).unwrap_or(0).min(ARENA_MAX);
+        if which != 2 && self.text.is_empty() {
+            self.text.reserve_exact(room);
+        } else if which != 2 {
+            self.text.reserve(room);
+        }
+        let mut reader = file.take(remaining);
         let mut carry: Vec<u8> = Vec::new();
         let mut buf = vec![0u8; CHUNK];
         let mut full = false;

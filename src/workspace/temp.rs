@@ -305,6 +305,29 @@ impl Workspace {
         Ok(report)
     }
 
+    /// Whether the handle that made the temporary `name` is still running: `Some(true)` while
+    /// its registry is locked (a write of a live server: leave it alone), `Some(false)` when its
+    /// handle is gone, `None` for a name without a token (made by an earlier version). For
+    /// `check`, which must not take a live server's temporary for a leftover.
+    pub fn temp_owner_alive(&self, name: &[u8]) -> Option<bool> {
+        let token = temp_owner(name)?;
+        if Some(token) == self.inner.live.token.get().map(String::as_bytes) {
+            return Some(true);
+        }
+        let Ok(dir) = self.dir(&live_dir()) else {
+            return Some(false);
+        };
+        let Ok(file) = dir.open_regular(OsStr::from_bytes(token), OFlags::RDONLY, Mode::empty())
+        else {
+            return Some(false);
+        };
+        // Taking the lock only to learn it was free; closing the file gives it back.
+        Some(matches!(
+            rustix::fs::flock(&file, FlockOperation::NonBlockingLockShared),
+            Err(Errno::WOULDBLOCK)
+        ))
+    }
+
     /// Starts [`Workspace::sweep_leftovers`] on a thread of its own when there is anything to
     /// sweep, so a start-up never waits for it; returns at once otherwise.
     pub fn sweep_leftovers_in_background(&self) {
@@ -444,5 +467,31 @@ mod tests {
         assert!(!is_temp_name(b".filesystem-tmp-anything-longer"));
         assert!(!is_reserved(b".filesystem-notes"));
         assert_ne!(fresh_token(), fresh_token());
+    }
+
+    #[test]
+    fn a_handles_registry_lives_as_long_as_it_and_tells_others_it_is_alive() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let root = tmp.path().canonicalize().expect("canonical");
+        let writer = Workspace::open(&root).expect("open");
+        let other = Workspace::open(&root).expect("open");
+        writer
+            .replace_file(Path::new("f"), b"x", None, false)
+            .expect("write");
+        let token = writer.inner.live.token().to_string();
+        let name = fresh_name(&token);
+        assert!(root.join(live_dir()).join(&token).exists());
+        assert_eq!(other.temp_owner_alive(name.as_bytes()), Some(true));
+        assert_eq!(
+            other.sweep_leftovers().expect("sweep"),
+            SweepReport {
+                live: 1,
+                ..SweepReport::default()
+            }
+        );
+        assert_eq!(other.temp_owner_alive(b".filesystem-tmp-abc123"), None);
+        drop(writer);
+        assert!(!root.join(live_dir()).join(&token).exists());
+        assert_eq!(other.temp_owner_alive(name.as_bytes()), Some(false));
     }
 }
