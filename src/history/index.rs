@@ -377,7 +377,7 @@ impl Index {
         // does not end up with up to twice the room it needs.
         let remaining = st.size - seen.consumed;
         let room = usize::try_from(remaining).unwrap_or(0).min(ARENA_MAX);
-        if which != 2 && self.text.is_empty() {
+        if which != 2 && seen.consumed == 0 {
             self.text.reserve_exact(room);
         } else if which != 2 {
             self.text.reserve(room);
