@@ -365,6 +365,8 @@ fn audit_grep_streams_a_mirror_of_many_records_in_bounded_memory() {
     let mirror_bytes = mirror.len();
     drop(mirror);
 
+    // Reaped below by wait4, which also reports its own peak memory.
+    #[allow(clippy::zombie_processes)]
     let child = Command::new(BIN)
         .args(["audit", "grep", "--json", "^line (7|199999) "])
         .arg("--root")

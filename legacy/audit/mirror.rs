@@ -738,10 +738,13 @@ mod tests {
         }
     }
 
+    /// A record as a stream reports it: (kind, id, separator line, position), its lines, size.
+    type Streamed = ((RecordKind, Option<u64>, usize, usize), Vec<Vec<u8>>, u64);
+
     /// Every record a stream reports, with its lines and size.
     #[derive(Default)]
     struct Collect {
-        records: Vec<((RecordKind, Option<u64>, usize, usize), Vec<Vec<u8>>, u64)>,
+        records: Vec<Streamed>,
     }
 
     impl RecordVisitor for Collect {
