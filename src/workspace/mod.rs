@@ -261,7 +261,7 @@ impl Dir {
     /// caller gives it its real bits before renaming it into place. The directory is listed in
     /// the handle's registry first, so a crash before the rename leaves nothing the next
     /// server's start-up sweep does not clear. Returns its name and the open file.
-    fn create_temp(&self) -> io::Result<(OsString, File)> {
+    pub fn create_temp(&self) -> io::Result<(OsString, File)> {
         let token = match &self.origin {
             Some((ws, rel)) => {
                 ws.inner.live.register(ws, rel);
