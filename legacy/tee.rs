@@ -550,7 +550,11 @@ impl Mirror {
     /// Writes a separator line, starting a new line first if needed.
     fn separator(&mut self, kind: RecordKind) -> Result<(), TeeError> {
         let tail = self.tail().map_err(|e| self.io_err(e))?;
-        let id = next_record_id(last_record_id(&tail));
+        let id = next_record_id(last_record_id(&tail)).ok_or_else(|| {
+            self.io_err(io::Error::other(
+                "the mirror's record ids have reached the largest 64-bit value, and an id is never reused; nothing was written (move the mirror aside to start a new one)",
+            ))
+        })?;
         let mut line = Vec::new();
         if tail.last().is_some_and(|b| *b != b'\n') {
             line.push(b'\n');
@@ -586,21 +590,23 @@ static LAST_ID: Mutex<u64> = Mutex::new(0);
 
 /// The next record id: unix nanoseconds, strictly greater than any id this process handed out
 /// and than `mirror_last` (the last id in the mirror, possibly written by another process).
-fn next_record_id(mirror_last: Option<u64>) -> u64 {
+/// `None` once ids are exhausted (the last one is `u64::MAX`): an id is never handed out twice,
+/// so the write is refused rather than numbered with a repeat.
+fn next_record_id(mirror_last: Option<u64>) -> Option<u64> {
     let mut last = match LAST_ID.lock() {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),
     };
-    let floor = (*last).max(mirror_last.unwrap_or(0)).saturating_add(1);
+    let floor = (*last).max(mirror_last.unwrap_or(0)).checked_add(1)?;
     let id = now_nanos().max(floor);
     *last = id;
-    id
+    Some(id)
 }
 
 fn now_nanos() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
         .unwrap_or(0)
 }
 
@@ -615,11 +621,12 @@ mod tests {
 
     #[test]
     fn record_ids_strictly_increase_and_respect_the_mirror() {
-        let a = next_record_id(None);
-        let b = next_record_id(None);
+        let a = next_record_id(None).expect("id");
+        let b = next_record_id(None).expect("id");
         assert!(b > a);
-        let c = next_record_id(Some(b + 1_000));
+        let c = next_record_id(Some(b + 1_000)).expect("id");
         assert!(c > b + 1_000);
+        assert_eq!(next_record_id(Some(u64::MAX)), None, "never a repeat");
     }
 
     #[test]

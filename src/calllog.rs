@@ -3,12 +3,22 @@
 //! Which interface a model picks, how often its calls fail and why, can only be measured if every
 //! call is recorded the same way in every mode. Argument and file contents stay out of the log
 //! unless explicitly asked for (`--call-log-args`): the log must be safe to share.
+//!
+//! The log is bounded two ways. Nothing the client sends is copied into a line at more than a
+//! documented length: the client's name and version (from `initialize` or a 2026-07-28 request's
+//! `_meta`) and every token a toolset echoes (pipe stage words, the refused token) are cut to
+//! [`TOKEN_MAX_BYTES`] with a marker saying how much was left out, lists to
+//! [`LIST_MAX_ITEMS`], and logged arguments to [`ARGS_MAX_BYTES`]. And the file is rotated by
+//! size: once it has reached [`DEFAULT_ROTATE_BYTES`] it becomes `.calls.jsonl.1` (the older ones
+//! moving up to `.calls.jsonl.`[`KEEP_ROTATED`], the oldest dropped), so the log of a root never
+//! holds much more than `(KEEP_ROTATED + 1) × DEFAULT_ROTATE_BYTES`. `filesystem report --log
+//! FILE` reads the rotated files before FILE, oldest first.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -17,7 +27,30 @@ use serde_json::{Map, Value};
 
 use crate::allow::ServedRoots;
 use crate::mcp::server::{CallObserver, CallRecord};
-use crate::workspace::Workspace;
+use crate::workspace::{Dir, Stat, Workspace};
+
+/// The longest client-supplied string copied into a line (client name and version, each stage
+/// word, the refused token…), in bytes; longer ones keep this many bytes (cut on a character
+/// boundary) followed by `…[+N bytes]`.
+pub const TOKEN_MAX_BYTES: usize = 256;
+
+/// The most items of a list (pipe stages) copied into a line; the rest are replaced by one
+/// `…[+N more]` item.
+pub const LIST_MAX_ITEMS: usize = 64;
+
+/// With `--call-log-args`, arguments whose JSON is longer than this are replaced by a note of
+/// their size.
+pub const ARGS_MAX_BYTES: usize = 1024 * 1024;
+
+/// The size at which the log is rotated.
+pub const DEFAULT_ROTATE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Sets the rotation size in bytes instead of [`DEFAULT_ROTATE_BYTES`] (for tests, and for an
+/// operator who wants smaller files).
+pub const ROTATE_BYTES_ENV: &str = "FILESYSTEM_CALL_LOG_ROTATE_BYTES";
+
+/// How many rotated files are kept (`.1` newest … `.KEEP_ROTATED` oldest).
+pub const KEEP_ROTATED: u32 = 4;
 
 /// The log file's name inside a root's `.filesystem/` store.
 pub const DEFAULT_LOG_NAME: &str = ".calls.jsonl";
@@ -48,7 +81,55 @@ pub struct CallLog {
     include_args: bool,
     /// Log files already opened, kept open (reopening per call cost a third of the time of a small
     /// read), each with the lines waiting to be appended to it.
-    open: Mutex<HashMap<PathBuf, LogFile>>,
+    open: Mutex<OpenLogs>,
+}
+
+/// The most log files kept open at once. In `--server` mode each root has its own log; beyond
+/// this many, the one used least recently is closed (its lines written first) and reopened when
+/// a call needs it again, so the descriptors the log holds stay bounded however many roots are
+/// served.
+pub const MAX_OPEN_LOGS: usize = 64;
+
+/// The open log files, each with when it was last used.
+#[derive(Default)]
+struct OpenLogs {
+    files: HashMap<PathBuf, LogFile>,
+    tick: u64,
+}
+
+impl OpenLogs {
+    /// Makes room for one more file, closing the least recently used.
+    fn make_room(&mut self) {
+        if self.files.len() < MAX_OPEN_LOGS {
+            return;
+        }
+        let Some(oldest) = self
+            .files
+            .iter()
+            .min_by_key(|(_, log)| log.last_used)
+            .map(|(path, _)| path.clone())
+        else {
+            return;
+        };
+        if let Some(mut log) = self.files.remove(&oldest) {
+            write_pending(&oldest, &mut log);
+        }
+    }
+}
+
+/// Appends a log's pending lines, reporting (never propagating) a failure: a broken log must
+/// never break the calls it describes.
+fn write_pending(path: &Path, log: &mut LogFile) {
+    if log.pending.is_empty() {
+        return;
+    }
+    if let Err(e) = log.append_pending(rotate_bytes()) {
+        eprintln!(
+            "filesystem: cannot append to call log {}: {e}",
+            path.display()
+        );
+    }
+    crate::buffer::recycle(&mut log.pending);
 }
 
 /// Where lines go, as settled when the log is created.
@@ -79,7 +160,7 @@ impl Place<'_> {
         }
     }
 
-    fn open(&self) -> std::io::Result<File> {
+    fn open(&self) -> std::io::Result<LogFile> {
         match self {
             Place::File(path) => open_log(path),
             Place::InRoot(root) => open_root_log(root),
@@ -87,10 +168,15 @@ impl Place<'_> {
     }
 }
 
-/// One open log file and its lines not yet written.
+/// One open log file, the directory it is named in (rotation renames relative to it), and its
+/// lines not yet written.
 struct LogFile {
+    dir: Dir,
+    name: OsString,
     file: File,
     pending: Vec<u8>,
+    /// When a call last used it (see [`OpenLogs`]).
+    last_used: u64,
 }
 
 impl CallLog {
@@ -107,7 +193,7 @@ impl CallLog {
             session: session_id(),
             mode,
             include_args,
-            open: Mutex::new(HashMap::new()),
+            open: Mutex::new(OpenLogs::default()),
         }
     }
 
@@ -144,23 +230,37 @@ impl CallLog {
             Ok(()) => counter.0,
             Err(_) => 0,
         };
+        let args = self.include_args.then(|| {
+            if input_bytes <= ARGS_MAX_BYTES {
+                Cow::Borrowed(record.args)
+            } else {
+                let mut note = Map::new();
+                note.insert(
+                    "_omitted".into(),
+                    Value::String(format!(
+                        "arguments of {input_bytes} bytes, over the call log's limit of {ARGS_MAX_BYTES}"
+                    )),
+                );
+                Cow::Owned(note)
+            }
+        });
         LogLine {
             ts: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             session: &self.session,
             mode: &self.mode,
             client: ClientEntry {
-                name: record.client.name.as_deref(),
-                version: record.client.version.as_deref(),
+                name: record.client.name.as_deref().map(cut_token),
+                version: record.client.version.as_deref().map(cut_token),
             },
-            protocol: &record.client.protocol_version,
+            protocol: cut_token(&record.client.protocol_version),
             tool: record.tool,
             outcome: if output.is_error { "error" } else { "ok" },
-            error_kind: output.error_kind.as_deref(),
+            error_kind: output.error_kind.as_deref().map(cut_token),
             duration_ms: record.duration.as_millis() as u64,
             input_bytes,
             output_bytes: output.text.len(),
-            extra: &output.log,
-            args: self.include_args.then_some(record.args),
+            extra: bounded(&output.log),
+            args,
         }
     }
 }
@@ -172,24 +272,87 @@ struct LogLine<'a> {
     session: &'a str,
     mode: &'a str,
     client: ClientEntry<'a>,
-    protocol: &'a str,
+    protocol: Cow<'a, str>,
     tool: &'a str,
     outcome: &'static str,
-    error_kind: Option<&'a str>,
+    error_kind: Option<Cow<'a, str>>,
     duration_ms: u64,
     input_bytes: usize,
     output_bytes: usize,
     /// Facts the toolset adds (pipe stages, the refused token…).
     #[serde(flatten)]
-    extra: &'a Map<String, Value>,
+    extra: Cow<'a, Map<String, Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    args: Option<&'a Map<String, Value>>,
+    args: Option<Cow<'a, Map<String, Value>>>,
 }
 
 #[derive(serde::Serialize)]
 struct ClientEntry<'a> {
-    name: Option<&'a str>,
-    version: Option<&'a str>,
+    name: Option<Cow<'a, str>>,
+    version: Option<Cow<'a, str>>,
+}
+
+/// `s` cut to at most `max` bytes on a character boundary, followed by `…[+N bytes]` naming what
+/// was left out; `s` itself when it fits.
+pub fn cut(s: &str, max: usize) -> Cow<'_, str> {
+    if s.len() <= max {
+        return Cow::Borrowed(s);
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…[+{} bytes]", &s[..end], s.len() - end))
+}
+
+/// A client-supplied string as a line carries it: at most [`TOKEN_MAX_BYTES`].
+fn cut_token(s: &str) -> Cow<'_, str> {
+    cut(s, TOKEN_MAX_BYTES)
+}
+
+/// The toolset's facts for a line with every string cut to [`TOKEN_MAX_BYTES`] and every list
+/// to [`LIST_MAX_ITEMS`]; borrowed as they are when nothing needs cutting (the usual case, and
+/// this runs on every call). Both walks use an explicit stack, not recursion.
+fn bounded(extra: &Map<String, Value>) -> Cow<'_, Map<String, Value>> {
+    let mut stack: Vec<&Value> = extra.values().collect();
+    let mut fits = true;
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) if s.len() > TOKEN_MAX_BYTES => fits = false,
+            Value::Array(a) if a.len() > LIST_MAX_ITEMS => fits = false,
+            Value::Array(a) => stack.extend(a),
+            Value::Object(m) => stack.extend(m.values()),
+            _ => {}
+        }
+        if !fits {
+            break;
+        }
+    }
+    if fits {
+        return Cow::Borrowed(extra);
+    }
+    let mut owned = extra.clone();
+    let mut stack: Vec<&mut Value> = owned.values_mut().collect();
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) => {
+                if let Cow::Owned(short) = cut_token(s) {
+                    *s = short;
+                }
+            }
+            Value::Array(a) => {
+                if a.len() > LIST_MAX_ITEMS {
+                    let more = a.len() - LIST_MAX_ITEMS;
+                    a.truncate(LIST_MAX_ITEMS);
+                    a.push(Value::String(format!("…[+{more} more]")));
+                }
+                stack.extend(a.iter_mut());
+            }
+            Value::Object(m) => stack.extend(m.values_mut()),
+            _ => {}
+        }
+    }
+    Cow::Owned(owned)
 }
 
 /// Counts the bytes of a serialisation without keeping them.
@@ -211,17 +374,16 @@ impl CallObserver for CallLog {
             return;
         };
         let path = place.key();
-        let Ok(mut files) = self.open.lock() else {
+        let Ok(mut open) = self.open.lock() else {
             return;
         };
-        if !files.contains_key(&path) {
+        open.tick += 1;
+        let tick = open.tick;
+        if !open.files.contains_key(&path) {
             match place.open() {
-                Ok(file) => {
-                    let log = LogFile {
-                        file,
-                        pending: Vec::new(),
-                    };
-                    files.insert(path.clone(), log);
+                Ok(log) => {
+                    open.make_room();
+                    open.files.insert(path.clone(), log);
                 }
                 Err(err) => {
                     // A broken log must never break the call it describes.
@@ -230,7 +392,8 @@ impl CallObserver for CallLog {
                 }
             }
         }
-        if let Some(log) = files.get_mut(&path) {
+        if let Some(log) = open.files.get_mut(&path) {
+            log.last_used = tick;
             if serde_json::to_writer(&mut log.pending, &self.entry(record)).is_ok() {
                 log.pending.push(b'\n');
             }
@@ -238,20 +401,11 @@ impl CallObserver for CallLog {
     }
 
     fn release(&self) {
-        let Ok(mut files) = self.open.lock() else {
+        let Ok(mut open) = self.open.lock() else {
             return;
         };
-        for (path, log) in files.iter_mut() {
-            if log.pending.is_empty() {
-                continue;
-            }
-            if let Err(e) = append_lines(&log.file, &log.pending) {
-                eprintln!(
-                    "filesystem: cannot append to call log {}: {e}",
-                    path.display()
-                );
-            }
-            crate::buffer::recycle(&mut log.pending);
+        for (path, log) in open.files.iter_mut() {
+            write_pending(path, log);
         }
         // A daemon serving many roots would otherwise keep one descriptor per root it ever saw;
         // past a few, every log is closed once written and reopened when next needed.
@@ -265,47 +419,155 @@ impl CallObserver for CallLog {
 const OPEN_LOGS: usize = 16;
 
 /// Opens (creating it and its directory) the operator's `--call-log FILE` for appending, and cuts
-/// a torn last line a killed server may have left.
-fn open_log(path: &Path) -> std::io::Result<File> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let file = OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)?;
-    prepare(file)
+/// a torn last line a killed server may have left. The file's directory is the operator's to
+/// choose (links on the way are followed); from there on, the file is opened, and rotated,
+/// through the workspace layer relative to that directory.
+fn open_log(path: &Path) -> std::io::Result<LogFile> {
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "--call-log needs a file name, not a directory",
+        )
+    })?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::env::current_dir()?,
+    };
+    std::fs::create_dir_all(&parent)?;
+    let ws = Workspace::open(&parent.canonicalize()?)?;
+    LogFile::open(ws.dir(Path::new(""))?, name)
 }
 
 /// Opens the log inside the store of `root` through the workspace layer: the store directory is
 /// created beneath the root's descriptor, nothing on the way may be a symlink, and a log file with
 /// more than one link is refused, so neither a swapped-in link nor a planted hard link can carry
 /// the server's appends to a file outside the workspace.
-fn open_root_log(root: &Path) -> std::io::Result<File> {
+fn open_root_log(root: &Path) -> std::io::Result<LogFile> {
     let ws = Workspace::open(root)?;
     ws.create_dirs(Path::new(STORE_DIR))?;
-    let file = ws.open_append(&Path::new(STORE_DIR).join(DEFAULT_LOG_NAME))?;
-    prepare(file)
+    LogFile::open(ws.dir(Path::new(STORE_DIR))?, OsStr::new(DEFAULT_LOG_NAME))
 }
 
-/// Cuts a torn last line of a freshly opened log under its lock.
-fn prepare(file: File) -> std::io::Result<File> {
-    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
-    let cut = cut_torn_tail(&file);
-    rustix::fs::flock(&file, rustix::fs::FlockOperation::Unlock)?;
-    cut?;
-    Ok(file)
+/// The rotation size: [`ROTATE_BYTES_ENV`] if set to a number, else [`DEFAULT_ROTATE_BYTES`].
+fn rotate_bytes() -> u64 {
+    static BYTES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| {
+        std::env::var(ROTATE_BYTES_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(DEFAULT_ROTATE_BYTES)
+    })
 }
 
-/// Appends whole lines with a single `write` on an `O_APPEND` descriptor under an exclusive lock,
-/// so concurrent servers sharing a log never interleave or tear lines.
-fn append_lines(mut file: &File, bytes: &[u8]) -> std::io::Result<()> {
-    rustix::fs::flock(file, rustix::fs::FlockOperation::LockExclusive)?;
-    let written = file.write_all(bytes);
-    rustix::fs::flock(file, rustix::fs::FlockOperation::Unlock)?;
-    written
+/// True for the name of a rotated call log in a store (`.calls.jsonl.1` …
+/// `.calls.jsonl.`[`KEEP_ROTATED`]): one of the store's own files, for `check`.
+pub fn is_rotated_log_name(name: &[u8]) -> bool {
+    name.strip_prefix(DEFAULT_LOG_NAME.as_bytes())
+        .and_then(|rest| rest.strip_prefix(b"."))
+        .and_then(|n| std::str::from_utf8(n).ok())
+        .and_then(|n| n.parse::<u32>().ok().filter(|v| v.to_string() == n))
+        .is_some_and(|n| (1..=KEEP_ROTATED).contains(&n))
+}
+
+/// The name of rotated file `n` of the log `name` (`.calls.jsonl.1`).
+pub fn rotated_name(name: &OsStr, n: u32) -> OsString {
+    let mut out = name.to_os_string();
+    out.push(format!(".{n}"));
+    out
+}
+
+impl LogFile {
+    /// Opens `name` in `dir` for appending (a regular file with a single link, created if
+    /// missing) and cuts a torn last line under its lock.
+    fn open(dir: Dir, name: &OsStr) -> std::io::Result<LogFile> {
+        let file = dir.open_append(name)?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+        let cut = cut_torn_tail(&file);
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::Unlock)?;
+        cut?;
+        Ok(LogFile {
+            // Only the directory and the file stay open, not the workspace's root as well: two
+            // descriptors per log.
+            dir: dir.detached(),
+            name: name.to_os_string(),
+            file,
+            pending: Vec::new(),
+            last_used: 0,
+        })
+    }
+
+    /// Appends the pending lines with a single `write` on an `O_APPEND` descriptor under the
+    /// file's exclusive lock, so concurrent servers sharing a log never interleave or tear lines,
+    /// rotating the file first when it has reached `limit`.
+    ///
+    /// The lock is the file's own `flock`; whoever holds it may rotate. So after taking it, a
+    /// writer checks that its descriptor is still the file under the log's name: if another
+    /// server rotated it meanwhile, the writer opens the new file and tries again, and no line
+    /// goes into a file that has already been rotated away.
+    fn append_pending(&mut self, limit: u64) -> std::io::Result<()> {
+        use rustix::fs::FlockOperation::{LockExclusive, Unlock};
+        for _ in 0..8 {
+            rustix::fs::flock(&self.file, LockExclusive)?;
+            let current = self.is_current();
+            let size = Stat::of(&self.file).map(|st| st.size);
+            let outcome = match (current, size) {
+                (true, Ok(size)) if size < limit || size == 0 => {
+                    let written = (&self.file).write_all(&self.pending);
+                    rustix::fs::flock(&self.file, Unlock)?;
+                    return written;
+                }
+                (true, Ok(_)) => self.rotate(),
+                (true, Err(e)) => Err(e),
+                (false, _) => Ok(()),
+            };
+            rustix::fs::flock(&self.file, Unlock)?;
+            if let Err(e) = outcome {
+                // A log that cannot be rotated still takes its lines: losing them would be
+                // worse than a file past its size.
+                eprintln!(
+                    "filesystem: cannot rotate call log {}: {e}",
+                    Path::new(&self.name).display()
+                );
+                rustix::fs::flock(&self.file, LockExclusive)?;
+                let written = (&self.file).write_all(&self.pending);
+                rustix::fs::flock(&self.file, Unlock)?;
+                return written;
+            }
+            self.file = self.dir.open_append(&self.name)?;
+        }
+        Err(std::io::Error::other(
+            "the log kept being rotated away by other servers; its lines were not written",
+        ))
+    }
+
+    /// True when the log's name still names the file this descriptor is open on.
+    fn is_current(&self) -> bool {
+        match (self.dir.stat(&self.name), Stat::of(&self.file)) {
+            (Ok(Some(named)), Ok(open)) => named.dev == open.dev && named.ino == open.ino,
+            _ => false,
+        }
+    }
+
+    /// Moves `.N` to `.N+1` from the oldest down (dropping the oldest), then the log to `.1`;
+    /// the next append creates a fresh log. Called with the log's lock held. A crash between two
+    /// renames leaves a gap in the numbers, never two files out of order, so the next rotation
+    /// and `report` carry on from it.
+    fn rotate(&self) -> std::io::Result<()> {
+        for n in (1..KEEP_ROTATED).rev() {
+            let from = rotated_name(&self.name, n);
+            match self
+                .dir
+                .rename_replace(&from, &self.dir, &rotated_name(&self.name, n + 1))
+            {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                other => other?,
+            }
+        }
+        self.dir
+            .rename_replace(&self.name, &self.dir, &rotated_name(&self.name, 1))?;
+        self.dir.sync()
+    }
 }
 
 /// A server killed in the middle of an append can leave a partial last line (a write that spans

@@ -289,7 +289,7 @@ impl Options {
 
     /// The toolset for the chosen mode and root, and what it is confined to.
     fn toolset(&self) -> Result<(Arc<dyn Toolset>, Scope), String> {
-        let factory = self.factory();
+        let factory: Box<dyn ToolsetFactory> = Box::new(ClearsLeftovers(self.factory()));
         if self.server {
             // Settled before serving anything: a daemon with no usable allowed place must not
             // start, rather than start and refuse every call.
@@ -315,6 +315,28 @@ impl Options {
             .build(guard)
             .map_err(|e| format!("cannot serve root '{}': {e}", root.display()))?;
         Ok((Arc::from(toolset), Scope::Root(root)))
+    }
+}
+
+/// Builds each root's toolset through the mode's factory after starting the sweep of the
+/// temporaries crashed servers left in that root (see [`crate::workspace::temp`]): every server,
+/// in every mode, and the daemon for each root it opens, starts by clearing them. The sweep runs
+/// on its own thread when there is anything to clear, and costs one failed open otherwise.
+struct ClearsLeftovers(Box<dyn ToolsetFactory>);
+
+impl ToolsetFactory for ClearsLeftovers {
+    fn mode(&self) -> String {
+        self.0.mode()
+    }
+    fn instructions(&self) -> String {
+        self.0.instructions()
+    }
+    fn definitions(&self) -> Vec<crate::toolset::ToolDef> {
+        self.0.definitions()
+    }
+    fn build(&self, guard: PathGuard) -> Box<dyn Toolset> {
+        guard.workspace().sweep_leftovers_in_background();
+        self.0.build(guard)
     }
 }
 

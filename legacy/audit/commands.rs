@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use super::mirror::{Mirror, Record};
-use super::render::{cell_text, first_line, local, table, utc};
+use super::render::{self, cell_text, first_line, local, table, utc};
 use super::tree::{self, OpenError};
 use super::{AuditArgs, AuditCommand, AuditError};
 use crate::guard::{display_relative, PathGuard};
@@ -85,14 +85,13 @@ impl Audit {
         self.guard.workspace()
     }
 
-    /// Reads and parses the mirror of a root-relative path.
-    fn load_relative(&self, relative: &Path, shown: &str) -> Result<Loaded, AuditError> {
-        match tree::read_mirror(self.workspace(), relative) {
-            Ok(bytes) => Ok(Loaded {
-                relative: relative.to_path_buf(),
-                display: display_relative(relative),
-                mirror: Mirror::parse(&bytes),
-            }),
+    /// Opens the mirror of a root-relative path: a regular file reached without any link.
+    fn open_relative(&self, relative: &Path, shown: &str) -> Result<std::fs::File, AuditError> {
+        match tree::open_file_nofollow(
+            self.workspace(),
+            &Path::new(tree::MIRROR_DIR).join(relative),
+        ) {
+            Ok(file) => Ok(file),
             Err(OpenError::NotFound) => Err(AuditError::NoMirror(shown.to_string())),
             Err(OpenError::Io(source)) => Err(AuditError::Io {
                 what: format!("cannot read the mirror of '{shown}'"),
@@ -105,23 +104,55 @@ impl Audit {
         }
     }
 
+    /// Reads and parses the mirror of a root-relative path.
+    fn load_relative(&self, relative: &Path, shown: &str) -> Result<Loaded, AuditError> {
+        let mut bytes = Vec::new();
+        self.open_relative(relative, shown)?
+            .read_to_end(&mut bytes)
+            .map_err(|source| AuditError::Io {
+                what: format!("cannot read the mirror of '{shown}'"),
+                source,
+            })?;
+        Ok(Loaded {
+            relative: relative.to_path_buf(),
+            display: display_relative(relative),
+            mirror: Mirror::parse(&bytes),
+        })
+    }
+
     /// Finds the mirror for a user's PATH: first by the path as written (a deleted file or one
     /// under a since-replaced directory is still found), then by where the guard resolves it
     /// (tee names mirrors after the resolved real path, so a link in the workspace leads to its
-    /// target's mirror).
-    pub fn load(&self, input: &str) -> Result<Loaded, AuditError> {
+    /// target's mirror). Returns the mirror's workspace path and the open mirror.
+    pub fn locate(&self, input: &str) -> Result<(PathBuf, std::fs::File), AuditError> {
         let lexical = tree::lexical_relative(self.root(), input)
             .ok_or_else(|| AuditError::BadPath(input.to_string()))?;
-        match self.load_relative(&lexical, input) {
+        match self.open_relative(&lexical, input) {
             Err(AuditError::NoMirror(_)) => {}
-            other => return other,
+            other => return other.map(|f| (lexical, f)),
         }
         match self.guard.resolve(&display_relative(&lexical)) {
-            Ok(resolved) if resolved.relative != lexical && !resolved.is_root() => {
-                self.load_relative(&resolved.relative, input)
-            }
+            Ok(resolved) if resolved.relative != lexical && !resolved.is_root() => self
+                .open_relative(&resolved.relative, input)
+                .map(|f| (resolved.relative, f)),
             _ => Err(AuditError::NoMirror(input.to_string())),
         }
+    }
+
+    /// Finds (see [`Audit::locate`]), reads and parses the mirror for a user's PATH.
+    pub fn load(&self, input: &str) -> Result<Loaded, AuditError> {
+        let (relative, mut file) = self.locate(input)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|source| AuditError::Io {
+                what: format!("cannot read the mirror of '{input}'"),
+                source,
+            })?;
+        Ok(Loaded {
+            display: display_relative(&relative),
+            relative,
+            mirror: Mirror::parse(&bytes),
+        })
     }
 
     /// Reads the workspace file a mirror belongs to, through the guard (links are followed only
@@ -418,6 +449,9 @@ fn show(
     Ok(0)
 }
 
+/// `audit grep`: streams every mirror (or PATH's) one line at a time, printing each matching
+/// record as it is found, so memory stays bounded by the longest line whatever the size of the
+/// mirrors; with `--json` the document is written as it goes too.
 fn grep(
     audit: &Audit,
     pattern: &str,
@@ -427,52 +461,159 @@ fn grep(
 ) -> Result<i32, AuditError> {
     let re =
         regex::bytes::Regex::new(pattern).map_err(|e| AuditError::BadPattern(e.to_string()))?;
-    let mirrors = match path {
-        Some(p) => vec![audit.load(p)?],
-        None => load_all(audit)?.0,
+    let mut search = Grep {
+        re,
+        json,
+        out,
+        display: String::new(),
+        record: None,
+        matched: false,
+        hits: 0,
     };
-    let mut hits = Vec::new();
-    let mut text = String::new();
-    for l in &mirrors {
-        for (i, r) in l.mirror.records.iter().enumerate() {
-            let lines: Vec<(usize, &[u8])> = r
-                .content
-                .split(|&b| b == b'\n')
-                .enumerate()
-                .filter(|(_, line)| re.is_match(line))
-                .map(|(n, line)| (n + 1, line))
-                .collect();
-            if lines.is_empty() {
-                continue;
+    if json {
+        write!(search.out, "{{\"pattern\":{},\"matches\":[", json!(pattern)).map_err(output_err)?;
+    }
+    let mut one = |display: String, file: std::fs::File| -> Result<(), AuditError> {
+        search.display = display;
+        let shown = search.display.clone();
+        super::mirror::stream(std::io::BufReader::new(file), &mut search).map_err(|source| {
+            match source
+                .get_ref()
+                .and_then(|e| e.downcast_ref::<OutputError>())
+            {
+                Some(_) => output_err(source),
+                None => AuditError::Io {
+                    what: format!("cannot read the mirror of '{shown}'"),
+                    source,
+                },
             }
-            text.push_str(&format!(
-                "{}  record {}  {}  {}  {}\n",
-                l.display,
-                record_name(r, i),
-                r.kind,
-                local(r.ts),
-                utc(r.utc.as_deref())
-            ));
-            for (n, line) in &lines {
-                text.push_str(&format!("  {n:>5}: {}\n", cell_text(line, 200)));
+        })
+    };
+    match path {
+        Some(p) => {
+            let (relative, file) = audit.locate(p)?;
+            one(display_relative(&relative), file)?;
+        }
+        None => {
+            for m in &scan(audit)?.mirrors {
+                match audit.open_relative(&m.relative, &m.display) {
+                    Ok(file) => one(m.display.clone(), file)?,
+                    // Hostile entries are left to `verify`, as every listing does.
+                    Err(AuditError::HostileMirror { .. }) | Err(AuditError::NoMirror(_)) => {}
+                    Err(e) => return Err(e),
+                }
             }
-            let mut v = record_json(r, i);
-            v["path"] = json!(l.display);
-            v["lines"] = json!(lines
-                .iter()
-                .map(|(n, line)| json!({"line": n, "text": String::from_utf8_lossy(line)}))
-                .collect::<Vec<_>>());
-            hits.push(v);
         }
     }
     if json {
-        print_json(out, &json!({"pattern": pattern, "matches": hits}))?;
-    } else if hits.is_empty() {
-        write_out(out, b"no record has a matching line\n")?;
-    } else {
-        write_out(out, text.as_bytes())?;
+        writeln!(search.out, "]}}").map_err(output_err)?;
+    } else if search.hits == 0 {
+        write_out(search.out, b"no record has a matching line\n")?;
     }
     Ok(0)
+}
+
+/// A failure to write the output, told apart from a failure to read a mirror while streaming.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the output")]
+struct OutputError;
+
+fn output_err(source: std::io::Error) -> AuditError {
+    AuditError::Io {
+        what: "cannot write the output".into(),
+        source,
+    }
+}
+
+/// The state of one streaming search.
+struct Grep<'o> {
+    re: regex::bytes::Regex,
+    json: bool,
+    out: &'o mut dyn Write,
+    /// The mirrored path being searched, as shown.
+    display: String,
+    /// The record being read.
+    record: Option<super::mirror::RecordStart>,
+    /// True once the current record has printed its header.
+    matched: bool,
+    /// Records with a match so far.
+    hits: usize,
+}
+
+impl Grep<'_> {
+    fn emit(&mut self, text: &str) -> std::io::Result<()> {
+        self.out
+            .write_all(text.as_bytes())
+            .map_err(|e| std::io::Error::new(e.kind(), OutputError))
+    }
+}
+
+impl super::mirror::RecordVisitor for Grep<'_> {
+    fn start(&mut self, record: &super::mirror::RecordStart) -> std::io::Result<()> {
+        self.record = Some(record.clone());
+        self.matched = false;
+        Ok(())
+    }
+
+    fn line(&mut self, n: usize, text: &[u8]) -> std::io::Result<()> {
+        if !self.re.is_match(text) {
+            return Ok(());
+        }
+        let Some(r) = self.record.clone() else {
+            return Ok(());
+        };
+        if !self.matched {
+            self.matched = true;
+            self.hits += 1;
+            let name = match r.id {
+                Some(id) => id.to_string(),
+                None => format!("#{}", r.position + 1),
+            };
+            let header = if self.json {
+                let fields = json!({
+                    "path": self.display,
+                    "position": r.position + 1,
+                    "record_id": r.id,
+                    "kind": r.kind.as_str(),
+                    "utc": r.utc,
+                    "local": r.ts.map(|t| local(Some(t))),
+                    "mirror_line": r.line,
+                })
+                .to_string();
+                // The object stays open for its lines; its size follows them at the record's end.
+                let open = fields.strip_suffix('}').unwrap_or(&fields);
+                format!(
+                    "{}\n{open},\"lines\":[",
+                    if self.hits > 1 { "," } else { "" }
+                )
+            } else {
+                format!(
+                    "{}  record {name}  {}  {}  {}\n",
+                    render::name(&self.display),
+                    r.kind,
+                    local(r.ts),
+                    utc(r.utc.as_deref())
+                )
+            };
+            self.emit(&header)?;
+        } else if self.json {
+            self.emit(",")?;
+        }
+        let line = if self.json {
+            json!({"line": n, "text": String::from_utf8_lossy(text)}).to_string()
+        } else {
+            format!("  {n:>5}: {}\n", cell_text(text, 200))
+        };
+        self.emit(&line)
+    }
+
+    fn end(&mut self, size: u64) -> std::io::Result<()> {
+        if self.matched && self.json {
+            self.emit(&format!("],\"size\":{size}}}"))?;
+        }
+        self.matched = false;
+        Ok(())
+    }
 }
 
 fn diff(
@@ -524,12 +665,22 @@ fn diff(
     let new_text = String::from_utf8_lossy(&new_content);
     let diff = similar::TextDiff::from_lines(old_text.as_ref(), new_text.as_ref());
     let identical = old.content == new_content;
+    // The labels carry the mirrored name: escaped in the text a terminal shows, as it is in
+    // JSON (where the encoding escapes it).
+    let (old_shown, new_shown) = if json {
+        (old_label.clone(), new_label.clone())
+    } else {
+        (
+            render::name(&old_label).into_owned(),
+            render::name(&new_label).into_owned(),
+        )
+    };
     let unified = if identical {
         String::new()
     } else {
         diff.unified_diff()
             .context_radius(3)
-            .header(&old_label, &new_label)
+            .header(&old_shown, &new_shown)
             .to_string()
     };
     if json {
@@ -540,7 +691,7 @@ fn diff(
     } else if identical {
         write_out(
             out,
-            format!("{old_label} and {new_label} are identical\n").as_bytes(),
+            format!("{old_shown} and {new_shown} are identical\n").as_bytes(),
         )?;
     } else {
         write_out(out, unified.as_bytes())?;

@@ -404,6 +404,120 @@ impl Mirror {
     }
 }
 
+/// What a streaming reader of a mirror knows of a record when it starts: everything but its
+/// content.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordStart {
+    /// How the record started.
+    pub kind: RecordKind,
+    /// The separator's `record_id`; `None` for the leading `appends` record.
+    pub id: Option<u64>,
+    /// The separator's time.
+    pub ts: Option<DateTime<Utc>>,
+    /// The time stamp exactly as written.
+    pub utc: Option<String>,
+    /// 1-based line of the separator in the mirror (1 for the leading `appends` record).
+    pub line: usize,
+    /// 0-based position of the record in the mirror.
+    pub position: usize,
+}
+
+/// What [`stream`] reports as it reads a mirror.
+pub trait RecordVisitor {
+    /// A record starts.
+    fn start(&mut self, record: &RecordStart) -> std::io::Result<()>;
+    /// Line `n` (1-based) of the current record's content, without its newline. The lines are
+    /// those of `content.split('\n')` for the record [`Mirror::parse`] would build, including
+    /// the empty piece after a final newline.
+    fn line(&mut self, n: usize, text: &[u8]) -> std::io::Result<()>;
+    /// The current record ends; `size` is its content's length in bytes.
+    fn end(&mut self, size: u64) -> std::io::Result<()>;
+}
+
+/// Reads a mirror one line at a time and reports its records as [`Mirror::parse`] splits them,
+/// without ever holding more than one line: how `audit grep` searches a mirror of millions of
+/// records in bounded memory (the longest line is the bound).
+pub fn stream(
+    mut reader: impl std::io::BufRead,
+    visitor: &mut impl RecordVisitor,
+) -> std::io::Result<()> {
+    struct Open {
+        lines: usize,
+        size: u64,
+        ends_with_newline: bool,
+    }
+    fn finish(open: Option<Open>, visitor: &mut impl RecordVisitor) -> std::io::Result<()> {
+        if let Some(o) = open {
+            // `split` yields an empty last piece after a final newline, or for empty content.
+            if o.size == 0 || o.ends_with_newline {
+                visitor.line(o.lines + 1, b"")?;
+            }
+            visitor.end(o.size)?;
+        }
+        Ok(())
+    }
+    let mut buf = Vec::new();
+    let mut open: Option<Open> = None;
+    let mut line_no = 0;
+    let mut position = 0;
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let newline = buf.last() == Some(&b'\n');
+        let text = if newline {
+            &buf[..buf.len() - 1]
+        } else {
+            &buf[..]
+        };
+        if let Ok(Some(sep)) = parse_separator(text) {
+            finish(open.take(), visitor)?;
+            visitor.start(&RecordStart {
+                kind: sep.kind,
+                id: Some(sep.id),
+                ts: Some(sep.ts),
+                utc: Some(sep.utc),
+                line: line_no,
+                position,
+            })?;
+            position += 1;
+            open = Some(Open {
+                lines: 0,
+                size: 0,
+                ends_with_newline: false,
+            });
+            continue;
+        }
+        let o = match &mut open {
+            Some(o) => o,
+            None => {
+                visitor.start(&RecordStart {
+                    kind: RecordKind::Appends,
+                    id: None,
+                    ts: None,
+                    utc: None,
+                    line: 1,
+                    position,
+                })?;
+                position += 1;
+                open.insert(Open {
+                    lines: 0,
+                    size: 0,
+                    ends_with_newline: false,
+                })
+            }
+        };
+        o.lines += 1;
+        o.size += n as u64;
+        o.ends_with_newline = newline;
+        visitor.line(o.lines, text)?;
+    }
+    finish(open, visitor)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -602,6 +716,71 @@ mod tests {
                 .findings
                 .iter()
                 .all(|f| !f.message.contains("backwards") && !f.message.contains("truncated")));
+            // Streamed, the same mirror gives the same records, line by line.
+            let mut streamed = Collect::default();
+            stream(&bytes[..], &mut streamed).expect("stream");
+            let whole: Vec<_> = parsed
+                .records
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    (
+                        (r.kind, r.id, r.line, i),
+                        r.content
+                            .split(|&b| b == b'\n')
+                            .map(<[u8]>::to_vec)
+                            .collect::<Vec<_>>(),
+                        r.content.len() as u64,
+                    )
+                })
+                .collect();
+            assert_eq!(streamed.records, whole);
+        }
+    }
+
+    /// A record as a stream reports it: (kind, id, separator line, position), its lines, size.
+    type Streamed = ((RecordKind, Option<u64>, usize, usize), Vec<Vec<u8>>, u64);
+
+    /// Every record a stream reports, with its lines and size.
+    #[derive(Default)]
+    struct Collect {
+        records: Vec<Streamed>,
+    }
+
+    impl RecordVisitor for Collect {
+        fn start(&mut self, r: &RecordStart) -> std::io::Result<()> {
+            self.records
+                .push(((r.kind, r.id, r.line, r.position), Vec::new(), 0));
+            Ok(())
+        }
+        fn line(&mut self, n: usize, text: &[u8]) -> std::io::Result<()> {
+            let last = self.records.last_mut().expect("a record");
+            assert_eq!(n, last.1.len() + 1);
+            last.1.push(text.to_vec());
+            Ok(())
+        }
+        fn end(&mut self, size: u64) -> std::io::Result<()> {
+            self.records.last_mut().expect("a record").2 = size;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn streaming_a_mirror_with_near_misses_and_a_torn_tail_matches_parsing_it() {
+        let text = "lead\n\n--- shelpa:overwrite ts=2026-02-25T13:17:30Z record_id=5 ---\n--- shelpa:overwrite tS=bad ---\n--- shelpa:baseline ts=2026-02-25T13:17:31Z record_id=6 ---\n\nx\n--- shelpa:overwrite ts=2026-02-25T13:17:32Z record_id=7 ---";
+        let parsed = Mirror::parse(text.as_bytes());
+        let mut streamed = Collect::default();
+        stream(text.as_bytes(), &mut streamed).expect("stream");
+        assert_eq!(streamed.records.len(), parsed.records.len());
+        for (s, r) in streamed.records.iter().zip(&parsed.records) {
+            assert_eq!(s.0 .1, r.id);
+            assert_eq!(s.2, r.content.len() as u64);
+            let lines: Vec<Vec<u8>> = r
+                .content
+                .split(|&b| b == b'\n')
+                .map(<[u8]>::to_vec)
+                .collect();
+            assert_eq!(s.1, lines);
         }
     }
 }

@@ -144,6 +144,9 @@ pub enum AuditError {
     /// The `.filesystem/` history store refused.
     #[error("the .filesystem history store refused: {0}; run `filesystem check` to inspect it")]
     History(String),
+    /// The mirror already holds the largest possible record id, so no new record can follow it.
+    #[error("the mirror of '{0}' already holds record id {max}, the largest a record id can be, and ids are never reused; nothing was recorded or restored. Move .shelpa/{0} aside (it stays readable with `filesystem audit`) so a new mirror starts, or restore to another file with --to DEST", max = u64::MAX)]
+    RecordIdsExhausted(String),
     /// Reading or writing failed.
     #[error("{what}: {source}; check permissions and free space, then retry")]
     Io {
@@ -185,7 +188,8 @@ pub fn run(root: Option<&Path>, allow_root_slash: bool, args: &AuditArgs) -> i32
                 let body = serde_json::json!({"error": e.to_string(), "exit_code": e.exit_code()});
                 println!("{body}");
             }
-            eprintln!("filesystem audit: {e}");
+            // Errors name mirrored paths and the user's own arguments: shown escaped.
+            eprint!("{}", render::message(&format!("filesystem audit: {e}\n")));
             e.exit_code()
         }
     }

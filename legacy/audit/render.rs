@@ -2,6 +2,8 @@
 
 use chrono::{DateTime, Local, Utc};
 
+use crate::report::terminal::escape_controls;
+
 /// Shows a record time in local time (people read their own clock).
 pub fn local(ts: Option<DateTime<Utc>>) -> String {
     match ts {
@@ -21,22 +23,31 @@ pub fn utc(stamp: Option<&str>) -> String {
 /// A first line or matching line made safe for one table cell: lossy UTF-8, control characters
 /// escaped (a hostile file must not be able to move the cursor), long lines cut.
 pub fn cell_text(bytes: &[u8], max_chars: usize) -> String {
-    let text: String = String::from_utf8_lossy(bytes)
-        .chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_debug().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect();
+    let lossy = String::from_utf8_lossy(bytes);
+    let text = escape_controls(&lossy);
     if text.chars().count() > max_chars {
         let cut: String = text.chars().take(max_chars.saturating_sub(3)).collect();
         format!("{cut}...")
     } else {
-        text
+        text.into_owned()
     }
+}
+
+/// A name (a mirrored path, a label naming one) made safe to print: control characters and
+/// direction overrides escaped by the one function every printed name goes through.
+pub fn name(s: &str) -> std::borrow::Cow<'_, str> {
+    escape_controls(s)
+}
+
+/// A message for people that names mirrored paths: each of its lines shown through [`name`],
+/// its line breaks kept.
+pub fn message(text: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|line| match line.strip_suffix('\n') {
+            Some(body) => format!("{}\n", name(body)),
+            None => name(line).into_owned(),
+        })
+        .collect()
 }
 
 /// The first line of some content, without its newline.
@@ -48,8 +59,14 @@ pub fn first_line(content: &[u8]) -> &[u8] {
 }
 
 /// Lays out rows under headers with columns padded to their widest cell; the last column is not
-/// padded so lines carry no trailing blanks.
+/// padded so lines carry no trailing blanks. Every cell is shown through [`name`], so no table
+/// can carry a control character to the terminal, whichever column a mirrored name lands in.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let escaped: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| name(c).into_owned()).collect())
+        .collect();
+    let rows = &escaped;
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {

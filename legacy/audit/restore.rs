@@ -212,7 +212,7 @@ fn finish(
             serde_json::to_string_pretty(&value).unwrap_or_default()
         )
     } else {
-        human.to_string()
+        super::render::message(human)
     };
     out.write_all(text.as_bytes())
         .map_err(io("cannot write the output".into()))?;
@@ -280,7 +280,14 @@ fn record_restore(
     let parsed = Mirror::parse(&existing);
 
     let now = Utc::now();
-    let mut next_id = now_nanos().max(parsed.max_id().map_or(0, |m| m.saturating_add(1)));
+    // Ids only grow and never repeat: past the largest one there is no id left to give, and
+    // the restore is refused before anything is written.
+    let exhausted = || AuditError::RecordIdsExhausted(shown.to_string());
+    let floor = match parsed.max_id() {
+        Some(m) => m.checked_add(1).ok_or_else(exhausted)?,
+        None => 0,
+    };
+    let mut next_id = now_nanos().max(floor);
     let mut buf = Vec::new();
     let mut baseline = None;
     if !existing.is_empty() && !existing.ends_with(b"\n") {
@@ -289,7 +296,7 @@ fn record_restore(
     if let Some(prev) = unrecorded {
         push_record(&mut buf, RecordKind::Baseline, now, next_id, prev);
         baseline = Some(next_id);
-        next_id = next_id.saturating_add(1);
+        next_id = next_id.checked_add(1).ok_or_else(exhausted)?;
     }
     push_record(&mut buf, RecordKind::Overwrite, now, next_id, version);
     file.write_all(&buf).map_err(io(what.clone()))?;

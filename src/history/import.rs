@@ -35,13 +35,11 @@ impl Store {
         let state = self.state_dir(true)?;
         let ledger = self.log(&state, IMPORTS_LOG);
         let rel_field = path_field(rel);
-        let done: HashSet<Vec<u8>> = ledger
-            .read()
-            .map_err(io_err(format!("cannot read {IMPORTS_LOG}")))?
-            .into_iter()
-            .filter(|line| line.len() == 2 && line[0] == rel_field)
-            .map(|mut line| line.swap_remove(1))
-            .collect();
+        // From the index: the ledger is read once per process and then only its new lines, so
+        // importing many files does not read it once per file.
+        let done: HashSet<Vec<u8>> = self
+            .index_part(&state, super::index::Part::Imports)?
+            .imported(rel);
         let history = versions::for_path(&self.ws, &state, self.checked(rel)?)?;
         let mut head = history.head()?.map(|h| Head {
             current: h.newest,

@@ -41,6 +41,7 @@
 // store with the store's own layout knowledge instead of a second copy of it.
 pub(crate) mod durable;
 mod import;
+mod index;
 pub(crate) mod layout;
 pub(crate) mod log;
 mod story;
@@ -136,12 +137,46 @@ pub struct StoreLock {
 pub struct Store {
     ws: Workspace,
     backup: bool,
+    /// The logs' index, built on first use and brought up to date before each question.
+    index: std::sync::Mutex<index::Index>,
 }
 
 impl Store {
     /// The store of workspace `ws`. Nothing is created on disk until the first mutation.
     pub fn new(ws: Workspace, backup: bool) -> Store {
-        Store { ws, backup }
+        Store {
+            ws,
+            backup,
+            index: std::sync::Mutex::new(index::Index::default()),
+        }
+    }
+
+    /// The index of the move and delete logs in `state`, brought up to date with what was
+    /// appended since it was last asked (by this process or another server on the root).
+    fn index(&self, state: &Path) -> Result<std::sync::MutexGuard<'_, index::Index>, HistoryError> {
+        self.index_part(state, index::Part::History)
+    }
+
+    /// The index with its `part` brought up to date.
+    fn index_part(
+        &self,
+        state: &Path,
+        part: index::Part,
+    ) -> Result<std::sync::MutexGuard<'_, index::Index>, HistoryError> {
+        let mut index = match self.index.lock() {
+            Ok(i) => i,
+            // A panic while it was being updated may have left it half-read: start over.
+            Err(poisoned) => {
+                let mut i = poisoned.into_inner();
+                *i = index::Index::default();
+                i
+            }
+        };
+        if let Err(e) = index.refresh(&self.ws, state, part) {
+            index.reset(part);
+            return Err(io_err("cannot read the store's logs")(e));
+        }
+        Ok(index)
     }
 
     /// The workspace layer the store acts through.
@@ -195,15 +230,18 @@ impl Store {
     /// interleave mutations.
     pub fn lock(&self) -> Result<StoreLock, HistoryError> {
         let state = self.state_dir(true)?;
+        // A regular file only: a FIFO planted as `.lock` would otherwise block the open forever.
         let file = self
             .ws
-            .open_at(
+            .open_regular(
                 &state.join(layout::LOCK_FILE),
                 rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CREATE,
                 rustix::fs::Mode::from_raw_mode(0o644),
             )
-            .map(File::from)
-            .map_err(io_err("cannot open the history store's lock file"))?;
+            .map_err(io_err(format!(
+                "cannot open the history store's lock file {}",
+                state.join(layout::LOCK_FILE).display()
+            )))?;
         rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
             .map_err(|e| io_err("cannot lock the history store")(e.into()))?;
         let lock = StoreLock { _file: Some(file) };
@@ -239,8 +277,8 @@ impl Store {
             if let (false, Ok(Some(meta))) = (occupied(&self.ws, &from), self.ws.stat(&to)) {
                 self.move_history(state, &from, &to, EntryKind::of(&meta))?;
                 let logged = self
-                    .read_moves(state)?
-                    .last()
+                    .index(state)?
+                    .last_move()
                     .is_some_and(|m| m.from == from && m.to == to);
                 if !logged {
                     self.log(state, layout::MOVES_LOG)
@@ -594,11 +632,6 @@ impl Store {
             _ => Ok(()),
         }
     }
-
-    /// Every move-log entry.
-    pub(crate) fn read_moves(&self, state: &Path) -> Result<Vec<MoveEvent>, HistoryError> {
-        read_moves(&self.log(state, layout::MOVES_LOG))
-    }
 }
 
 fn not_found_or_io(e: io::Error, shown: &str, verb: &str) -> HistoryError {
@@ -619,30 +652,6 @@ fn already_exists_or_io(e: io::Error, shown: &str, context: &str) -> HistoryErro
     } else {
         io_err(context)(e)
     }
-}
-
-/// A move-log entry.
-#[derive(Debug, Clone)]
-pub(crate) struct MoveEvent {
-    pub time: String,
-    pub from: PathBuf,
-    pub to: PathBuf,
-}
-
-/// The entries of a move log.
-pub(crate) fn read_moves(log: &LogFile) -> Result<Vec<MoveEvent>, HistoryError> {
-    let lines = log.read().map_err(io_err("cannot read the move log"))?;
-    Ok(lines
-        .into_iter()
-        .filter_map(|f| match f.as_slice() {
-            [time, from, to] => Some(MoveEvent {
-                time: String::from_utf8_lossy(time).into_owned(),
-                from: field_path(from),
-                to: field_path(to),
-            }),
-            _ => None,
-        })
-        .collect())
 }
 
 #[cfg(test)]
@@ -680,11 +689,12 @@ mod tests {
         std::fs::rename(dir.path().join("a"), dir.path().join("b")).expect("rename");
         let lock = s.lock().expect("lock");
         assert!(!state.join(layout::PENDING_MOVE).exists());
-        let moves = s.read_moves(Path::new(".filesystem")).expect("moves");
+        let moves = s.index(Path::new(".filesystem")).expect("moves");
         assert_eq!(
-            moves.last().map(|m| (m.from.clone(), m.to.clone())),
+            moves.last_move().map(|m| (m.from, m.to)),
             Some((PathBuf::from("a"), PathBuf::from("b")))
         );
+        drop(moves);
         s.undo(&lock, Path::new("b"), 1)
             .expect("the history followed the file");
         assert_eq!(std::fs::read(dir.path().join("b")).expect("read"), b"one");
@@ -698,9 +708,10 @@ mod tests {
         let lock = s.lock().expect("lock");
         assert!(!state.join(layout::PENDING_MOVE).exists());
         assert!(s
-            .read_moves(Path::new(".filesystem"))
+            .index(Path::new(".filesystem"))
             .expect("moves")
-            .is_empty());
+            .last_move()
+            .is_none());
         s.undo(&lock, Path::new("a"), 1)
             .expect("history still at a");
         assert_eq!(std::fs::read(dir.path().join("a")).expect("read"), b"one");

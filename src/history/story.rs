@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::index::Log;
 use super::{HistoryError, Store};
 
 /// One step in a path's story.
@@ -68,43 +69,6 @@ pub struct Story {
     pub now: Whereabouts,
 }
 
-enum Event {
-    Move {
-        time: String,
-        from: PathBuf,
-        to: PathBuf,
-    },
-    Delete {
-        time: String,
-        id: u64,
-        path: PathBuf,
-    },
-    Restore {
-        time: String,
-        id: u64,
-        path: PathBuf,
-    },
-}
-
-impl Event {
-    fn time(&self) -> &str {
-        match self {
-            Event::Move { time, .. } | Event::Delete { time, .. } | Event::Restore { time, .. } => {
-                time
-            }
-        }
-    }
-
-    /// True when this event takes the thing at `p` away from it.
-    fn departs(&self, p: &Path) -> bool {
-        match self {
-            Event::Move { from, .. } => p.starts_with(from),
-            Event::Delete { path, .. } => p.starts_with(path),
-            Event::Restore { .. } => false,
-        }
-    }
-}
-
 /// `base` with the part of `p` below `prefix` appended (`a/x` moved by `a`→`b` is `b/x`).
 fn rebase(p: &Path, prefix: &Path, base: &Path) -> PathBuf {
     match p.strip_prefix(prefix) {
@@ -117,38 +81,20 @@ impl Store {
     /// The story of root-relative `rel`: exists now, moved (following the whole chain), deleted
     /// (and whether restored), or never seen. Reading only; takes no lock because the logs are
     /// append-only and a torn last line is ignored.
+    ///
+    /// The logs are one timeline (both use fixed-width UTC stamps; moves come first at the same
+    /// instant). The story starts at the last event that took something away from the path or a
+    /// directory containing it, and each next step is looked up in the index by the path the
+    /// thing has then (or, while it is in the trash, by its trash id): the time taken grows with
+    /// the length of the story and the depth of the path, not with the length of the logs. The
+    /// walk is a loop, never a recursion, however long the chain of moves.
     pub fn story(&self, rel: &Path) -> Result<Story, HistoryError> {
         super::layout::components(rel)?;
         let state = self.state_dir(false)?;
-        let mut timeline: Vec<Event> = self
-            .read_moves(&state)?
-            .into_iter()
-            .map(|m| Event::Move {
-                time: m.time,
-                from: m.from,
-                to: m.to,
-            })
-            .collect();
-        timeline.extend(self.read_deletes(&state)?.into_iter().map(|d| {
-            if d.restore {
-                Event::Restore {
-                    time: d.time,
-                    id: d.id,
-                    path: d.path,
-                }
-            } else {
-                Event::Delete {
-                    time: d.time,
-                    id: d.id,
-                    path: d.path,
-                }
-            }
-        }));
-        // Both logs use fixed-width UTC timestamps; a stable sort keeps each log's own order.
-        timeline.sort_by(|a, b| a.time().cmp(b.time()));
+        let index = self.index(&state)?;
 
         let exists_now = super::durable::occupied(&self.ws, rel);
-        let Some(start) = timeline.iter().rposition(|e| e.departs(rel)) else {
+        let Some(start) = index.last_departure(rel) else {
             return Ok(Story {
                 path: rel.to_path_buf(),
                 exists_now,
@@ -164,9 +110,129 @@ impl Store {
         // While in the trash: its id, and the part of the path below what was deleted.
         let mut trashed: Option<(u64, PathBuf)> = None;
         let mut events = Vec::new();
+        let mut next = Some(start);
+        while let Some(at) = next {
+            match at.log {
+                Log::Moves => {
+                    let m = index.move_at(at.n);
+                    let moved = rebase(&cur, &m.from, &m.to);
+                    events.push(StoryEvent::Moved {
+                        time: m.time,
+                        from: cur.clone(),
+                        to: moved.clone(),
+                        moved: m.from,
+                    });
+                    cur = moved;
+                }
+                Log::Deletes => {
+                    let d = index.deletion(at.n);
+                    if d.restore {
+                        if let Some((_, below)) = trashed.take() {
+                            cur = if below.as_os_str().is_empty() {
+                                d.path.clone()
+                            } else {
+                                d.path.join(below)
+                            };
+                        }
+                        events.push(StoryEvent::Restored {
+                            time: d.time,
+                            id: d.id,
+                            to: cur.clone(),
+                        });
+                    } else {
+                        events.push(StoryEvent::Deleted {
+                            time: d.time,
+                            id: d.id,
+                            deleted: d.path.clone(),
+                        });
+                        let below = cur
+                            .strip_prefix(&d.path)
+                            .unwrap_or(Path::new(""))
+                            .to_path_buf();
+                        trashed = Some((d.id, below));
+                    }
+                }
+            }
+            next = match &trashed {
+                Some((id, _)) => index.next_restore(*id, at),
+                None => index.next_departure(&cur, at),
+            };
+        }
+        let now = match trashed {
+            Some((id, _)) => Whereabouts::InTrash(id),
+            None if super::durable::occupied(&self.ws, &cur) => Whereabouts::Exists(cur),
+            None => Whereabouts::Missing(cur),
+        };
+        Ok(Story {
+            path: rel.to_path_buf(),
+            exists_now,
+            events,
+            now,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::layout;
+    use crate::history::log::{field_path, LogFile};
+    use crate::workspace::Workspace;
+
+    /// The story as the logs tell it read whole and merged by a stable sort: the reference the
+    /// indexed walk must agree with.
+    fn reference(store: &Store, rel: &Path) -> (Vec<StoryEvent>, Option<(u64, PathBuf)>, PathBuf) {
+        enum E {
+            M(String, PathBuf, PathBuf),
+            D(String, bool, u64, PathBuf),
+        }
+        let state = Path::new(".filesystem");
+        let log = |name| LogFile::new(store.ws.clone(), state.join(name));
+        let mut timeline: Vec<E> = log(layout::MOVES_LOG)
+            .read()
+            .expect("moves")
+            .into_iter()
+            .filter_map(|f| match f.as_slice() {
+                [t, a, b] => Some(E::M(
+                    String::from_utf8_lossy(t).into_owned(),
+                    field_path(a),
+                    field_path(b),
+                )),
+                _ => None,
+            })
+            .collect();
+        timeline.extend(
+            log(layout::DELETES_LOG)
+                .read()
+                .expect("deletes")
+                .into_iter()
+                .filter_map(|f| match f.as_slice() {
+                    [t, a, id, p] => Some(E::D(
+                        String::from_utf8_lossy(t).into_owned(),
+                        a.as_slice() == b"restore",
+                        std::str::from_utf8(id).ok()?.parse().ok()?,
+                        field_path(p),
+                    )),
+                    _ => None,
+                }),
+        );
+        let time = |e: &E| match e {
+            E::M(t, ..) | E::D(t, ..) => t.clone(),
+        };
+        timeline.sort_by_key(time);
+        let departs = |e: &E| match e {
+            E::M(_, from, _) => rel.starts_with(from),
+            E::D(_, restore, _, p) => !restore && rel.starts_with(p),
+        };
+        let mut cur = rel.to_path_buf();
+        let mut trashed: Option<(u64, PathBuf)> = None;
+        let mut events = Vec::new();
+        let Some(start) = timeline.iter().rposition(departs) else {
+            return (events, trashed, cur);
+        };
         for e in &timeline[start..] {
             match (e, &trashed) {
-                (Event::Move { time, from, to }, None) if cur.starts_with(from) => {
+                (E::M(time, from, to), None) if cur.starts_with(from) => {
                     let next = rebase(&cur, from, to);
                     events.push(StoryEvent::Moved {
                         time: time.clone(),
@@ -176,7 +242,7 @@ impl Store {
                     });
                     cur = next;
                 }
-                (Event::Delete { time, id, path }, None) if cur.starts_with(path) => {
+                (E::D(time, false, id, path), None) if cur.starts_with(path) => {
                     events.push(StoryEvent::Deleted {
                         time: time.clone(),
                         id: *id,
@@ -188,7 +254,7 @@ impl Store {
                         .to_path_buf();
                     trashed = Some((*id, below));
                 }
-                (Event::Restore { time, id, path }, Some((tid, below))) if id == tid => {
+                (E::D(time, true, id, path), Some((tid, below))) if id == tid => {
                     cur = if below.as_os_str().is_empty() {
                         path.clone()
                     } else {
@@ -204,16 +270,98 @@ impl Store {
                 _ => {}
             }
         }
-        let now = match trashed {
-            Some((id, _)) => Whereabouts::InTrash(id),
-            None if super::durable::occupied(&self.ws, &cur) => Whereabouts::Exists(cur),
-            None => Whereabouts::Missing(cur),
+        (events, trashed, cur)
+    }
+
+    #[test]
+    fn the_indexed_story_agrees_with_reading_the_whole_logs_as_they_grow() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join(".filesystem")).expect("mkdir");
+        let ws = Workspace::open(&root).expect("ws");
+        let store = Store::new(ws.clone(), false);
+        let state = Path::new(".filesystem");
+        let moves = LogFile::new(ws.clone(), state.join(layout::MOVES_LOG));
+        let deletes = LogFile::new(ws.clone(), state.join(layout::DELETES_LOG));
+        let paths = [
+            "a",
+            "b",
+            "a/x",
+            "b/x",
+            "c",
+            "a/x/y",
+            "c/y",
+            "d",
+            "t\tab",
+            "t\tab/x\\y",
+        ];
+        // A small deterministic generator: the same sequence every run.
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
         };
-        Ok(Story {
-            path: rel.to_path_buf(),
-            exists_now,
-            events,
-            now,
-        })
+        let mut id = 0u64;
+        for round in 0..400 {
+            // Times repeat now and then, and the two logs interleave.
+            let t = format!("2026-01-01T00:00:{:02}.{:06}Z", round / 20, round % 20 / 3);
+            match next(5) {
+                0 | 1 => moves
+                    .append(&[
+                        t.as_bytes(),
+                        paths[next(paths.len())].as_bytes(),
+                        paths[next(paths.len())].as_bytes(),
+                    ])
+                    .expect("move"),
+                2 | 3 => {
+                    id += 1;
+                    deletes
+                        .append(&[
+                            t.as_bytes(),
+                            b"delete",
+                            id.to_string().as_bytes(),
+                            paths[next(paths.len())].as_bytes(),
+                        ])
+                        .expect("delete")
+                }
+                _ => deletes
+                    .append(&[
+                        t.as_bytes(),
+                        b"restore",
+                        (1 + next(id.max(1) as usize) as u64).to_string().as_bytes(),
+                        paths[next(paths.len())].as_bytes(),
+                    ])
+                    .expect("restore"),
+            }
+            if round % 37 == 0 || round == 399 {
+                for p in paths {
+                    let story = store.story(Path::new(p)).expect("story");
+                    let (events, trashed, cur) = reference(&store, Path::new(p));
+                    assert_eq!(story.events, events, "{p} after {round} lines");
+                    match (&story.now, trashed) {
+                        (Whereabouts::InTrash(a), Some((b, _))) => assert_eq!(*a, b),
+                        (Whereabouts::Missing(a) | Whereabouts::Exists(a), None) => {
+                            if !events.is_empty() {
+                                assert_eq!(*a, cur, "{p}")
+                            }
+                        }
+                        (Whereabouts::NeverSeen, None) => assert!(events.is_empty()),
+                        (now, t) => panic!("{p}: {now:?} vs {t:?}"),
+                    }
+                }
+            }
+        }
+        // A log rewritten behind the index's back (as `check --repair` may) is read again.
+        std::fs::write(
+            root.join(".filesystem/.moves"),
+            "2026-01-02T00:00:00.000000Z\ta\tz\n",
+        )
+        .expect("rewrite");
+        std::fs::write(root.join(".filesystem/.deletes"), "").expect("rewrite");
+        let story = store.story(Path::new("a/x")).expect("story");
+        assert_eq!(story.now, Whereabouts::Missing(PathBuf::from("z/x")));
+        assert_eq!(story.events.len(), 1);
     }
 }

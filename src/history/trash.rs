@@ -85,7 +85,6 @@ pub struct RestoreReport {
 /// A `.deletes` entry.
 #[derive(Debug, Clone)]
 pub(crate) struct DeleteEvent {
-    pub time: String,
     pub restore: bool,
     pub id: u64,
     pub path: PathBuf,
@@ -97,8 +96,7 @@ pub(crate) fn read_deletes(log: &LogFile) -> Result<Vec<DeleteEvent>, HistoryErr
     Ok(lines
         .into_iter()
         .filter_map(|f| match f.as_slice() {
-            [time, action, id, path] => Some(DeleteEvent {
-                time: String::from_utf8_lossy(time).into_owned(),
+            [_time, action, id, path] => Some(DeleteEvent {
                 restore: match action.as_slice() {
                     b"delete" => false,
                     b"restore" => true,
@@ -117,11 +115,6 @@ impl Store {
         state.join(layout::TRASH_DIR)
     }
 
-    /// Every delete-log entry.
-    pub(crate) fn read_deletes(&self, state: &Path) -> Result<Vec<DeleteEvent>, HistoryError> {
-        read_deletes(&self.log(state, layout::DELETES_LOG))
-    }
-
     /// Reserves the next trash id. The counter is saved before the id is used, and the id also
     /// skips anything already in `.trash/` or named in `.deletes`, so ids never repeat even if the
     /// counter file were lost.
@@ -132,21 +125,25 @@ impl Store {
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(io_err("cannot read the trash counter")(e)),
         };
+        let exhausted = || {
+            HistoryError::InvalidArgument(
+                "the trash has used every id a 64-bit counter can give, so nothing more can be deleted into it; move .filesystem/ aside to start a new store".into(),
+            )
+        };
         let mut id = match saved {
             Some(n) => n.max(1),
             // No (readable) counter: never reuse an id the log already knows.
-            None => self
-                .read_deletes(state)?
-                .iter()
-                .map(|d| d.id + 1)
-                .max()
-                .unwrap_or(1),
+            None => match self.index(state)?.max_id {
+                Some(max) => max.checked_add(1).ok_or_else(exhausted)?,
+                None => 1,
+            },
         };
         while occupied(&self.ws, &trash.join(layout::trash_name(id))) {
-            id += 1;
+            id = id.checked_add(1).ok_or_else(exhausted)?;
         }
+        let after = id.checked_add(1).ok_or_else(exhausted)?;
         self.ws
-            .replace_file(&counter, format!("{}\n", id + 1).as_bytes(), None, false)
+            .replace_file(&counter, format!("{after}\n").as_bytes(), None, false)
             .map_err(io_err("cannot update the trash counter"))?;
         Ok(id)
     }
@@ -251,28 +248,44 @@ impl Store {
         })
     }
 
-    /// Every entry still in the trash, oldest first.
+    /// Every entry still in the trash, oldest first. The index knows which deletes were never
+    /// restored, so this looks at the trash entries themselves and nothing else: its time grows
+    /// with what is in the trash, not with the length of the logs. A directory's size is
+    /// measured once (within [`SIZE_BUDGET`] entries) and remembered while it stays in the trash,
+    /// where nothing changes it.
     pub fn list_trash(&self) -> Result<Vec<TrashEntry>, HistoryError> {
         let state = self.state_dir(false)?;
         let trash = self.trash_dir(&state);
-        let events = self.read_deletes(&state)?;
-        let restored: std::collections::HashSet<u64> =
-            events.iter().filter(|e| e.restore).map(|e| e.id).collect();
-        Ok(events
-            .iter()
-            .filter(|e| !e.restore && !restored.contains(&e.id))
-            .filter_map(|e| {
-                let slot = trash.join(layout::trash_name(e.id));
-                let meta = self.ws.stat(&slot).ok()??;
-                Some(TrashEntry {
-                    id: e.id,
-                    path: e.path.clone(),
-                    deleted_at: e.time.clone(),
-                    kind: EntryKind::of(&meta),
-                    size: self.ws.tree_size(&slot, SIZE_BUDGET),
-                })
-            })
-            .collect())
+        let mut index = self.index(&state)?;
+        let waiting: Vec<(u32, u64)> = index.in_trash.iter().map(|(&n, &id)| (n, id)).collect();
+        let mut out = Vec::with_capacity(waiting.len());
+        for (n, id) in waiting {
+            let slot = trash.join(layout::trash_name(id));
+            let Ok(Some(meta)) = self.ws.stat(&slot) else {
+                continue;
+            };
+            let size = if meta.is_dir() {
+                match index.sizes.get(&id) {
+                    Some(&(dev, ino, size)) if (dev, ino) == (meta.dev, meta.ino) => size,
+                    _ => {
+                        let size = self.ws.tree_size(&slot, SIZE_BUDGET);
+                        index.sizes.insert(id, (meta.dev, meta.ino, size));
+                        size
+                    }
+                }
+            } else {
+                meta.size
+            };
+            let e = index.deletion(n);
+            out.push(TrashEntry {
+                id,
+                path: e.path,
+                deleted_at: e.time,
+                kind: EntryKind::of(&meta),
+                size,
+            });
+        }
+        Ok(out)
     }
 
     /// Puts trash entry `id` back at its original path, or at `dest_rel`, with its history, and
@@ -285,19 +298,22 @@ impl Store {
     ) -> Result<RestoreReport, HistoryError> {
         let state = self.state_dir(false)?;
         let trash = self.trash_dir(&state);
-        let events = self.read_deletes(&state)?;
-        let Some(deleted) = events.iter().find(|e| !e.restore && e.id == id) else {
-            return Err(HistoryError::NotFound(format!(
-                "there is no trash entry {id}; list_trash shows the ids that can be restored"
-            )));
+        let deleted = {
+            let index = self.index(&state)?;
+            let Some(deleted) = index.first_delete(id) else {
+                return Err(HistoryError::NotFound(format!(
+                    "there is no trash entry {id}; list_trash shows the ids that can be restored"
+                )));
+            };
+            if let Some(r) = index.first_restore(id) {
+                return Err(HistoryError::NotFound(format!(
+                    "trash entry {id} was already restored to {} at {}; search_file tells where it is now",
+                    display_relative(&r.path),
+                    r.time
+                )));
+            }
+            deleted
         };
-        if let Some(r) = events.iter().find(|e| e.restore && e.id == id) {
-            return Err(HistoryError::NotFound(format!(
-                "trash entry {id} was already restored to {} at {}; search_file tells where it is now",
-                display_relative(&r.path),
-                r.time
-            )));
-        }
         let slot = trash.join(layout::trash_name(id));
         let meta = self.ws.stat(&slot).ok().flatten().ok_or_else(|| {
             HistoryError::NotFound(format!(

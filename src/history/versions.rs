@@ -150,15 +150,16 @@ impl Versions {
     /// replaces; the two are compared a block at a time after their sizes, because reading both
     /// whole into memory was most of what `--backup` added to writing a large file.
     pub(crate) fn matches_file(&self, head: Head, path: &Path) -> Result<bool, HistoryError> {
-        let snapshot = match self.ws.open_read(&self.snapshot_path(head.current)) {
+        let regular = |p: &Path| {
+            self.ws
+                .open_regular(p, rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty())
+        };
+        let snapshot = match regular(&self.snapshot_path(head.current)) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(self.io("read")(e)),
         };
-        let file = self
-            .ws
-            .open_read(path)
-            .map_err(self.io("compare a file with"))?;
+        let file = regular(path).map_err(self.io("compare a file with"))?;
         same_content(file, snapshot).map_err(self.io("compare a file with"))
     }
 

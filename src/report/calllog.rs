@@ -3,8 +3,13 @@
 //! Calls are grouped by the log's `session` field (one per server process) in the order their
 //! lines appear; several files may be given and a session may span them. A line that is not a
 //! JSON object with a string `tool` is counted as malformed and skipped.
+//!
+//! The server rotates a log by size (`.calls.jsonl` → `.calls.jsonl.1` → … `.4`), so each file
+//! given is read after the rotated files beside it, oldest first: a session that spans a rotation
+//! reads as one, in order. Each file is read a line at a time; only regular files are read (a FIFO
+//! named as a log is refused instead of blocking the report).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 
@@ -23,11 +28,13 @@ pub fn read_call_logs(files: &[PathBuf]) -> Result<(Vec<Session>, InputStats), R
     let mut stats = InputStats::default();
     let mut sessions: Vec<Session> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    for path in files {
-        let file = std::fs::File::open(path).map_err(|source| ReportError::ReadFile {
-            path: path.clone(),
-            source,
-        })?;
+    for path in &with_rotated(files) {
+        let file =
+            crate::workspace::open_regular_path(path, std::fs::OpenOptions::new().read(true))
+                .map_err(|source| ReportError::ReadFile {
+                    path: path.clone(),
+                    source,
+                })?;
         stats.files += 1;
         for line in BufReader::new(file).split(b'\n') {
             let line = line.map_err(|source| ReportError::ReadFile {
@@ -57,6 +64,34 @@ pub fn read_call_logs(files: &[PathBuf]) -> Result<(Vec<Session>, InputStats), R
         }
     }
     Ok((sessions, stats))
+}
+
+/// The files to read for `files`: each preceded by its rotated files that exist, oldest first
+/// (gaps, which a crash in the middle of a rotation can leave, are skipped); a file named twice,
+/// by itself and as another's rotated file, is read once, where it first comes.
+pub fn with_rotated(files: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut seen = HashSet::new();
+    for path in files {
+        let rotated = path.file_name().map(|name| {
+            (1..=crate::calllog::KEEP_ROTATED)
+                .rev()
+                .map(|n| path.with_file_name(crate::calllog::rotated_name(name, n)))
+                .filter(|p| p.exists())
+                .collect::<Vec<_>>()
+        });
+        for p in rotated
+            .unwrap_or_default()
+            .into_iter()
+            .chain([path.clone()])
+        {
+            let id = p.canonicalize().unwrap_or_else(|_| p.clone());
+            if seen.insert(id) {
+                out.push(p);
+            }
+        }
+    }
+    out
 }
 
 fn parse_entry(entry: &Value) -> Option<(String, Call)> {

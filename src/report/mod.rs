@@ -16,6 +16,7 @@ pub mod reason;
 pub mod render;
 pub mod retry;
 pub mod stats;
+pub mod terminal;
 pub mod transcript;
 
 use std::path::PathBuf;

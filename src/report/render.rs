@@ -254,19 +254,7 @@ impl Table {
 }
 
 fn printable(s: &str) -> String {
-    if s.chars().any(char::is_control) {
-        s.chars()
-            .map(|c| {
-                if c.is_control() {
-                    c.escape_default().to_string()
-                } else {
-                    c.to_string()
-                }
-            })
-            .collect()
-    } else {
-        s.to_string()
-    }
+    super::terminal::escape_controls(s).into_owned()
 }
 
 /// The report as long-format CSV: `section,session,interface,metric,key,value`, one number a
@@ -376,10 +364,14 @@ fn opt(v: Option<f64>) -> String {
     v.map(|x| x.to_string()).unwrap_or_default()
 }
 
-/// Quotes a cell when it holds a separator, a quote or a line break (RFC 4180). Names come
+/// Escapes control characters, then quotes a cell when it holds a separator or a quote (RFC
+/// 4180). Names come
 /// from transcripts, which a model wrote: a cell that a spreadsheet would run as a formula
 /// (`=`, `+`, `-`, `@`, tab, CR first) gets a leading `'` so it stays text.
 fn csv_cell(s: &str) -> String {
+    // Control characters are escaped first, as in every name printed: a CSV is as often read
+    // in a terminal (`cat`, `column`) as in a spreadsheet. Quoting then applies to the result.
+    let s = super::terminal::escape_controls(s);
     let s = if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{s}")
     } else {

@@ -39,6 +39,18 @@ pub struct Workspace {
 struct Inner {
     root: PathBuf,
     fd: OwnedFd,
+    /// The registry of directories this handle made temporaries in (see [`temp`]).
+    live: temp::Live,
+    /// Set when a temporary of this handle could not be removed after a failed write, so the
+    /// registry is kept for the next start-up sweep instead of being removed with the handle.
+    stray: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let keep = self.stray.load(std::sync::atomic::Ordering::Relaxed);
+        self.live.close(self.fd.as_fd(), keep);
+    }
 }
 
 /// What is at a path, without following a final symlink.
@@ -114,6 +126,10 @@ pub struct Entry {
 #[derive(Debug)]
 pub struct Dir {
     fd: OwnedFd,
+    /// The workspace it was opened in and its root-relative path, which the crash-leftover
+    /// registry records before a temporary is made here; `None` only for the layer's own
+    /// short-lived handles that never make one.
+    origin: Option<(Workspace, PathBuf)>,
 }
 
 impl AsFd for Dir {
@@ -123,6 +139,19 @@ impl AsFd for Dir {
 }
 
 impl Dir {
+    /// A handle on `fd` that records nothing (for the layer's own bookkeeping).
+    fn bare(fd: OwnedFd) -> Dir {
+        Dir { fd, origin: None }
+    }
+
+    /// This directory without its tie to the workspace handle it was opened from, for a holder
+    /// that keeps it open for long and never writes temporaries in it (the call log): the handle's
+    /// root descriptor is then not kept open along with it. A temporary made through a detached
+    /// handle is not listed in any registry.
+    pub fn detached(self) -> Dir {
+        Dir::bare(self.fd)
+    }
+
     /// What is at `name` in this directory, not following a symlink; `None` when nothing is.
     pub fn stat(&self, name: &OsStr) -> io::Result<Option<Stat>> {
         match rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
@@ -162,7 +191,11 @@ impl Dir {
                     e
                 }
             })?;
-        Ok(Dir { fd })
+        let origin = self
+            .origin
+            .as_ref()
+            .map(|(ws, rel)| (ws.clone(), rel.join(name)));
+        Ok(Dir { fd, origin })
     }
 
     /// Every entry but `.` and `..`, with what it is. Entries that vanish while being listed are
@@ -226,11 +259,19 @@ impl Dir {
 
     /// Creates a fresh temporary beside the entries of this directory (see [`temp`]) with no
     /// permission bits at all (the mark by which `check` knows it for a leftover of ours); the
-    /// caller gives it its real bits before renaming it into place. Returns its name and the
-    /// open file.
+    /// caller gives it its real bits before renaming it into place. The directory is listed in
+    /// the handle's registry first, so a crash before the rename leaves nothing the next
+    /// server's start-up sweep does not clear. Returns its name and the open file.
     pub fn create_temp(&self) -> io::Result<(OsString, File)> {
+        let token = match &self.origin {
+            Some((ws, rel)) => {
+                ws.inner.live.register(ws, rel);
+                ws.inner.live.token().to_string()
+            }
+            None => temp::fresh_token(),
+        };
         for _ in 0..64 {
-            let name = OsString::from(temp::fresh_name());
+            let name = OsString::from(temp::fresh_name(&token));
             match rustix::fs::openat(
                 &self.fd,
                 &name,
@@ -274,7 +315,14 @@ impl Dir {
             }
         })();
         if let Err(e) = written {
-            let _ = self.unlink(&tmp);
+            if self.unlink(&tmp).is_err() {
+                // Left for the next start-up sweep, which needs the registry to find it.
+                if let Some((ws, _)) = &self.origin {
+                    ws.inner
+                        .stray
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
             return Err(e);
         }
         self.sync()
@@ -317,12 +365,11 @@ impl Dir {
     /// Opens `name` for appending, creating it, and refuses a file with more than one link: an
     /// append must never reach a file elsewhere through a planted hard link.
     pub fn open_append(&self, name: &OsStr) -> io::Result<File> {
-        let fd = self.open(
+        let file = self.open_regular(
             name,
             OFlags::RDWR | OFlags::APPEND | OFlags::CREATE,
             Mode::from_raw_mode(0o644),
         )?;
-        let file = File::from(fd);
         self.refuse_shared(&file, name)?;
         Ok(file)
     }
@@ -330,19 +377,92 @@ impl Dir {
     /// Opens an existing `name` for reading and writing (not following a symlink), refusing a
     /// file with more than one link: for trimming a torn log line in place.
     pub fn open_for_update(&self, name: &OsStr) -> io::Result<File> {
-        let file = File::from(self.open(name, OFlags::RDWR, Mode::empty())?);
+        let file = self.open_regular(name, OFlags::RDWR, Mode::empty())?;
         self.refuse_shared(&file, name)?;
         Ok(file)
     }
 
-    /// Reads the whole file `name` (never through a symlink).
+    /// Reads the whole regular file `name` (never through a symlink, never a FIFO or device).
     pub fn read(&self, name: &OsStr) -> io::Result<Vec<u8>> {
-        let mut file =
-            File::from(self.open(name, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())?);
+        let mut file = self.open_regular(name, OFlags::RDONLY, Mode::empty())?;
         let mut out = Vec::new();
         file.read_to_end(&mut out)?;
         Ok(out)
     }
+
+    /// Opens `name` here with `flags` (not following a symlink) and refuses it unless it is a
+    /// regular file; see [`require_regular`]. How every store, mirror, registry and log file is
+    /// opened.
+    pub fn open_regular(&self, name: &OsStr, flags: OFlags, mode: Mode) -> io::Result<File> {
+        let fd = self
+            .open(name, flags | OFlags::NONBLOCK | OFlags::NOCTTY, mode)
+            .map_err(fifo_without_reader)?;
+        let file = File::from(fd);
+        require_regular(&file)?;
+        Ok(file)
+    }
+}
+
+/// Why a store, mirror, registry or log file was refused: it is a FIFO, a device, a socket or a
+/// directory, which the server never creates there. Reading a FIFO would wait for a writer that
+/// may never come, and writing one for a reader, so the file is refused before any read or
+/// write, and the call fails instead of hanging.
+#[derive(Debug, thiserror::Error)]
+#[error("it is {what}, not a regular file, so it was neither read nor written (a FIFO or device could block or misbehave); remove it or move it out of the way, then try again (`filesystem check` lists such files)")]
+pub struct NotRegular {
+    /// What it is instead ("a FIFO", "a directory"…).
+    pub what: &'static str,
+}
+
+/// True when `e` is a [`NotRegular`] refusal.
+pub fn is_not_regular(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<NotRegular>())
+}
+
+/// The one check every store, mirror, registry and log file passes right after it is opened
+/// (with `O_NONBLOCK`, so that opening a FIFO cannot block): `fstat` on the open descriptor, and
+/// anything but a regular file is refused with [`NotRegular`] (kind `InvalidData`). Checking the
+/// descriptor, not the name, leaves no window for a swap between the check and the use.
+pub fn require_regular(file: &File) -> io::Result<Stat> {
+    let st = Stat::of(file)?;
+    if st.is_file() {
+        return Ok(st);
+    }
+    let what = match st.kind {
+        FileType::Fifo => "a FIFO",
+        FileType::Directory => "a directory",
+        FileType::CharacterDevice | FileType::BlockDevice => "a device",
+        FileType::Socket => "a socket",
+        FileType::Symlink => "a symbolic link",
+        _ => "a special file",
+    };
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        NotRegular { what },
+    ))
+}
+
+/// `open(O_WRONLY | O_NONBLOCK)` of a FIFO that nobody reads fails with `ENXIO`: the same
+/// refusal as any other FIFO.
+fn fifo_without_reader(e: io::Error) -> io::Error {
+    if e.raw_os_error() == Some(libc::ENXIO) {
+        io::Error::new(io::ErrorKind::InvalidData, NotRegular { what: "a FIFO" })
+    } else {
+        e
+    }
+}
+
+/// Opens a file the operator named by a plain path (`report --log FILE`, `--call-log FILE`
+/// outside any workspace), following links as the operator's own paths may, and refuses it
+/// unless it is a regular file, by the same [`require_regular`] check.
+pub fn open_regular_path(path: &Path, options: &mut std::fs::OpenOptions) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = options
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(fifo_without_reader)?;
+    require_regular(&file)?;
+    Ok(file)
 }
 
 /// The permission bits a new file gets: what `open(2)` would give with mode 0666 under this
@@ -386,13 +506,8 @@ impl Dir {
 
 /// Refuses a regular file that has more than one name; returns what it is.
 fn refuse_linked(file: &File) -> io::Result<rustix::fs::Stat> {
+    require_regular(file)?;
     let st = rustix::fs::fstat(file)?;
-    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "not a regular file",
-        ));
-    }
     if st.st_nlink > 1 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -414,6 +529,8 @@ impl Workspace {
             inner: Arc::new(Inner {
                 root: root.to_path_buf(),
                 fd,
+                live: temp::Live::default(),
+                stray: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -449,7 +566,10 @@ impl Workspace {
     /// Opens the directory `rel` (the root for an empty path).
     pub fn dir(&self, rel: &Path) -> io::Result<Dir> {
         let fd = self.open_at(rel, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())?;
-        Ok(Dir { fd })
+        Ok(Dir {
+            fd,
+            origin: Some((self.clone(), rel.to_path_buf())),
+        })
     }
 
     /// Opens the parent of `rel` and returns it with the final name.
@@ -503,11 +623,25 @@ impl Workspace {
         )?))
     }
 
-    /// Reads the whole file `rel`.
+    /// Reads the whole regular file `rel` (a store, mirror or log file: never a FIFO or device,
+    /// see [`require_regular`]).
     pub fn read(&self, rel: &Path) -> io::Result<Vec<u8>> {
         let mut out = Vec::new();
-        self.open_read(rel)?.read_to_end(&mut out)?;
+        self.open_regular(rel, OFlags::RDONLY, Mode::empty())?
+            .read_to_end(&mut out)?;
         Ok(out)
+    }
+
+    /// Opens `rel` with `flags` (no symlink anywhere) and refuses it unless it is a regular file:
+    /// the one way the store, the mirror, the logs and the subcommands open their own files
+    /// (see [`require_regular`]).
+    pub fn open_regular(&self, rel: &Path, flags: OFlags, mode: Mode) -> io::Result<File> {
+        let fd = self
+            .open_at(rel, flags | OFlags::NONBLOCK | OFlags::NOCTTY, mode)
+            .map_err(fifo_without_reader)?;
+        let file = File::from(fd);
+        require_regular(&file)?;
+        Ok(file)
     }
 
     /// Creates the directory `rel` and every missing parent, one component at a time relative
