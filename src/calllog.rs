@@ -88,7 +88,7 @@ pub struct CallLog {
 /// this many, the one used least recently is closed (its lines written first) and reopened when
 /// a call needs it again, so the descriptors the log holds stay bounded however many roots are
 /// served.
-pub const MAX_OPEN_LOGS: usize = 64;
+pub const MAX_OPEN_LOGS: usize = 16;
 
 /// The open log files, each with when it was last used.
 #[derive(Default)]
@@ -407,16 +407,8 @@ impl CallObserver for CallLog {
         for (path, log) in open.files.iter_mut() {
             write_pending(path, log);
         }
-        // A daemon serving many roots would otherwise keep one descriptor per root it ever saw;
-        // past a few, every log is closed once written and reopened when next needed.
-        if files.len() > OPEN_LOGS {
-            files.clear();
-        }
     }
 }
-
-/// Log files kept open between calls (the daemon's many roots each have one).
-const OPEN_LOGS: usize = 16;
 
 /// Opens (creating it and its directory) the operator's `--call-log FILE` for appending, and cuts
 /// a torn last line a killed server may have left. The file's directory is the operator's to

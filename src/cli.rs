@@ -334,7 +334,7 @@ impl ToolsetFactory for ClearsLeftovers {
     fn definitions(&self) -> Vec<crate::toolset::ToolDef> {
         self.0.definitions()
     }
-    fn build(&self, guard: PathGuard) -> Box<dyn Toolset> {
+    fn build(&self, guard: PathGuard) -> std::io::Result<Box<dyn Toolset>> {
         guard.workspace().sweep_leftovers_in_background();
         self.0.build(guard)
     }

@@ -223,3 +223,46 @@ fn after_a_server_is_killed_mid_write_check_exits_0_with_warnings() {
         now.len()
     );
 }
+
+#[test]
+fn a_running_servers_registry_and_rotated_call_logs_are_part_of_a_consistent_store() {
+    let (_dir, root) = root();
+    let mut server = Command::new(BIN)
+        .arg("--root")
+        .arg(&root)
+        .env("FILESYSTEM_CALL_LOG_ROTATE_BYTES", "2000")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = server.stdin.take().expect("stdin");
+    let mut stdout = std::io::BufReader::new(server.stdout.take().expect("stdout"));
+    let mut ask = |msg: Value| -> Value {
+        writeln!(stdin, "{msg}").expect("send");
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut stdout, &mut line).expect("reply");
+        serde_json::from_str(&line).expect("json")
+    };
+    ask(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}));
+    // Enough writes for the call log to rotate and for the server to register its temporaries.
+    for i in 1..40 {
+        let reply = ask(json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"a.txt","content":format!("{i}")}}}));
+        assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
+    }
+    let store = root.join(".filesystem");
+    assert!(store.join(".live").is_dir(), "the server registered its temporaries");
+    assert!(store.join(".calls.jsonl.1").is_file(), "the call log rotated");
+    let out = check(&root, &["--strict"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    // A repair while the server runs leaves its registry where it is.
+    let out = check(&root, &["--repair"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(store.join(".live").is_dir(), "{}", text(&out));
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.try_wait().expect("wait").is_none() {
+        assert!(Instant::now() < deadline, "the server did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -167,7 +167,11 @@ impl Walk<'_> {
         for (name, kind) in list {
             let rel = PathBuf::from(&name);
             let expected = match name.to_str() {
-                Some(FILES_DIR | TRASH_DIR | ORPHANS_DIR) => Some(Kind::Dir),
+                // `.live/` holds the registries of running servers' temporaries: never debris.
+                Some(FILES_DIR | TRASH_DIR | ORPHANS_DIR | crate::workspace::temp::LIVE_DIR) => {
+                    Some(Kind::Dir)
+                }
+                _ if crate::calllog::is_rotated_log_name(name.as_bytes()) => Some(Kind::File),
                 Some(
                     MOVES_LOG
                     | DELETES_LOG

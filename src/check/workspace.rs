@@ -145,7 +145,12 @@ fn temp(
         // `audit restore` hold one only for the length of a single write, so one older than the
         // start of this check is a leftover (at worst a write racing the check fails; it is
         // never lost, as the rename into place then finds no temporary).
-        Owner::Store => !fixer.before_start(stat),
+        // A temporary whose owner's registry is still locked belongs to a live server, however
+        // old it is (a long write); the others have only the age test.
+        Owner::Store => {
+            !fixer.before_start(stat)
+                || fixer.workspace().temp_owner_alive(name.as_bytes()) == Some(true)
+        }
         Owner::Tee(pid) => !fixer.before_start(stat) || process_alive(pid),
     };
     if let Owner::Tee(_) = owner {
