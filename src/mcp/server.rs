@@ -879,13 +879,19 @@ fn run_calls(session: &Session, out: &mpsc::SyncSender<Out>) {
                 *framing,
             ),
         };
+        // The reply is queued before the lane is freed, so a lane's replies leave in its order.
+        let appended = if answered {
+            session.outbox.append(framing, &body)
+        } else {
+            Some(false)
+        };
         session.queue.done(ticket);
+        let Some(was_empty) = appended else {
+            break;
+        };
         if !answered {
             continue;
         }
-        let Some(was_empty) = session.outbox.append(framing, &body) else {
-            break;
-        };
         let signal = if session.queue.is_idle() {
             Out::Flush
         } else if was_empty {
