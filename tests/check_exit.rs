@@ -244,15 +244,25 @@ fn a_running_servers_registry_and_rotated_call_logs_are_part_of_a_consistent_sto
         std::io::BufRead::read_line(&mut stdout, &mut line).expect("reply");
         serde_json::from_str(&line).expect("json")
     };
-    ask(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}));
+    ask(
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
+    );
     // Enough writes for the call log to rotate and for the server to register its temporaries.
     for i in 1..40 {
-        let reply = ask(json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"a.txt","content":format!("{i}")}}}));
+        let reply = ask(
+            json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"a.txt","content":format!("{i}")}}}),
+        );
         assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
     }
     let store = root.join(".filesystem");
-    assert!(store.join(".live").is_dir(), "the server registered its temporaries");
-    assert!(store.join(".calls.jsonl.1").is_file(), "the call log rotated");
+    assert!(
+        store.join(".live").is_dir(),
+        "the server registered its temporaries"
+    );
+    assert!(
+        store.join(".calls.jsonl.1").is_file(),
+        "the call log rotated"
+    );
     let out = check(&root, &["--strict"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     // A repair while the server runs leaves its registry where it is.

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{FileType, Mode, OFlags};
 
 use crate::guard::normalize;
-use crate::workspace::walk::{self, DescendError, Descent, MAX_DEPTH};
+use crate::workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
 use crate::workspace::{is_swap, Stat, Workspace};
 
 /// The mirror directory's name inside the workspace root.
@@ -46,7 +46,7 @@ pub struct Scan {
 }
 
 /// Walks `.shelpa/` through the workspace layer without following symlinks. A missing `.shelpa/`
-/// is an empty scan. A [`Descent`] from the mirror directory's descriptor: no recursion and a
+/// is an empty scan. A [`Tree`] walk from the mirror directory's descriptor: no recursion and a
 /// bounded number of open directories however deep or wide a hostile tree is, and a directory
 /// swapped for a link mid-walk is refused rather than followed. What lies more than
 /// [`MAX_DEPTH`] levels down, or whose path is longer than the kernel accepts (mirrors are read
@@ -72,55 +72,33 @@ pub fn scan(ws: &Workspace) -> io::Result<Scan> {
         }
         Some(_) => {}
     }
-    let mut walk =
-        Descent::new(ws.open_at(top, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())?)?;
-    let first = match walk.current() {
-        Some(dir) => walk::sorted_entries(dir)?,
-        None => Vec::new(),
-    };
-    let mut rel = PathBuf::new();
-    let mut stack = vec![(first, 0usize)];
-    while let Some((entries, next)) = stack.last_mut() {
-        let Some((name, kind)) = entries.get(*next) else {
-            stack.pop();
-            walk.leave();
-            rel.pop();
-            continue;
-        };
-        *next += 1;
-        let child_rel = rel.join(name);
-        let kind = *kind;
+    let mut tree =
+        Tree::new(ws.open_at(top, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())?)?;
+    while let Some(found) = tree.next_entry() {
         let hostile = |message: &str| Hostile {
-            display: walk::shorten(&child_rel),
+            display: walk::shorten(&found.path),
             message: message.into(),
         };
-        if name.to_str().is_none() {
+        if found.name.to_str().is_none() {
             out.hostile.push(hostile(
                 "the name is not valid UTF-8, so no workspace path can name it; it was skipped",
             ));
-        } else if kind == FileType::Symlink {
+        } else if found.kind == FileType::Symlink {
             out.hostile.push(hostile("a symlink inside .shelpa/; it was not followed (tee never writes links, so this mirror was tampered with or copied carelessly)"));
-        } else if kind == FileType::Directory {
-            match walk.enter(name) {
-                Ok(()) => {
-                    let list = match walk.current() {
-                        Some(dir) => walk::sorted_entries(dir)?,
-                        None => Vec::new(),
-                    };
-                    stack.push((list, 0));
-                    rel = child_rel;
-                }
+        } else if found.kind == FileType::Directory {
+            match tree.descend() {
+                Ok(()) => {}
                 Err(DescendError::TooDeep) => out.hostile.push(hostile(&format!(
                     "a directory more than {MAX_DEPTH} levels below .shelpa/ (the depth limit of every walk); nothing below it was read"
                 ))),
                 Err(DescendError::Io(e)) => return Err(e),
                 Err(lost) => return Err(io::Error::other(lost)),
             }
-        } else if kind == FileType::RegularFile {
-            if walk::fits_one_call(&top.join(&child_rel)) {
+        } else if found.kind == FileType::RegularFile {
+            if walk::fits_one_call(&top.join(&found.path)) {
                 out.mirrors.push(MirrorFile {
-                    display: child_rel.to_string_lossy().into_owned(),
-                    relative: child_rel,
+                    display: found.path.to_string_lossy().into_owned(),
+                    relative: found.path,
                 });
             } else {
                 out.hostile.push(hostile(&format!(

@@ -21,7 +21,7 @@ use crate::history::versions::{snapshot_version, Versions, HEAD_FILE, UNDONE_SUF
 use rustix::fs::{FileType, Mode, OFlags};
 
 use crate::workspace::is_swap;
-use crate::workspace::walk::{self, DescendError, Descent, MAX_DEPTH};
+use crate::workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
 
 use super::repair::Fixer;
 use super::{CheckError, Fix, Report, Severity};
@@ -45,6 +45,16 @@ impl Kind {
             Kind::File
         } else {
             Kind::Special
+        }
+    }
+
+    /// The kind of an entry a [`Tree`] walk came to.
+    fn of_entry(t: FileType) -> Kind {
+        match t {
+            FileType::Symlink => Kind::Link,
+            FileType::Directory => Kind::Dir,
+            FileType::RegularFile => Kind::File,
+            _ => Kind::Special,
         }
     }
 
@@ -216,27 +226,20 @@ impl Walk<'_> {
     }
 
     /// A history tree: directories named after workspace names, each possibly holding the
-    /// `#versions` of the file once at that path. Walked as a [`Descent`] (no recursion, a
+    /// `#versions` of the file once at that path. Walked as a [`Tree`] (no recursion, a
     /// bounded number of descriptors, at most [`MAX_DEPTH`] levels), because moving a directory
     /// moves its history tree too, so a store can be as deep as the workspace was made.
     fn history_tree(&mut self, dir: &Path, workspace: &Path) {
-        let Some((mut walk, first)) = self.descent(dir) else {
+        let Some(mut tree) = self.start(dir) else {
             return;
         };
-        let mut rel = dir.to_path_buf();
-        let mut shown = workspace.to_path_buf();
-        let mut stack = vec![(first, 0usize)];
-        while let Some((entries, next)) = stack.last_mut() {
-            let Some((name, kind)) = entries.get(*next) else {
-                stack.pop();
-                walk.leave();
-                rel.pop();
-                shown.pop();
-                continue;
-            };
-            *next += 1;
-            let (name, kind) = (name.clone(), *kind);
-            let child = rel.join(&name);
+        // The workspace names of the directories entered, down to the entry at hand.
+        let mut names: Vec<OsString> = Vec::new();
+        while let Some(found) = tree.next_entry() {
+            names.truncate(found.depth);
+            let name = &found.name;
+            let kind = Kind::of_entry(found.kind);
+            let child = dir.join(&found.path);
             match kind {
                 Kind::Link | Kind::Special => self.link(&child, kind),
                 Kind::File if is_temp_name(name.as_bytes()) => {
@@ -246,15 +249,15 @@ impl Walk<'_> {
                 }
                 Kind::Dir if name == VERSIONS_DIR => {
                     if self.reachable(&child) {
+                        let mut shown = workspace.to_path_buf();
+                        shown.extend(&names);
                         self.versions(&child, &shown)
                     }
                 }
-                Kind::Dir => match layout::decode(&name) {
+                Kind::Dir => match layout::decode(name) {
                     Some(ws_name) => {
-                        if let Some(list) = self.enter(&mut walk, &child) {
-                            stack.push((list, 0));
-                            rel = child;
-                            shown.push(ws_name);
+                        if self.descend(&mut tree, &child) {
+                            names.push(ws_name);
                         }
                     }
                     None => {
@@ -278,7 +281,7 @@ impl Walk<'_> {
 
     /// Starts a walk at the store directory `dir`; `None` (with the problem reported) when it
     /// cannot be read, and also when it does not exist.
-    fn descent(&mut self, dir: &Path) -> Option<(Descent, Vec<(OsString, Kind)>)> {
+    fn start(&mut self, dir: &Path) -> Option<Tree> {
         let opened = self
             .fixer
             .workspace()
@@ -287,16 +290,9 @@ impl Walk<'_> {
                 OFlags::RDONLY | OFlags::DIRECTORY,
                 Mode::empty(),
             )
-            .and_then(Descent::new)
-            .and_then(|mut walk| {
-                let list = match walk.current() {
-                    Some(d) => kinds(walk::sorted_entries(d)?),
-                    None => Vec::new(),
-                };
-                Ok((walk, list))
-            });
+            .and_then(Tree::new);
         match opened {
-            Ok(started) => Some(started),
+            Ok(tree) => Some(tree),
             // A link in its place is reported by the listing that found it.
             Err(e) if e.kind() == io::ErrorKind::NotFound || is_swap(&e) => None,
             Err(e) => {
@@ -306,31 +302,22 @@ impl Walk<'_> {
         }
     }
 
-    /// Enters the subdirectory `child` of the walk's current directory and reads it; `None` when
-    /// that failed (reported) or the walk is at its depth limit (counted, reported once).
-    fn enter(&mut self, walk: &mut Descent, child: &Path) -> Option<Vec<(OsString, Kind)>> {
-        let name = child.file_name()?;
-        let entered = walk.enter(name).and_then(|()| {
-            walk.current()
-                .ok_or(DescendError::Lost)
-                .and_then(|d| walk::sorted_entries(d).map_err(DescendError::Io))
-                .inspect_err(|_| {
-                    walk.leave();
-                })
-        });
-        match entered {
-            Ok(list) => Some(kinds(list)),
+    /// Goes into the directory `child` the walk just came to; false when that failed
+    /// (reported) or the walk is at its depth limit (counted, reported once).
+    fn descend(&mut self, tree: &mut Tree, child: &Path) -> bool {
+        match tree.descend() {
+            Ok(()) => true,
             Err(DescendError::TooDeep) => {
                 self.too_deep.push(child.to_path_buf());
-                None
+                false
             }
             Err(DescendError::Io(e)) => {
                 self.unreadable(child, e);
-                None
+                false
             }
             Err(lost) => {
                 self.unreadable(child, io::Error::other(lost));
-                None
+                false
             }
         }
     }
@@ -670,47 +657,21 @@ impl Walk<'_> {
 
     /// `.orphans/` holds anything, but never a link or special file. Walked like a history tree.
     fn orphans(&mut self, dir: &Path) {
-        let Some((mut walk, first)) = self.descent(dir) else {
+        let Some(mut tree) = self.start(dir) else {
             return;
         };
-        let mut rel = dir.to_path_buf();
-        let mut stack = vec![(first, 0usize)];
-        while let Some((entries, next)) = stack.last_mut() {
-            let Some((name, kind)) = entries.get(*next) else {
-                stack.pop();
-                walk.leave();
-                rel.pop();
-                continue;
-            };
-            *next += 1;
-            let child = rel.join(name);
-            match *kind {
-                Kind::Link | Kind::Special => self.link(&child, *kind),
+        while let Some(found) = tree.next_entry() {
+            let kind = Kind::of_entry(found.kind);
+            let child = dir.join(&found.path);
+            match kind {
+                Kind::Link | Kind::Special => self.link(&child, kind),
                 Kind::Dir => {
-                    if let Some(list) = self.enter(&mut walk, &child) {
-                        stack.push((list, 0));
-                        rel = child;
-                    }
+                    self.descend(&mut tree, &child);
                 }
                 Kind::File => {}
             }
         }
     }
-}
-
-/// The kinds of a walk's entries as the store check names them.
-fn kinds(list: Vec<(OsString, FileType)>) -> Vec<(OsString, Kind)> {
-    list.into_iter()
-        .map(|(name, t)| {
-            let kind = match t {
-                FileType::Symlink => Kind::Link,
-                FileType::Directory => Kind::Dir,
-                FileType::RegularFile => Kind::File,
-                _ => Kind::Special,
-            };
-            (name, kind)
-        })
-        .collect()
 }
 
 /// `1, 2, 5` — at most ten numbers, then how many more.

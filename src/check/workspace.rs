@@ -17,13 +17,13 @@ use rustix::fs::{FileType, Mode, OFlags};
 
 use crate::history::durable::is_temp_name;
 use crate::workspace::temp::is_leftover;
-use crate::workspace::walk::{self, DescendError, Descent, MAX_DEPTH};
+use crate::workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
 use crate::workspace::Stat;
 
 use super::repair::Fixer;
 use super::{CheckError, Fix, Report, Severity};
 
-/// Walks the workspace at `root` for leftover temporaries: a [`Descent`] from the root's
+/// Walks the workspace at `root` for leftover temporaries: a [`Tree`] from the root's
 /// descriptor, so the walk neither recurses nor holds a descriptor per level, reaches every
 /// depth the kernel could never name in one path, and stops at [`MAX_DEPTH`] with a warning.
 pub(crate) fn check(root: &Path, fixer: &mut Fixer, report: &mut Report) -> Result<(), CheckError> {
@@ -39,62 +39,32 @@ pub(crate) fn check(root: &Path, fixer: &mut Fixer, report: &mut Report) -> Resu
             Mode::empty(),
         )
         .map_err(cannot)?;
-    let mut walk = Descent::new(fd).map_err(cannot)?;
-    let first = match walk.current() {
-        Some(dir) => walk::sorted_entries(dir).map_err(cannot)?,
-        None => Vec::new(),
-    };
-    let mut rel = PathBuf::new();
-    // Per level: the entries read and how many are done.
-    let mut stack = vec![(first, 0usize)];
+    let mut tree = Tree::new(fd).map_err(cannot)?;
     let mut too_deep: Vec<PathBuf> = Vec::new();
-    while let Some((entries, next)) = stack.last_mut() {
-        let Some((name, kind)) = entries.get(*next) else {
-            stack.pop();
-            walk.leave();
-            rel.pop();
-            continue;
-        };
-        *next += 1;
+    while let Some(found) = tree.next_entry() {
         // State directories at any depth are checked elsewhere (or belong to a nested root).
-        if crate::guard::STATE_DIRS.iter().any(|s| name == *s) {
+        if crate::guard::STATE_DIRS.iter().any(|s| found.name == *s) {
             continue;
         }
-        let child = rel.join(name);
-        match *kind {
-            FileType::Directory => {
-                let entered = walk.enter(name).and_then(|()| {
-                    walk.current()
-                        .ok_or(DescendError::Lost)
-                        .and_then(|dir| walk::sorted_entries(dir).map_err(DescendError::Io))
-                        .inspect_err(|_| {
-                            walk.leave();
-                        })
-                });
-                match entered {
-                    Ok(list) => {
-                        stack.push((list, 0));
-                        rel = child;
-                    }
-                    Err(DescendError::TooDeep) => too_deep.push(child),
-                    // A directory that cannot be read is reported, not fatal: the rest still
-                    // gets checked.
-                    Err(e) => report.push(
-                        Severity::Warning,
-                        walk::shorten(&child),
-                        format!(
-                            "cannot be read ({e}), so it was not checked for leftover temporaries"
-                        ),
-                        Fix::Manual("check its permissions, then rerun".into()),
-                    ),
-                }
-            }
+        match found.kind {
+            FileType::Directory => match tree.descend() {
+                Ok(()) => {}
+                Err(DescendError::TooDeep) => too_deep.push(found.path),
+                // A directory that cannot be read is reported, not fatal: the rest still gets
+                // checked.
+                Err(e) => report.push(
+                    Severity::Warning,
+                    walk::shorten(&found.path),
+                    format!("cannot be read ({e}), so it was not checked for leftover temporaries"),
+                    Fix::Manual("check its permissions, then rerun".into()),
+                ),
+            },
             FileType::RegularFile => {
-                let stat = walk
+                let stat = tree
                     .current()
-                    .and_then(|dir| walk::stat_at(dir, name).ok().flatten());
+                    .and_then(|dir| walk::stat_at(dir, &found.name).ok().flatten());
                 if let Some(stat) = stat.filter(Stat::is_file) {
-                    temp(root, &child, name, &stat, fixer, report);
+                    temp(root, &found.path, &found.name, &stat, fixer, report);
                 }
             }
             _ => {}

@@ -18,7 +18,7 @@ use std::path::{Component, Path, PathBuf};
 use rustix::fs::{Dir, FileType, Mode, OFlags};
 use serde_json::Value;
 
-use crate::workspace::walk::{self, DescendError, Descent, MAX_DEPTH};
+use crate::workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
 
 use super::classify::{classify_transcript_name, is_write, Interface, ServerFilter};
 use super::model::{Call, InputStats, Outcome, Session};
@@ -114,7 +114,7 @@ struct TranscriptReader<'a> {
 }
 
 impl TranscriptReader<'_> {
-    /// Reads every transcript below `dir` as a depth-first [`Descent`] with entries in name
+    /// Reads every transcript below `dir` as a depth-first [`Tree`] walk with entries in name
     /// order, which is the order of their paths: no recursion, a bounded number of open
     /// directories, and files opened relative to their directory, so a transcript deeper than
     /// any path the kernel accepts is still read.
@@ -129,55 +129,28 @@ impl TranscriptReader<'_> {
             Mode::empty(),
         )
         .map_err(|e| unlisted(e.into()))?;
-        let mut walk = Descent::new(fd).map_err(unlisted)?;
-        let first = match walk.current() {
-            Some(d) => walk::sorted_entries(d).map_err(unlisted)?,
-            None => Vec::new(),
-        };
-        let mut rel = PathBuf::new();
-        let mut stack = vec![(first, 0usize)];
+        let mut tree = Tree::new(fd).map_err(unlisted)?;
         let mut too_deep: Vec<PathBuf> = Vec::new();
-        while let Some((entries, next)) = stack.last_mut() {
-            let Some((name, kind)) = entries.get(*next) else {
-                stack.pop();
-                walk.leave();
-                rel.pop();
-                continue;
-            };
-            *next += 1;
-            let child = rel.join(name);
-            match *kind {
-                FileType::Directory => {
-                    let entered = walk.enter(name).and_then(|()| {
-                        walk.current()
-                            .ok_or(DescendError::Lost)
-                            .and_then(|d| walk::sorted_entries(d).map_err(DescendError::Io))
-                            .inspect_err(|_| {
-                                walk.leave();
-                            })
-                    });
-                    match entered {
-                        Ok(list) => {
-                            stack.push((list, 0));
-                            rel = child;
-                        }
-                        Err(DescendError::TooDeep) => too_deep.push(child),
-                        Err(e) => eprintln!(
-                            "filesystem report: warning: skipped '{}': it cannot be listed ({e}); the rest is reported",
-                            walk::shorten(&dir.join(&child))
-                        ),
-                    }
-                }
+        while let Some(found) = tree.next_entry() {
+            match found.kind {
+                FileType::Directory => match tree.descend() {
+                    Ok(()) => {}
+                    Err(DescendError::TooDeep) => too_deep.push(found.path),
+                    Err(e) => eprintln!(
+                        "filesystem report: warning: skipped '{}': it cannot be listed ({e}); the rest is reported",
+                        walk::shorten(&dir.join(&found.path))
+                    ),
+                },
                 // A symlink is never followed: it cannot lead the walk in circles or out of the
                 // directory the user named.
-                FileType::RegularFile if is_transcript(name) => {
-                    let path = dir.join(&child);
-                    let file = walk
+                FileType::RegularFile if is_transcript(&found.name) => {
+                    let path = dir.join(&found.path);
+                    let file = tree
                         .current()
                         .ok_or_else(|| std::io::Error::other(DescendError::Lost))
-                        .and_then(|d| open_transcript(d, name));
+                        .and_then(|d| open_transcript(d, &found.name));
                     match file {
-                        Ok(Some(file)) => self.read_file(file, &path, &child)?,
+                        Ok(Some(file)) => self.read_file(file, &path, &found.path)?,
                         // Swapped for something else since it was listed.
                         Ok(None) => {}
                         Err(source) => return Err(ReportError::ReadFile { path, source }),

@@ -209,13 +209,8 @@ impl Dir {
         )?;
         let mut dir = rustix::fs::Dir::read_from(&fd)?;
         let mut out = Vec::new();
-        while let Some(entry) = dir.read() {
-            let entry = entry?;
-            let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            let name = OsStr::from_bytes(name).to_os_string();
+        // The type the directory reports is not enough here: callers want the whole stat.
+        for (name, _) in walk::read_entries(&mut dir)? {
             if let Some(stat) = self.stat(&name)? {
                 out.push(Entry { name, stat });
             }
@@ -770,7 +765,7 @@ impl Workspace {
     }
 
     /// Bytes in a file, or in all files below a directory (symlinks count as their own length and
-    /// are never followed). A [`walk::Descent`], with the number of entries visited bounded by
+    /// are never followed). A [`walk::Tree`], with the number of entries visited bounded by
     /// `budget` and the depth by [`walk::MAX_DEPTH`], so neither a deep nor a huge tree can
     /// exhaust the stack or the descriptors, or stall the call: past either bound the size is
     /// given as it stands.
@@ -781,49 +776,33 @@ impl Workspace {
         if !top.is_dir() {
             return top.size;
         }
-        let Ok(mut walk) = self
+        // An unreadable directory, the top one included, counts as empty.
+        let Ok(mut tree) = self
             .open_at(rel, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
-            .and_then(walk::Descent::new)
+            .and_then(walk::Tree::new)
         else {
             return 0;
         };
         let mut total = 0u64;
         let mut visited = 0;
-        // Per level: the entries read and how many of them are done.
-        let mut stack = vec![(level_entries(&mut walk), 0usize)];
-        while let Some((entries, next)) = stack.last_mut() {
-            let Some((name, kind)) = entries.get(*next) else {
-                stack.pop();
-                walk.leave();
-                continue;
-            };
-            *next += 1;
+        while let Some(found) = tree.next_entry() {
             visited += 1;
             if visited > budget {
                 break;
             }
-            if *kind == FileType::Directory {
-                if walk.enter(name).is_ok() {
-                    stack.push((level_entries(&mut walk), 0));
-                }
-            } else if let Some(dir) = walk.current() {
-                let size = dir
-                    .fd()
+            if found.kind == FileType::Directory {
+                // Too deep, unreadable or moved away: what is below is not counted.
+                let _ = tree.descend();
+            } else if let Some(dir) = tree.current() {
+                let size = walk::stat_at(dir, &found.name)
                     .ok()
-                    .and_then(|fd| rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW).ok())
-                    .map_or(0, |st| Stat::from_raw(&st).size);
+                    .flatten()
+                    .map_or(0, |st| st.size);
                 total = total.saturating_add(size);
             }
         }
         total
     }
-}
-
-/// The entries of the directory a size walk is in; an unreadable one counts as empty.
-fn level_entries(walk: &mut walk::Descent) -> Vec<(OsString, FileType)> {
-    walk.current()
-        .and_then(|dir| walk::sorted_entries(dir).ok())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

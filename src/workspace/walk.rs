@@ -7,7 +7,10 @@
 //! one that kept each level's directory open would run out of descriptors at a few thousand
 //! levels, and in `--server` mode take them from every other root. So every walk in the project
 //! goes through [`Descent`]: an explicit stack of levels whose open directories are capped at
-//! [`KEEP_OPEN`], and which goes at most [`MAX_DEPTH`] levels below where it started.
+//! [`KEEP_OPEN`], and which goes at most [`MAX_DEPTH`] levels below where it started. Walks that
+//! visit entries in name order use [`Tree`], which keeps the per-level entries and the path
+//! alongside the [`Descent`], so each caller only decides what to do with an entry and whether
+//! to go into a directory.
 //!
 //! A level whose directory was closed to respect the cap is opened again, when the walk climbs
 //! back to it, as `..` of the level below — and only kept if it is the very directory that was
@@ -20,7 +23,7 @@ use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 
@@ -145,6 +148,121 @@ impl Descent {
     }
 }
 
+/// One entry a [`Tree`] walk came to.
+#[derive(Debug)]
+pub struct Found {
+    /// Its name in the directory holding it.
+    pub name: OsString,
+    /// Its path relative to where the walk started (its name, for an entry of the start).
+    pub path: PathBuf,
+    /// What it is, not following a symlink (never [`FileType::Unknown`]; see
+    /// [`sorted_entries`]).
+    pub kind: FileType,
+    /// How many levels below the start the directory holding it is (0 for the start's own
+    /// entries): a caller that keeps something per directory it went into (a name, a shown
+    /// path) truncates it to this length.
+    pub depth: usize,
+}
+
+/// A depth-first walk of a directory tree in name order, on a [`Descent`].
+///
+/// The walks of `check`, `audit`, `report` and a trashed directory's size all need the same
+/// loop: read a directory's entries sorted, hand them out one by one with their path, go into a
+/// subdirectory when asked, climb back when a level is done. Written once here, so each of them
+/// is only its own policy: what to skip, what to report, what a too-deep directory means. The
+/// walk never goes into anything by itself: [`Tree::descend`] enters the directory
+/// [`Tree::next_entry`] just gave, and only when the caller asks.
+pub struct Tree {
+    descent: Descent,
+    /// Per level of the current path: the entries not yet given out, in name order.
+    levels: Vec<std::vec::IntoIter<(OsString, FileType)>>,
+    /// The current directory's path relative to the start.
+    at: PathBuf,
+    /// The name of the entry just given out, which [`Tree::descend`] enters; taken by it, so
+    /// a second call cannot enter a same-named directory one level further down.
+    last: Option<OsString>,
+}
+
+impl Tree {
+    /// A walk of the open directory `top` (opened for reading, as a directory). Fails when it
+    /// cannot be listed: there would be nothing to walk.
+    pub fn new(top: OwnedFd) -> io::Result<Tree> {
+        let mut descent = Descent::new(top)?;
+        let first = match descent.current() {
+            Some(dir) => sorted_entries(dir)?,
+            None => Vec::new(),
+        };
+        Ok(Tree {
+            descent,
+            levels: vec![first.into_iter()],
+            at: PathBuf::new(),
+            last: None,
+        })
+    }
+
+    /// The next entry in depth-first name order, climbing out of every directory whose entries
+    /// are all given out; `None` when the walk is done. Levels are left only here, so
+    /// [`Tree::current`] is the directory holding the entry until the next call.
+    pub fn next_entry(&mut self) -> Option<Found> {
+        self.last = None;
+        loop {
+            let level = self.levels.last_mut()?;
+            if let Some((name, kind)) = level.next() {
+                self.last = Some(name.clone());
+                return Some(Found {
+                    path: self.at.join(&name),
+                    name,
+                    kind,
+                    depth: self.descent.depth(),
+                });
+            }
+            self.levels.pop();
+            // At the start this leaves nothing and pops nothing; the loop then ends.
+            self.descent.leave();
+            self.at.pop();
+        }
+    }
+
+    /// Goes into the directory [`Tree::next_entry`] just gave and reads its entries, so the
+    /// next ones come from inside it. On an error the walk stays where it was (it carries on
+    /// with the next entry) and the caller decides what the error means: [`DescendError::TooDeep`]
+    /// at [`MAX_DEPTH`], [`DescendError::Lost`] when the directory holding it was moved away,
+    /// [`DescendError::Io`] when it cannot be opened or listed (a symlink is refused, never
+    /// followed), or when there is no entry just given to go into.
+    pub fn descend(&mut self) -> Result<(), DescendError> {
+        let name = self.last.take().ok_or_else(|| {
+            DescendError::Io(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "there is no entry just walked to go into",
+            ))
+        })?;
+        self.descent.enter(&name)?;
+        let listed = self
+            .descent
+            .current()
+            .ok_or(DescendError::Lost)
+            .and_then(|dir| sorted_entries(dir).map_err(DescendError::Io));
+        match listed {
+            Ok(list) => {
+                self.levels.push(list.into_iter());
+                self.at.push(&name);
+                Ok(())
+            }
+            Err(e) => {
+                self.descent.leave();
+                Err(e)
+            }
+        }
+    }
+
+    /// The directory the walk is in — the one holding the entry just given, or the one just
+    /// entered — to look at or open its entries by name however deep it is; `None` when it was
+    /// lost (see the module documentation).
+    pub fn current(&mut self) -> Option<&mut Dir> {
+        self.descent.current()
+    }
+}
+
 /// Device and inode of a stat result.
 // The field types of `struct stat` differ between targets.
 #[allow(clippy::unnecessary_cast)]
@@ -169,15 +287,7 @@ fn reopen_parent(child: &Dir, id: (u64, u64)) -> Option<OwnedFd> {
 /// name. Types come from the directory itself; file systems that do not report them cost one
 /// `lstat` per entry. An entry that vanishes before it can be looked at is left out.
 pub fn sorted_entries(dir: &mut Dir) -> io::Result<Vec<(OsString, FileType)>> {
-    let mut out = Vec::new();
-    while let Some(entry) = dir.read() {
-        let entry = entry?;
-        let name = entry.file_name().to_bytes();
-        if name == b"." || name == b".." {
-            continue;
-        }
-        out.push((OsStr::from_bytes(name).to_os_string(), entry.file_type()));
-    }
+    let mut out = read_entries(dir)?;
     let fd = dir.fd()?;
     out.retain_mut(|(name, kind)| {
         if *kind != FileType::Unknown {
@@ -192,6 +302,21 @@ pub fn sorted_entries(dir: &mut Dir) -> io::Result<Vec<(OsString, FileType)>> {
         }
     });
     out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// The entries of `dir` (not `.` and `..`) in the order the directory gives them, with the type
+/// it reports (possibly [`FileType::Unknown`]): the one reading loop of the workspace layer.
+pub(super) fn read_entries(dir: &mut Dir) -> io::Result<Vec<(OsString, FileType)>> {
+    let mut out = Vec::new();
+    while let Some(entry) = dir.read() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        out.push((OsStr::from_bytes(name).to_os_string(), entry.file_type()));
+    }
     Ok(out)
 }
 
@@ -319,6 +444,63 @@ mod tests {
             Err(DescendError::Io(_))
         ));
         assert_eq!(walk.depth(), 0);
+    }
+
+    #[test]
+    fn a_tree_gives_entries_in_path_order_and_enters_only_what_it_is_asked_to() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        for d in ["a/x", "b/y/z", "c"] {
+            std::fs::create_dir_all(tmp.path().join(d)).expect("mkdir");
+        }
+        std::fs::write(tmp.path().join("a/f"), "").expect("file");
+        std::fs::write(tmp.path().join("b/y/g"), "").expect("file");
+        let mut tree = Tree::new(open(tmp.path())).expect("tree");
+        let mut seen = Vec::new();
+        while let Some(found) = tree.next_entry() {
+            let kind = found.kind;
+            seen.push((found.path.display().to_string(), found.depth));
+            // `c` is skipped, as a caller skips a state directory; `b/y/z` is empty.
+            if kind == FileType::Directory && found.name != "c" {
+                tree.descend().expect("descend");
+                // Only the entry just given can be entered, and only once.
+                assert!(tree.descend().is_err());
+            }
+        }
+        let want = [
+            ("a", 0),
+            ("a/f", 1),
+            ("a/x", 1),
+            ("b", 0),
+            ("b/y", 1),
+            ("b/y/g", 2),
+            ("b/y/z", 2),
+            ("c", 0),
+        ];
+        let want: Vec<_> = want.iter().map(|(p, d)| (p.to_string(), *d)).collect();
+        assert_eq!(seen, want);
+    }
+
+    #[test]
+    fn a_tree_stops_at_the_depth_limit_and_carries_on() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        nest(tmp.path(), MAX_DEPTH + 2);
+        std::fs::write(tmp.path().join("e"), "").expect("file");
+        let mut tree = Tree::new(open(tmp.path())).expect("tree");
+        let mut too_deep = 0;
+        let mut last = None;
+        while let Some(found) = tree.next_entry() {
+            if found.kind == FileType::Directory {
+                match tree.descend() {
+                    Ok(()) => {}
+                    Err(DescendError::TooDeep) => too_deep += 1,
+                    Err(e) => panic!("at {}: {e}", found.depth),
+                }
+            }
+            last = Some((found.path, found.depth));
+        }
+        assert_eq!(too_deep, 1);
+        // The walk climbed all the way back for the start's last entry.
+        assert_eq!(last, Some((PathBuf::from("e"), 0)));
     }
 
     #[test]
