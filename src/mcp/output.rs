@@ -37,16 +37,24 @@ pub enum Out {
 
 /// Replies the workers have finished but the writer has not yet taken.
 pub struct Outbox {
-    buf: Mutex<Vec<u8>>,
+    buf: Mutex<Buffered>,
     room: Condvar,
     limit: usize,
     gone: AtomicBool,
 }
 
+/// The outbox's bytes and how many workers wait for room (a notify is a system call even with
+/// nobody waiting, so it is made only when someone is).
+#[derive(Default)]
+struct Buffered {
+    bytes: Vec<u8>,
+    waiting: usize,
+}
+
 impl Default for Outbox {
     fn default() -> Self {
         Outbox {
-            buf: Mutex::new(Vec::new()),
+            buf: Mutex::new(Buffered::default()),
             room: Condvar::new(),
             limit: OUTBOX_LIMIT,
             gone: AtomicBool::new(false),
@@ -55,7 +63,7 @@ impl Default for Outbox {
 }
 
 impl Outbox {
-    fn lock(&self) -> MutexGuard<'_, Vec<u8>> {
+    fn lock(&self) -> MutexGuard<'_, Buffered> {
         self.buf.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -64,22 +72,29 @@ impl Outbox {
     /// gone and the reply has nowhere to go.
     pub fn append(&self, framing: Framing, body: &[u8]) -> Option<bool> {
         let mut buf = self.lock();
-        while buf.len() >= self.limit && !self.is_gone() {
+        while buf.bytes.len() >= self.limit && !self.is_gone() {
+            buf.waiting += 1;
             buf = self.room.wait(buf).unwrap_or_else(|p| p.into_inner());
+            buf.waiting -= 1;
         }
         if self.is_gone() {
             return None;
         }
-        let was_empty = buf.is_empty();
+        let was_empty = buf.bytes.is_empty();
         // Writing into a vector cannot fail.
-        let _ = write_frame(&mut *buf, framing, body);
+        let _ = write_frame(&mut buf.bytes, framing, body);
         Some(was_empty)
     }
 
     /// Takes everything finished so far, making room for the workers.
     fn take(&self) -> Vec<u8> {
-        let batch = std::mem::take(&mut *self.lock());
-        self.room.notify_all();
+        let mut buf = self.lock();
+        let batch = std::mem::take(&mut buf.bytes);
+        let wake = buf.waiting > 0;
+        drop(buf);
+        if wake {
+            self.room.notify_all();
+        }
         batch
     }
 
