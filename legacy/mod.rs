@@ -68,13 +68,6 @@ impl Default for PipeOptions {
 /// Most bytes of each stage's stderr kept.
 const STDERR_CAP: usize = 64 * 1024;
 
-/// Starts the sweep that removes the scratch folders of pipe servers that ended mid-call, in the
-/// background (a start never waits for it). A server calls it once as it starts serving; a
-/// one-off `filesystem call` does not, so its output is only its result.
-pub fn sweep_scratch_in_background() {
-    scratch::sweep_in_background();
-}
-
 /// Builds legacy pipe toolsets.
 pub struct PipeFactory {
     /// The mode's settings.
@@ -225,6 +218,12 @@ impl Toolset for PipeToolset {
     fn mode(&self) -> String {
         "legacy-pipe".into()
     }
+    /// Sweeps the scratch folders of pipe servers that ended mid-call, in the background and once
+    /// per process: a server as it starts; the daemon, which starts no root's toolset, and a
+    /// one-off `filesystem call` at their first pipe call (see [`scratch::sweep_in_background`]).
+    fn started(&self) {
+        scratch::sweep_in_background();
+    }
     fn instructions(&self) -> String {
         help::instructions()
     }
@@ -232,6 +231,7 @@ impl Toolset for PipeToolset {
         definitions()
     }
     fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput {
+        scratch::sweep_in_background();
         let mut log = CallLog::default();
         let result = match name {
             "shelpa_pipe" => self.pipe(args, ctx, &mut log),

@@ -221,18 +221,18 @@ fn remove_if_dead(parent: &Dir, name: &OsStr, owner: rustix::process::Uid) -> io
 }
 
 /// Runs [`sweep`] once per process, on its own thread, so that starting the server does not wait
-/// for it; what it removed (or why it could not look) goes to the log.
+/// for it; only a failure to look is reported (on stderr).
 pub fn sweep_in_background() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let _ = std::thread::Builder::new()
             .name("shelpa-sweep".into())
-            .spawn(|| match sweep() {
-                Ok(0) => {}
-                Ok(n) => eprintln!(
-                    "filesystem: removed {n} scratch folder(s) ({PREFIX}*) left by pipe servers that ended"
-                ),
-                Err(e) => eprintln!("filesystem: could not look for old scratch folders: {e}"),
+            .spawn(|| {
+                // Quiet when it works: a one-off call's stderr is its result. What it removed is
+                // only ever debris of processes that are gone.
+                if let Err(e) = sweep() {
+                    eprintln!("filesystem: could not look for old scratch folders: {e}");
+                }
             });
     });
 }

@@ -318,10 +318,12 @@ impl Options {
     }
 }
 
-/// Builds each root's toolset through the mode's factory after starting the sweep of the
-/// temporaries crashed servers left in that root (see [`crate::workspace::temp`]): every server,
-/// in every mode, and the daemon for each root it opens, starts by clearing them. The sweep runs
-/// on its own thread when there is anything to clear, and costs one failed open otherwise.
+/// Builds each root's toolset through the mode's factory, clearing first the temporaries crashed
+/// servers left in that root (see [`crate::workspace::temp`]): every server, in every mode, and
+/// the daemon for each root it opens. The sweep costs one failed open when there is nothing to
+/// clear, and runs once per toolset, before its first call: for a server, right after it has
+/// answered `initialize` ([`Toolset::started`]), so start-up does not wait for it and no call can
+/// see a leftover.
 struct ClearsLeftovers(Box<dyn ToolsetFactory>);
 
 impl ToolsetFactory for ClearsLeftovers {
@@ -335,8 +337,59 @@ impl ToolsetFactory for ClearsLeftovers {
         self.0.definitions()
     }
     fn build(&self, guard: PathGuard) -> std::io::Result<Box<dyn Toolset>> {
-        guard.workspace().sweep_leftovers_in_background();
-        self.0.build(guard)
+        let ws = guard.workspace().clone();
+        Ok(Box::new(SweptFirst {
+            inner: self.0.build(guard)?,
+            ws,
+            swept: std::sync::Once::new(),
+        }))
+    }
+}
+
+/// A toolset whose root is swept of crash leftovers once, before anything else happens in it.
+struct SweptFirst {
+    inner: Box<dyn Toolset>,
+    ws: crate::workspace::Workspace,
+    swept: std::sync::Once,
+}
+
+impl SweptFirst {
+    fn sweep(&self) {
+        self.swept.call_once(|| {
+            if let Err(e) = self.ws.sweep_leftovers() {
+                eprintln!(
+                    "filesystem: cannot clear temporary files left by a crash: {e}; `filesystem check --repair` clears them"
+                );
+            }
+        });
+    }
+}
+
+impl Toolset for SweptFirst {
+    fn mode(&self) -> String {
+        self.inner.mode()
+    }
+    fn instructions(&self) -> String {
+        self.inner.instructions()
+    }
+    fn tools(&self) -> Vec<crate::toolset::ToolDef> {
+        self.inner.tools()
+    }
+    fn started(&self) {
+        self.sweep();
+        self.inner.started();
+    }
+    fn lane(&self, name: &str, args: &serde_json::Map<String, serde_json::Value>) -> String {
+        self.inner.lane(name, args)
+    }
+    fn call(
+        &self,
+        name: &str,
+        args: &serde_json::Map<String, serde_json::Value>,
+        ctx: &CallContext,
+    ) -> crate::toolset::ToolOutput {
+        self.sweep();
+        self.inner.call(name, args, ctx)
     }
 }
 
@@ -391,9 +444,6 @@ fn run_server(cli: &Options) -> i32 {
             return 2;
         }
     };
-    if cli.legacy_pipe {
-        crate::legacy::sweep_scratch_in_background();
-    }
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         eprintln!(

@@ -243,6 +243,11 @@ pub trait Toolset: Send + Sync {
     /// Runs one call. `name` is always one of [`Toolset::tools`] (the server checks).
     fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput;
 
+    /// Called once by the server after it has answered the first message and before it runs
+    /// any call: work a new session needs done before its first call but that must not delay
+    /// the answer to `initialize` (start-up is measured to that answer).
+    fn started(&self) {}
+
     /// Which calls must be ordered with this one: calls with the same lane run one at a time in
     /// arrival order, calls with different lanes may run side by side. A toolset for one
     /// workspace has one lane; the daemon gives each root its own.
@@ -310,6 +315,10 @@ impl Toolset for Combined {
 
     fn tools(&self) -> Vec<ToolDef> {
         self.tools.clone()
+    }
+
+    fn started(&self) {
+        self.parts.iter().for_each(|p| p.started());
     }
 
     fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput {

@@ -673,6 +673,7 @@ where
         thread::Builder::new()
             .name("mcp-reader".into())
             .spawn(move || {
+                session.executor.toolset.started();
                 let result = read_loop(&mut reader, &mut dispatcher, &session, &out_tx, first);
                 session.queue.close();
                 let _ = end_tx.send(End::Input(result));

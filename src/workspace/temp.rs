@@ -328,31 +328,6 @@ impl Workspace {
         ))
     }
 
-    /// Starts [`Workspace::sweep_leftovers`] on a thread of its own when there is anything to
-    /// sweep, so a start-up never waits for it; returns at once otherwise.
-    pub fn sweep_leftovers_in_background(&self) {
-        let pending = match self.dir(&live_dir()) {
-            Ok(dir) => dir.names(1).map(|n| !n.is_empty()).unwrap_or(false),
-            Err(_) => false,
-        };
-        if !pending {
-            return;
-        }
-        let ws = self.clone();
-        let spawned = std::thread::Builder::new()
-            .name("leftover-sweep".into())
-            .spawn(move || {
-                if let Err(e) = ws.sweep_leftovers() {
-                    eprintln!(
-                        "filesystem: cannot clear temporary files left by a crash: {e}; `filesystem check --repair` clears them"
-                    );
-                }
-            });
-        if let Err(e) = spawned {
-            eprintln!("filesystem: cannot start the sweep of crash leftovers: {e}");
-        }
-    }
-
     /// Clears one registry if its handle is gone: `Some(temporaries removed)`, or `None` when
     /// the handle is alive (or the entry is not a registry this program would have made).
     fn sweep_registry(&self, dir: &Dir, name: &OsStr) -> io::Result<Option<usize>> {
