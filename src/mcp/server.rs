@@ -716,13 +716,19 @@ fn read_loop<R: BufRead>(
 ) -> io::Result<()> {
     let mut next = first;
     loop {
-        let (step, framing) = match next.take() {
-            Some(pending) => pending,
+        // The size of the message a job came from is what it holds in memory while queued (the
+        // first message is small: an initialize, or one call).
+        let (step, framing, size) = match next.take() {
+            Some((step, framing)) => (step, framing, 0),
             None => match reader.read_frame()? {
                 Some(frame) => {
                     let framing = reader.framing().unwrap_or(Framing::Lines);
+                    let size = match &frame {
+                        Frame::Message(bytes) => bytes.len(),
+                        _ => 0,
+                    };
                     let limit = dispatcher.config.max_message_bytes;
-                    (handle_frame(dispatcher, frame, framing, limit), framing)
+                    (handle_frame(dispatcher, frame, framing, limit), framing, size)
                 }
                 None => return Ok(()),
             },
@@ -735,34 +741,12 @@ fn read_loop<R: BufRead>(
             }
             Step::Run(job) => {
                 let lane = dispatcher.lane(&job);
-                let bytes = job_bytes(&job);
-                if session.queue.push(lane, bytes, job).is_err() {
+                if session.queue.push(lane, size, job).is_err() {
                     return Ok(());
                 }
             }
             Step::Nothing => {}
         }
-    }
-}
-
-/// Roughly how much memory a queued job holds, for the queue's byte limit.
-fn job_bytes(job: &Job) -> usize {
-    fn call(c: &CallJob) -> usize {
-        c.args
-            .values()
-            .map(|v| v.as_str().map_or(64, str::len))
-            .sum::<usize>()
-            + 256
-    }
-    match job {
-        Job::Call(c) => call(c),
-        Job::Batch(items, _) => items
-            .iter()
-            .map(|i| match i {
-                BatchItem::Call(c) => call(c),
-                BatchItem::Ready(_) => 256,
-            })
-            .sum(),
     }
 }
 
