@@ -728,7 +728,11 @@ fn read_loop<R: BufRead>(
                         _ => 0,
                     };
                     let limit = dispatcher.config.max_message_bytes;
-                    (handle_frame(dispatcher, frame, framing, limit), framing, size)
+                    (
+                        handle_frame(dispatcher, frame, framing, limit),
+                        framing,
+                        size,
+                    )
                 }
                 None => return Ok(()),
             },
