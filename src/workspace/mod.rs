@@ -198,16 +198,22 @@ impl Dir {
         Ok(Dir { fd, origin })
     }
 
-    /// Every entry but `.` and `..`, with what it is. Entries that vanish while being listed are
-    /// left out.
-    pub fn entries(&self) -> io::Result<Vec<Entry>> {
+    /// A fresh reader of this directory's entries (its own descriptor, so its position is its
+    /// own and the directory's descriptor is never read through).
+    pub(crate) fn reader(&self) -> io::Result<rustix::fs::Dir> {
         let fd = rustix::fs::openat(
             &self.fd,
             ".",
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )?;
-        let mut dir = rustix::fs::Dir::read_from(&fd)?;
+        Ok(rustix::fs::Dir::read_from(&fd)?)
+    }
+
+    /// Every entry but `.` and `..`, with what it is. Entries that vanish while being listed are
+    /// left out.
+    pub fn entries(&self) -> io::Result<Vec<Entry>> {
+        let mut dir = self.reader()?;
         let mut out = Vec::new();
         // The type the directory reports is not enough here: callers want the whole stat.
         for (name, _) in walk::read_entries(&mut dir)? {

@@ -401,13 +401,7 @@ impl Dir {
     /// The names in this directory (not `.` and `..`), at most `max`, without inspecting any of
     /// them.
     pub(super) fn names(&self, max: usize) -> io::Result<Vec<OsString>> {
-        let fd = rustix::fs::openat(
-            self,
-            ".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        let mut dir = rustix::fs::Dir::read_from(&fd)?;
+        let mut dir = self.reader()?;
         let mut out = Vec::new();
         while let Some(entry) = dir.read() {
             if out.len() >= max {
