@@ -301,6 +301,25 @@ impl<'a> Bench<'a> {
         Ok((server, name))
     }
 
+    /// Judges the case just pushed by the ratio of its row `row` to its baseline row: met when
+    /// at most `limit`. `measured` words the ratio (already formatted) for the report.
+    fn check_last_ratio(
+        &mut self,
+        row: &str,
+        target: &str,
+        limit: f64,
+        measured: impl FnOnce(String) -> String,
+    ) {
+        let Some(result) = self.results.last() else {
+            return;
+        };
+        let title = result.title.clone();
+        match result.ratio(row) {
+            Some(r) => self.check(&title, target, measured(fmt_ratio(r)), Some(r <= limit)),
+            None => self.check(&title, target, "not measured".into(), None),
+        }
+    }
+
     fn check(&mut self, case: &str, target: &str, measured: String, met: Option<bool>) {
         self.checks.push(Check {
             case: case.into(),
@@ -903,21 +922,12 @@ impl<'a> Bench<'a> {
             twins,
             cost_limit: None,
         });
-        let i = self.results.len() - 1;
-        let title = self.results[i].title.clone();
-        let target = "each step O(1) in the number of versions (ratio ≤ 1.5×)";
-        match self.results[i].ratio(&format!("{many} versions")) {
-            Some(r) => self.check(
-                &title,
-                target,
-                format!(
-                    "a step with {many} versions takes {} the time of one with {few}",
-                    fmt_ratio(r)
-                ),
-                Some(r <= 1.5),
-            ),
-            None => self.check(&title, target, "not measured".into(), None),
-        }
+        self.check_last_ratio(
+            &format!("{many} versions"),
+            "each step O(1) in the number of versions (ratio ≤ 1.5×)",
+            1.5,
+            |r| format!("a step with {many} versions takes {r} the time of one with {few}"),
+        );
     }
 
     /// `search_file` time after many logged moves vs after few: the story of a path must not
@@ -993,21 +1003,12 @@ impl<'a> Bench<'a> {
             twins,
             cost_limit: None,
         });
-        let i = self.results.len() - 1;
-        let title = self.results[i].title.clone();
-        let target = "within 2× of the time after 10 moves";
-        match self.results[i].ratio(&format!("{many} moves")) {
-            Some(r) => self.check(
-                &title,
-                target,
-                format!(
-                    "after {many} moves a call takes {} the time of one after {few}",
-                    fmt_ratio(r)
-                ),
-                Some(r <= 2.0),
-            ),
-            None => self.check(&title, target, "not measured".into(), None),
-        }
+        self.check_last_ratio(
+            &format!("{many} moves"),
+            "within 2× of the time after 10 moves",
+            2.0,
+            |r| format!("after {many} moves a call takes {r} the time of one after {few}"),
+        );
     }
 
     /// A workspace whose move log holds `moves` moves, made through the server itself (so the
