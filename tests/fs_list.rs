@@ -187,23 +187,33 @@ fn exclude_patterns_match_names_anywhere_and_paths_from_the_start() {
 }
 
 #[test]
-fn symlinks_are_listed_as_files_and_never_followed() {
+fn symlinks_are_listed_as_symlinks_and_never_followed() {
     let ws = Ws::new();
     ws.write("real/inner.txt", "x");
     std::fs::write(ws.outside.join("secret.txt"), "x").expect("write");
     symlink("real", ws.path("alias")).expect("link");
     symlink(&ws.outside, ws.path("out")).expect("link");
+    symlink("real/inner.txt", ws.path("to_file")).expect("link");
+    symlink("nowhere", ws.path("dangling")).expect("link");
     let v = tree(&ws, json!({"path": "."}));
+    // Links to directories, to files, to outside and to nothing are all `symlink`, with no
+    // `children`: the walk never follows them.
     assert_eq!(
         v,
         json!([
-            {"name": "alias", "type": "file"},
-            {"name": "out", "type": "file"},
-            {"name": "real", "type": "directory", "children": [{"name": "inner.txt", "type": "file"}]}
+            {"name": "alias", "type": "symlink"},
+            {"name": "dangling", "type": "symlink"},
+            {"name": "out", "type": "symlink"},
+            {"name": "real", "type": "directory", "children": [{"name": "inner.txt", "type": "file"}]},
+            {"name": "to_file", "type": "symlink"}
         ])
     );
+    // list_directory keeps the reference server's two markers.
     let text = ws.call("list_directory", json!({"path": "."})).expect_ok();
-    assert_eq!(text, "[FILE] alias\n[FILE] out\n[DIR] real\n");
+    assert_eq!(
+        text,
+        "[FILE] alias\n[FILE] dangling\n[FILE] out\n[DIR] real\n[FILE] to_file\n"
+    );
     // Naming a link to an inside directory lists the directory it points to.
     let text = ws
         .call("list_directory", json!({"path": "alias"}))

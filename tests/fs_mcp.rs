@@ -188,3 +188,76 @@ fn calls_return_structured_content_and_errors_as_results() {
         .expect("instructions")
         .contains("edit_file"));
 }
+
+#[test]
+fn a_root_argument_injected_by_a_gateway_is_accepted_and_ignored_by_every_tool() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    std::fs::write(tmp.path().join("a.txt"), "v1\n").expect("write");
+    // A gateway adds the same `root` to every call; here it even names another directory,
+    // which must change nothing: `--root` alone decides the workspace in this mode.
+    let root = elsewhere.path().to_str().expect("utf8 path");
+    let calls: Vec<(&str, Value)> = vec![
+        ("read_text_file", json!({"path": "a.txt"})),
+        ("create_file", json!({"path": "c.txt", "content": "c"})),
+        ("write_file", json!({"path": "a.txt", "content": "v2\n"})),
+        (
+            "edit_file",
+            json!({"path": "a.txt", "edits": [{"oldText": "v2", "newText": "v3"}]}),
+        ),
+        ("create_directory", json!({"path": "d"})),
+        ("list_directory", json!({"path": "."})),
+        ("directory_tree", json!({"path": "."})),
+        (
+            "move_file",
+            json!({"source": "c.txt", "destination": "d/c.txt"}),
+        ),
+        ("delete_file", json!({"path": "d/c.txt"})),
+        ("list_trash", json!({})),
+        ("restore_file", json!({"id": 1})),
+        ("search_file", json!({"path": "c.txt"})),
+        ("undo_file", json!({"path": "a.txt"})),
+        ("redo_file", json!({"path": "a.txt"})),
+    ];
+    assert_eq!(calls.len(), FILE_TOOLS.len() + RECOVERY_TOOLS.len() + 2);
+    let requests: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (name, args))| {
+            let mut args = args.clone();
+            args["root"] = json!(root);
+            json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+                   "params": {"name": name, "arguments": args}})
+        })
+        .collect();
+    let replies = session(tmp.path(), &["--backup"], &requests);
+    for (i, (name, _)) in calls.iter().enumerate() {
+        let result = &replies[i + 1]["result"];
+        assert_ne!(result["isError"], json!(true), "{name}: {result}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("a.txt")).expect("read"),
+        "v3\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("d/c.txt")).expect("restored"),
+        "c"
+    );
+    let stray: Vec<_> = std::fs::read_dir(elsewhere.path())
+        .expect("read elsewhere")
+        .collect();
+    assert!(stray.is_empty(), "the injected root was touched: {stray:?}");
+    // Other unknown arguments are still refused.
+    let replies = session(
+        tmp.path(),
+        &[],
+        &[json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                 "params": {"name": "read_text_file", "arguments": {"path": "a.txt", "roots": root}}})],
+    );
+    let result = &replies[1]["result"];
+    assert_eq!(result["isError"], json!(true), "{result}");
+    assert!(result["content"][0]["text"]
+        .as_str()
+        .expect("text")
+        .contains("'roots'"));
+}

@@ -59,6 +59,9 @@ struct Entry {
     end: usize,
     /// A real directory (a symlink to one is not).
     is_dir: bool,
+    /// A symlink, whatever it points to: `directory_tree` names it as one instead of calling
+    /// it a file, so a model does not try to read a link to a directory.
+    is_link: bool,
 }
 
 /// A directory's entries, with their names in one buffer instead of one allocation each.
@@ -94,6 +97,7 @@ fn read_dir(dir: &mut Dir) -> std::io::Result<Listing> {
             start,
             end: names.len(),
             is_dir: kind == FileType::Directory,
+            is_link: kind == FileType::Symlink,
         });
     }
     // File systems that do not report types in readdir need one lstat per entry.
@@ -101,7 +105,9 @@ fn read_dir(dir: &mut Dir) -> std::io::Result<Listing> {
         let e = entries[i];
         let name = OsStr::from_bytes(&names[e.start..e.end]);
         if let Ok(stat) = rustix::fs::statat(dir.fd()?, name, AtFlags::SYMLINK_NOFOLLOW) {
-            entries[i].is_dir = FileType::from_raw_mode(stat.st_mode) == FileType::Directory;
+            let kind = FileType::from_raw_mode(stat.st_mode);
+            entries[i].is_dir = kind == FileType::Directory;
+            entries[i].is_link = kind == FileType::Symlink;
         }
     }
     entries.sort_unstable_by(|a, b| names[a.start..a.end].cmp(&names[b.start..b.end]));
@@ -392,7 +398,12 @@ fn tree_json(
         out.extend_from_slice(b"{\"name\":");
         push_json_string(&mut out, name);
         if !e.is_dir {
-            out.extend_from_slice(b",\"type\":\"file\"}");
+            // Links are never followed, so they have no `children` either.
+            out.extend_from_slice(if e.is_link {
+                b",\"type\":\"symlink\"}".as_slice()
+            } else {
+                b",\"type\":\"file\"}".as_slice()
+            });
             rel.pop();
             continue;
         }

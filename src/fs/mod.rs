@@ -80,6 +80,23 @@ pub(crate) fn reject_unknown(args: &Map<String, Value>, known: &[&str]) -> Resul
     )))
 }
 
+/// The argument a gateway injects into every call: meaningful in `--server` mode (where the
+/// daemon consumes it before the toolset sees the call), ignored here, where `--root` alone
+/// decides the workspace.
+const GATEWAY_ROOT: &str = "root";
+
+/// `args` without a gateway's `root`, or `None` when there is none (the common case, so no copy
+/// is made). Done once, before dispatch, so every tool's unknown-argument check sees the same
+/// arguments; any other unknown argument is still refused.
+fn without_gateway_root(args: &Map<String, Value>) -> Option<Map<String, Value>> {
+    if !args.contains_key(GATEWAY_ROOT) {
+        return None;
+    }
+    let mut args = args.clone();
+    args.remove(GATEWAY_ROOT);
+    Some(args)
+}
+
 /// Builds filesystem toolsets.
 pub struct FsFactory {
     /// The mode's settings.
@@ -134,6 +151,14 @@ impl Toolset for FsToolset {
     }
     fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput {
         let cx = &self.cx;
+        let stripped;
+        let args = match without_gateway_root(args) {
+            Some(a) => {
+                stripped = a;
+                &stripped
+            }
+            None => args,
+        };
         let result = match name {
             schema::READ_TEXT_FILE => read::read_text_file(cx, args, ctx),
             schema::CREATE_FILE => write::create_file(cx, args, ctx),

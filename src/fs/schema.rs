@@ -167,8 +167,8 @@ pub fn definitions() -> Vec<ToolDef> {
         ToolDef {
             name: DIRECTORY_TREE.into(),
             title: "Directory Tree".into(),
-            description: "A recursive listing as a JSON array of {name, type: \"file\"|\"directory\", children}. \
-                          Symlinks are not followed. Use maxDepth to limit the size (1 = direct entries only) and \
+            description: "A recursive listing as a JSON array of {name, type: \"file\"|\"directory\"|\"symlink\", children}; \
+                          only directories have children. Symlinks (to files or directories) are shown as \"symlink\" and not followed. Use maxDepth to limit the size (1 = direct entries only) and \
                           excludePatterns (globs; a pattern without '/' matches names at any depth) to skip entries. \
                           Build/cache directories and the root .gitignore's matches are left out."
                 .into(),
