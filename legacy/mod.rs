@@ -318,7 +318,14 @@ fn guard_failure(e: &GuardError, token: &str) -> Failure {
             "PROTECTED_PATH",
             "Write somewhere outside .shelpa/, .filesystem/ and .git/.",
         ),
-        GuardError::Empty | GuardError::Nul => (
+        // A NUL byte is refused as the parser refuses one in a command (the contract's
+        // GUARD_VIOLATION/PARSE_ERROR), whether it came in `cwd` or shelpa_write's `path`.
+        GuardError::Nul => (
+            GUARD_VIOLATION,
+            "PARSE_ERROR",
+            "Remove the NUL byte; file names cannot contain one.",
+        ),
+        GuardError::Empty => (
             INVALID_ARGUMENT,
             "BAD_ARGUMENT",
             "Name a file relative to the session directory.",

@@ -824,3 +824,39 @@ fn a_stage_never_runs_in_a_directory_swapped_for_an_outside_link() {
     // Calls that found `a` swapped failed; the rest listed the real directory.
     assert!(ran_inside > 0 || std::fs::symlink_metadata(&real).is_ok());
 }
+
+#[test]
+fn a_nul_byte_in_a_command_is_a_parse_error_guard_violation() {
+    let ws = Ws::new();
+    ws.write("a.txt", "x\n");
+    for command in [
+        "cat a.txt\0",
+        "cat a\0.txt | head -1",
+        "\0",
+        "cd sub\0dir",
+        "ls \0",
+        "pwd\0",
+        "printf x | tee out\0.txt",
+    ] {
+        let (ok, v) = ws.pipe(command);
+        assert!(!ok, "{command:?}: {v}");
+        assert_eq!(
+            v["error"]["code"],
+            json!("GUARD_VIOLATION"),
+            "{command:?}: {v}"
+        );
+        assert_eq!(reason(&v), "PARSE_ERROR", "{command:?}: {v}");
+    }
+    // The same byte in a path argument (`cwd`, shelpa_write's `path`) is the same refusal.
+    for (tool, args) in [
+        ("shelpa_pipe", json!({"command": "ls", "cwd": "a\0b"})),
+        ("shelpa_write", json!({"path": "a\0b.txt", "content": "x"})),
+    ] {
+        let (ok, v) = ws.call_with(tool, args.clone(), &[]);
+        assert!(!ok, "{args}: {v}");
+        assert_eq!(v["error"]["code"], json!("GUARD_VIOLATION"), "{args}: {v}");
+        assert_eq!(reason(&v), "PARSE_ERROR", "{args}: {v}");
+    }
+    assert!(!ws.root.join("out").exists());
+    assert!(!ws.root.join("a").exists());
+}
