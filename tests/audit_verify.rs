@@ -105,6 +105,37 @@ fn a_clean_mirror_verifies_with_exit_0() {
 }
 
 #[test]
+fn near_miss_lines_alone_are_warnings_and_exit_0() {
+    let ws = Workspace::fixture();
+    std::fs::remove_dir_all(ws.path(".shelpa")).expect("rm");
+    std::fs::create_dir(ws.path(".shelpa")).expect("mkdir");
+    // A note that talks about the format: its line looks like a separator but is not one.
+    std::fs::write(
+        ws.path(".shelpa/todo.txt"),
+        "--- shelpa:overwrite ts=2026-02-20T09:00:00Z record_id=1 ---\nbuy milk\n--- shelpa:overwrite ts=yesterday record_id=2 ---\n",
+    )
+    .expect("write");
+    let run = ws.audit(&["verify"]);
+    assert_eq!(run.code, 0, "warnings only: {}", run.text());
+    let text = run.text();
+    assert!(
+        text.contains("warning"),
+        "the warning is still shown: {text}"
+    );
+    assert!(
+        text.ends_with("1 mirror(s) checked: 0 error(s), 1 warning(s)\n"),
+        "{text}"
+    );
+    let run = ws.audit(&["verify", "--json"]);
+    assert_eq!(run.code, 0);
+    let v = run.json();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["errors"], 0);
+    assert_eq!(v["warnings"], 1);
+    assert_eq!(findings(&v).len(), 1);
+}
+
+#[test]
 fn links_and_special_files_inside_shelpa_are_reported_and_never_followed() {
     let ws = Workspace::fixture();
     // A link to a file outside, a link to a directory outside, a FIFO (which would hang a naive

@@ -80,7 +80,8 @@ pub enum AuditCommand {
         force: bool,
     },
     /// Check every mirror for malformed separators, ids going backwards, truncation, links or
-    /// paths leading outside the root, and non-UTF-8 content (exit 1 if anything is found).
+    /// paths leading outside the root, and non-UTF-8 content. Exit 1 if an error is found; warnings
+    /// alone (near-miss separator lines, odd time stamps, non-UTF-8) are printed and exit 0.
     Verify,
     /// Convert the mirrors into .filesystem/ version history (not available in this build).
     Import,
