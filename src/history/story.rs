@@ -224,10 +224,57 @@ mod tests {
             E::M(_, from, _) => rel.starts_with(from),
             E::D(_, restore, _, p) => !restore && rel.starts_with(p),
         };
+        // Whether something was at `p` right before `timeline[end]`: the last event before it
+        // that left from or arrived at `p` or a directory containing it decides, following an
+        // arrival at a containing directory back to where it came from.
+        let occupied = |p: &Path, end: usize| -> bool {
+            let (mut p, mut end) = (p.to_path_buf(), end);
+            'back: loop {
+                for j in (0..end).rev() {
+                    match &timeline[j] {
+                        E::M(_, from, _) if p.starts_with(from) => return false,
+                        E::D(_, false, _, path) if p.starts_with(path) => return false,
+                        E::M(_, from, to) if p.starts_with(to) => {
+                            if p == *to {
+                                return true;
+                            }
+                            p = rebase(&p, to, from);
+                            end = j;
+                            continue 'back;
+                        }
+                        E::D(_, true, id, to) if p.starts_with(to) => {
+                            if p == *to {
+                                return true;
+                            }
+                            let Some(k) = (0..j).rev().find(
+                                |&k| matches!(&timeline[k], E::D(_, false, i, _) if i == id),
+                            ) else {
+                                return true;
+                            };
+                            let E::D(_, _, _, from) = &timeline[k] else {
+                                unreachable!()
+                            };
+                            p = rebase(&p, to, from);
+                            end = k;
+                            continue 'back;
+                        }
+                        _ => {}
+                    }
+                }
+                return true;
+            }
+        };
         let mut cur = rel.to_path_buf();
         let mut trashed: Option<(u64, PathBuf)> = None;
         let mut events = Vec::new();
-        let Some(start) = timeline.iter().rposition(departs) else {
+        let exact = |e: &E| match e {
+            E::M(_, from, _) => rel == from,
+            E::D(_, _, _, p) => rel == p,
+        };
+        let Some(start) = (0..timeline.len())
+            .rev()
+            .find(|&i| departs(&timeline[i]) && (exact(&timeline[i]) || occupied(rel, i)))
+        else {
             return (events, trashed, cur);
         };
         for e in &timeline[start..] {
