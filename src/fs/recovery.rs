@@ -384,7 +384,10 @@ fn story_output(story: &Story) -> ToolOutput {
             if *p == story.path {
                 format!("What was at {shown} is back at {shown}{how}.")
             } else {
-                format!("What was at {shown} is now at {}{how}.", display_relative(p))
+                format!(
+                    "What was at {shown} is now at {}{how}.",
+                    display_relative(p)
+                )
             }
         }
         Whereabouts::InTrash(id) => {

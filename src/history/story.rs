@@ -83,11 +83,13 @@ impl Store {
     /// append-only and a torn last line is ignored.
     ///
     /// The logs are one timeline (both use fixed-width UTC stamps; moves come first at the same
-    /// instant). The story starts at the last event that took something away from the path or a
-    /// directory containing it, and each next step is looked up in the index by the path the
-    /// thing has then (or, while it is in the trash, by its trash id): the time taken grows with
-    /// the length of the story and the depth of the path, not with the length of the logs. The
-    /// walk is a loop, never a recursion, however long the chain of moves.
+    /// instant). The story starts at the last event that took something away from the path: a
+    /// move or delete of the path itself, or of a directory containing it while something was
+    /// at the path (see `Index::last_departure`). Each next step is looked up in the index by
+    /// the path the thing has then (or, while it is in the trash, by its trash id): the time
+    /// taken grows with the length of the story, the depth of the path and the number of events
+    /// naming the path or its directories, not with the length of the logs. The walk is a
+    /// loop, never a recursion, however long the chain of moves.
     pub fn story(&self, rel: &Path) -> Result<Story, HistoryError> {
         super::layout::components(rel)?;
         let state = self.state_dir(false)?;
@@ -246,9 +248,10 @@ mod tests {
                             if p == *to {
                                 return true;
                             }
-                            let Some(k) = (0..j).rev().find(
-                                |&k| matches!(&timeline[k], E::D(_, false, i, _) if i == id),
-                            ) else {
+                            let Some(k) = (0..j)
+                                .rev()
+                                .find(|&k| matches!(&timeline[k], E::D(_, false, i, _) if i == id))
+                            else {
                                 return true;
                             };
                             let E::D(_, _, _, from) = &timeline[k] else {
