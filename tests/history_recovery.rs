@@ -491,3 +491,38 @@ fn reading_an_empty_workspace_creates_no_store() {
     assert!(story.contains("never mention"), "{story}");
     assert!(!ws.path(".filesystem").exists());
 }
+
+#[test]
+fn a_rename_carried_by_a_move_of_its_directory_is_followed() {
+    let ws = Ws::new();
+    ws.write("d/x.txt", "x");
+    ws.ok(
+        "move_file",
+        r#"{"source":"d/x.txt","destination":"d/y.txt"}"#,
+    );
+    ws.ok("move_file", r#"{"source":"d","destination":"e"}"#);
+    let story = ws.ok("search_file", r#"{"path":"d/x.txt"}"#);
+    assert!(story.contains("now at e/y.txt"), "{story}");
+    assert!(!story.contains("nothing is there"), "{story}");
+    // The name the rename freed was carried by nothing; the file at it now was.
+    let y = ws.ok("search_file", r#"{"path":"d/y.txt"}"#);
+    assert!(y.contains("now at e/y.txt"), "{y}");
+}
+
+#[test]
+fn a_file_restored_to_its_own_path_is_not_something_else() {
+    let ws = Ws::new();
+    ws.write("a.txt", "a");
+    ws.ok("delete_file", r#"{"path":"a.txt"}"#);
+    ws.ok("restore_file", r#"{"id":1}"#);
+    let story = ws.ok("search_file", r#"{"path":"a.txt"}"#);
+    assert!(!story.contains("Something else"), "{story}");
+    assert!(story.contains("back at a.txt"), "{story}");
+    assert!(story.contains("deleted and restored"), "{story}");
+    // Something that really is another thing is still called so.
+    ws.ok("move_file", r#"{"source":"a.txt","destination":"b.txt"}"#);
+    ws.write("a.txt", "new");
+    let story = ws.ok("search_file", r#"{"path":"a.txt"}"#);
+    assert!(story.contains("now at b.txt"), "{story}");
+    assert!(story.contains("Something else is at a.txt"), "{story}");
+}

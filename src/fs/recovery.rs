@@ -376,15 +376,19 @@ fn story_output(story: &Story) -> ToolOutput {
                 .events
                 .iter()
                 .any(|e| matches!(e, StoryEvent::Restored { .. }));
-            format!(
-                "What was at {shown} is now at {}{}.",
-                display_relative(p),
-                if restored {
-                    " (deleted and restored on the way)"
-                } else {
-                    ""
-                }
-            )
+            let how = if restored {
+                " (deleted and restored on the way)"
+            } else {
+                ""
+            };
+            if *p == story.path {
+                format!("What was at {shown} is back at {shown}{how}.")
+            } else {
+                format!(
+                    "What was at {shown} is now at {}{how}.",
+                    display_relative(p)
+                )
+            }
         }
         Whereabouts::InTrash(id) => {
             structured["status"] = json!("in_trash");
@@ -401,7 +405,10 @@ fn story_output(story: &Story) -> ToolOutput {
         }
     };
     let mut text = summary;
-    if story.exists_now && !story.events.is_empty() {
+    // The thing the story follows may have come back to the path (restored there, or moved
+    // away and back): then what is there is that thing, not something else.
+    let came_back = story.now == Whereabouts::Exists(story.path.clone());
+    if story.exists_now && !story.events.is_empty() && !came_back {
         text.push_str(&format!(" Something else is at {shown} now."));
     }
     for l in lines {

@@ -212,6 +212,9 @@ pub(crate) struct Index {
     /// The events that take something away from a path (a move *from* it, a delete *of* it), by
     /// a hash of that path, in timeline order (a collision only adds entries to skip).
     departures: Multi<At>,
+    /// The events that put something at a path (a move *to* it, a restore *to* it), by a hash
+    /// of that path, in timeline order: what tells whether a path was occupied at a moment.
+    arrivals: Multi<At>,
     /// Restores by trash id, in log order.
     restores: Multi<u32>,
     /// Deletes by trash id, in log order.
@@ -298,6 +301,18 @@ impl Index {
         match at.log {
             Log::Moves => self.span(self.moves[at.n as usize].from),
             Log::Deletes => self.span(self.deletes[at.n as usize].path),
+        }
+    }
+
+    /// The path an event puts something at (escaped): the destination of a move, the path of
+    /// a restore; `None` for a delete.
+    fn arrived(&self, at: At) -> Option<&[u8]> {
+        match at.log {
+            Log::Moves => Some(self.span(self.moves[at.n as usize].to)),
+            Log::Deletes => {
+                let d = self.deletes[at.n as usize];
+                d.restore.then(|| self.span(d.path))
+            }
         }
     }
 
@@ -493,6 +508,7 @@ impl Index {
         };
         self.moves.push(m);
         self.depart(at);
+        self.arrive(at);
     }
 
     fn add_deletion(&mut self, d: DeleteLine) {
@@ -502,6 +518,10 @@ impl Index {
         self.max_id = Some(self.max_id.map_or(id, |m| m.max(id)));
         if restore {
             self.restores.push(id, n);
+            self.arrive(At {
+                log: Log::Deletes,
+                n,
+            });
             for gone in self.deletions.list(id) {
                 self.in_trash.remove(&gone);
             }
@@ -527,17 +547,135 @@ impl Index {
     /// almost always go last; a clock that stepped back puts one earlier).
     fn depart(&mut self, at: At) {
         let h = self.hash(self.departed(at));
-        if !self.departures.contains(h) {
-            self.departures.push(h, at);
+        let mut map = std::mem::take(&mut self.departures);
+        self.file_in_order(&mut map, h, at);
+        self.departures = map;
+    }
+
+    /// Files `at` under the path it arrives at, as [`Index::depart`] does for departures.
+    fn arrive(&mut self, at: At) {
+        let Some(path) = self.arrived(at) else {
+            return;
+        };
+        let h = self.hash(path);
+        let mut map = std::mem::take(&mut self.arrivals);
+        self.file_in_order(&mut map, h, at);
+        self.arrivals = map;
+    }
+
+    /// Puts `at` in the list of `h` in `map`, keeping the list in timeline order.
+    fn file_in_order(&self, map: &mut Multi<At>, h: u64, at: At) {
+        if !map.contains(h) {
+            map.push(h, at);
             return;
         }
         let key = self.key(at);
-        let list = self.departures.list(h);
+        let list = map.list(h);
         let pos = list.partition_point(|&other| self.key(other) <= key);
         if pos == list.len() {
-            self.departures.push(h, at);
+            map.push(h, at);
         } else {
-            self.departures.insert(h, pos, at);
+            map.insert(h, pos, at);
+        }
+    }
+
+    /// The last event of `map` strictly before `bound` (or at all, without one) whose path
+    /// (`departed` or `arrived`, as `path_of` says) is `path` or a directory containing it.
+    fn last_before(
+        &self,
+        map: &Multi<At>,
+        path_of: impl Fn(&Self, At) -> Option<&[u8]>,
+        escaped: &[u8],
+        bound: Option<At>,
+    ) -> Option<At> {
+        let bound = bound.map(|b| self.key(b));
+        Self::ancestors(escaped)
+            .filter_map(|a| {
+                let h = self.hash(a);
+                let list = map.list(h);
+                let pos = match bound {
+                    Some(b) => list.partition_point(|&e| self.key(e) < b),
+                    None => list.len(),
+                };
+                list[..pos]
+                    .iter()
+                    .rev()
+                    .copied()
+                    .find(|&at| path_of(self, at) == Some(a))
+            })
+            .max_by(|a, b| self.key(*a).cmp(&self.key(*b)))
+    }
+
+    /// Whether, as far as the logs tell, something was at `escaped` right before event
+    /// `bound`. The logs record every way something leaves a path (a move or a delete of it or
+    /// of a directory containing it) and the logged ways something arrives (a move or a restore
+    /// to it or to a containing directory); so the last such event before `bound` decides:
+    /// after a departure the path is empty; after an arrival at the path itself it is occupied;
+    /// after an arrival at a containing directory it is occupied if the corresponding path in
+    /// what arrived was (the moved directory's path before the move, the deleted directory's
+    /// path before the delete), asked the same way further back. With no event at all, the
+    /// path is taken to be occupied (it was there before the logs began, or was created, which
+    /// is not logged). A loop, never a recursion: each step goes strictly back in time.
+    fn occupied(&self, escaped: &[u8], bound: At) -> bool {
+        let mut path = escaped.to_vec();
+        let mut bound = bound;
+        loop {
+            let gone = self.last_before(
+                &self.departures,
+                |i, at| Some(i.departed(at)),
+                &path,
+                Some(bound),
+            );
+            let came = self.last_before(&self.arrivals, Self::arrived, &path, Some(bound));
+            let came = match (gone, came) {
+                (None, None) => return true,
+                (Some(_), None) => return false,
+                // The same move can be both only in a log no server wrote; leaving wins.
+                (Some(g), Some(c)) if self.key(g) >= self.key(c) => return false,
+                (_, Some(c)) => c,
+            };
+            let dest = self.arrived(came).unwrap_or_default();
+            if dest == path.as_slice() {
+                return true;
+            }
+            // `dest` is a proper ancestor (escaped prefix ending before a `/`, or the root).
+            let rest = if dest.is_empty() {
+                path.clone()
+            } else {
+                path[dest.len() + 1..].to_vec()
+            };
+            let source = match came.log {
+                Log::Moves => {
+                    bound = came;
+                    self.span(self.moves[came.n as usize].from).to_vec()
+                }
+                Log::Deletes => {
+                    let id = self.deletes[came.n as usize].id;
+                    let key = self.key(came);
+                    let delete = self
+                        .deletions
+                        .get(id)
+                        .map(|n| At {
+                            log: Log::Deletes,
+                            n,
+                        })
+                        .filter(|&at| self.key(at) < key)
+                        .max_by(|a, b| self.key(*a).cmp(&self.key(*b)));
+                    let Some(delete) = delete else {
+                        return true;
+                    };
+                    bound = delete;
+                    self.span(self.deletes[delete.n as usize].path).to_vec()
+                }
+            };
+            path = if source.is_empty() {
+                rest
+            } else {
+                let mut p = source;
+                p.push(b'/');
+                p.extend_from_slice(&rest);
+                p
+            };
         }
     }
 
@@ -560,12 +698,25 @@ impl Index {
             .filter(move |&at| self.departed(at) == ancestor)
     }
 
-    /// The last event that took something away from `path` or from a directory containing it.
+    /// The last event that took something away from `path`: a move or delete of the path
+    /// itself, or of a directory containing it at a moment something was at the path (see
+    /// [`Index::occupied`]). A directory moved after the file in it was renamed away carries
+    /// nothing of that name; the story starts at the rename.
     pub fn last_departure(&self, path: &Path) -> Option<At> {
         let escaped = escape(path.as_os_str().as_bytes());
-        Self::ancestors(&escaped)
-            .filter_map(|a| self.departing(a).last())
-            .max_by(|a, b| self.key(*a).cmp(&self.key(*b)))
+        let mut bound = None;
+        loop {
+            let at = self.last_before(
+                &self.departures,
+                |i, at| Some(i.departed(at)),
+                &escaped,
+                bound,
+            )?;
+            if self.departed(at) == escaped.as_slice() || self.occupied(&escaped, at) {
+                return Some(at);
+            }
+            bound = Some(at);
+        }
     }
 
     /// The first event after `after` that takes something away from `path` or from a directory

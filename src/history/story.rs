@@ -83,11 +83,13 @@ impl Store {
     /// append-only and a torn last line is ignored.
     ///
     /// The logs are one timeline (both use fixed-width UTC stamps; moves come first at the same
-    /// instant). The story starts at the last event that took something away from the path or a
-    /// directory containing it, and each next step is looked up in the index by the path the
-    /// thing has then (or, while it is in the trash, by its trash id): the time taken grows with
-    /// the length of the story and the depth of the path, not with the length of the logs. The
-    /// walk is a loop, never a recursion, however long the chain of moves.
+    /// instant). The story starts at the last event that took something away from the path: a
+    /// move or delete of the path itself, or of a directory containing it while something was
+    /// at the path (see `Index::last_departure`). Each next step is looked up in the index by
+    /// the path the thing has then (or, while it is in the trash, by its trash id): the time
+    /// taken grows with the length of the story, the depth of the path and the number of events
+    /// naming the path or its directories, not with the length of the logs. The walk is a
+    /// loop, never a recursion, however long the chain of moves.
     pub fn story(&self, rel: &Path) -> Result<Story, HistoryError> {
         super::layout::components(rel)?;
         let state = self.state_dir(false)?;
@@ -224,10 +226,58 @@ mod tests {
             E::M(_, from, _) => rel.starts_with(from),
             E::D(_, restore, _, p) => !restore && rel.starts_with(p),
         };
+        // Whether something was at `p` right before `timeline[end]`: the last event before it
+        // that left from or arrived at `p` or a directory containing it decides, following an
+        // arrival at a containing directory back to where it came from.
+        let occupied = |p: &Path, end: usize| -> bool {
+            let (mut p, mut end) = (p.to_path_buf(), end);
+            'back: loop {
+                for j in (0..end).rev() {
+                    match &timeline[j] {
+                        E::M(_, from, _) if p.starts_with(from) => return false,
+                        E::D(_, false, _, path) if p.starts_with(path) => return false,
+                        E::M(_, from, to) if p.starts_with(to) => {
+                            if p == *to {
+                                return true;
+                            }
+                            p = rebase(&p, to, from);
+                            end = j;
+                            continue 'back;
+                        }
+                        E::D(_, true, id, to) if p.starts_with(to) => {
+                            if p == *to {
+                                return true;
+                            }
+                            let Some(k) = (0..j)
+                                .rev()
+                                .find(|&k| matches!(&timeline[k], E::D(_, false, i, _) if i == id))
+                            else {
+                                return true;
+                            };
+                            let E::D(_, _, _, from) = &timeline[k] else {
+                                unreachable!()
+                            };
+                            p = rebase(&p, to, from);
+                            end = k;
+                            continue 'back;
+                        }
+                        _ => {}
+                    }
+                }
+                return true;
+            }
+        };
         let mut cur = rel.to_path_buf();
         let mut trashed: Option<(u64, PathBuf)> = None;
         let mut events = Vec::new();
-        let Some(start) = timeline.iter().rposition(departs) else {
+        let exact = |e: &E| match e {
+            E::M(_, from, _) => rel == from,
+            E::D(_, _, _, p) => rel == p,
+        };
+        let Some(start) = (0..timeline.len())
+            .rev()
+            .find(|&i| departs(&timeline[i]) && (exact(&timeline[i]) || occupied(rel, i)))
+        else {
             return (events, trashed, cur);
         };
         for e in &timeline[start..] {
