@@ -190,6 +190,7 @@ impl Walk<'_> {
                     | PENDING_DELETE
                     | TRASH_COUNTER
                     | LOCK_FILE
+                    | crate::workspace::STORE_GITIGNORE
                     | crate::calllog::DEFAULT_LOG_NAME,
                 ) => Some(Kind::File),
                 _ => None,

@@ -138,6 +138,29 @@ impl AsFd for Dir {
     }
 }
 
+/// The store directory, which gets a `.gitignore` when it is made.
+const STORE: &str = ".filesystem";
+/// The file in the store that makes git, ripgrep and fd leave it alone (the convention of
+/// `.pytest_cache/` and `.mypy_cache/`), and what it says: everything here is ignored.
+pub const STORE_GITIGNORE: &str = ".gitignore";
+const STORE_GITIGNORE_TEXT: &[u8] = b"*\n";
+
+/// Writes the store's `.gitignore` into the just-made store directory `store`. Written directly
+/// (not through a temporary, whose registry lives in this very directory); a crash in between
+/// leaves an empty file, which ignores nothing and harms nothing.
+fn mark_ignored(store: &Dir) -> io::Result<()> {
+    let fd = match store.open(
+        OsStr::new(STORE_GITIGNORE),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    ) {
+        Ok(fd) => fd,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    File::from(fd).write_all(STORE_GITIGNORE_TEXT)
+}
+
 impl Dir {
     /// A handle on `fd` that records nothing (for the layer's own bookkeeping).
     fn bare(fd: OwnedFd) -> Dir {
@@ -652,10 +675,12 @@ impl Workspace {
         let names = beneath::plain_components(rel)?;
         let mut dir = self.dir(Path::new(""))?;
         let mut created = false;
-        for name in names {
+        for (depth, name) in names.into_iter().enumerate() {
+            let mut made = false;
             match dir.mkdir(name) {
                 Ok(true) => {
                     created = true;
+                    made = true;
                     dir.sync()?;
                 }
                 Ok(false) => {}
@@ -671,6 +696,9 @@ impl Workspace {
                 Err(e) => return Err(e),
             }
             dir = dir.subdir(name)?;
+            if made && depth == 0 && name == STORE {
+                mark_ignored(&dir)?;
+            }
         }
         Ok(created)
     }
