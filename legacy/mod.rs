@@ -212,6 +212,29 @@ pub struct PipeToolset {
 #[derive(Default)]
 struct CallLog {
     stages: Vec<String>,
+    /// Set when the session directory vanished and the call ran in its nearest existing
+    /// ancestor: returned to the model as the result's `note` (success or failure alike).
+    note: Option<String>,
+}
+
+/// Adds the call's `note` (see [`CallLog::note`]) to its result: a new top-level field beside
+/// `stdout`/`meta` or beside `error`, so clients that parse the recorded shape are unaffected.
+fn with_note(result: Result<Value, Failure>, note: Option<String>) -> Result<Value, Failure> {
+    let Some(note) = note else {
+        return result;
+    };
+    match result {
+        Ok(mut value) => {
+            if let Some(obj) = value.as_object_mut() {
+                obj.insert("note".into(), json!(note));
+            }
+            Ok(value)
+        }
+        Err(mut failure) => {
+            failure.partial.insert("note".into(), json!(note));
+            Err(failure)
+        }
+    }
 }
 
 impl Toolset for PipeToolset {
@@ -237,7 +260,7 @@ impl Toolset for PipeToolset {
             "shelpa_pipe" => self.pipe(args, ctx, &mut log),
             "shelpa_write" => {
                 log.stages.push("tee".into());
-                self.write(args)
+                self.write(args, &mut log)
             }
             other => Err(Failure::new(
                 INVALID_ARGUMENT,
@@ -246,6 +269,7 @@ impl Toolset for PipeToolset {
                 "Use shelpa_pipe or shelpa_write.",
             )),
         };
+        let result = with_note(result, log.note.take());
         let mut output = match result {
             Ok(value) => ToolOutput::structured(value.to_string(), value),
             Err(failure) => {
@@ -287,6 +311,12 @@ fn check_unknown(args: &Args<'_>, known: &[&str]) -> Result<(), Failure> {
     ))
 }
 
+/// True for a lone `cd` or `pwd`: the commands that must work even when the session directory
+/// cannot be entered.
+fn is_navigation(stages: &[plan::Stage]) -> bool {
+    matches!(stages, [only] if only.words.first().is_some_and(|w| w.text == "cd" || w.text == "pwd"))
+}
+
 /// What to do when a directory was swapped for a link while a call ran.
 const SWAPPED_SUGGESTION: &str =
     "Run the command again; if it keeps failing, check what replaced the directory.";
@@ -306,6 +336,13 @@ fn session_failure(e: SessionError) -> Failure {
             token,
         ),
         SessionError::Swapped(token) => (GUARD_VIOLATION, "PATH_ESCAPE", SWAPPED_SUGGESTION, token),
+        SessionError::SessionSwapped(token) => (
+            GUARD_VIOLATION,
+            "PATH_ESCAPE",
+            "`cd` into a directory of the workspace (cd and pwd still work), or pass `cwd` to run \
+             one call elsewhere; check what replaced the directory.",
+            token,
+        ),
         SessionError::Refused(inner) => return guard_failure(inner, ""),
     };
     Failure::new(code, reason, e.to_string(), suggestion).with_token(token.clone())
@@ -421,10 +458,25 @@ impl PipeToolset {
             .iter()
             .filter_map(|s| s.words.first().map(|w| w.text.clone()))
             .collect();
-        let cwd_rel = self
-            .session
-            .current(&self.guard, cwd_arg)
-            .map_err(session_failure)?;
+        let cwd_rel = match self.session.current(&self.guard, cwd_arg) {
+            Ok(current) => {
+                log.note = current.fallback.as_ref().map(session::Fallback::note);
+                current.relative
+            }
+            // The session directory cannot be entered (replaced by a symlink: refused, never
+            // followed). `cd` and `pwd` must still work, or the session is stuck: they need the
+            // directory only as a lexical base (the policy joins `cd`'s argument to it and the
+            // guard then resolves the result like any path argument, refusing escapes), so they
+            // run on the stored path and say why every other command is refused.
+            Err(e) if cwd_arg.is_none() && is_navigation(&stages) => {
+                log.note = Some(format!(
+                    "{} Only `cd` and `pwd` work until the session leaves it (or pass `cwd`).",
+                    session_failure(e).detail
+                ));
+                self.session.stored()
+            }
+            Err(e) => return Err(session_failure(e)),
+        };
         // The policy builds stage arguments relative to the session directory as an absolute
         // path (lexical work only); every operation the server itself does uses `cwd_rel`.
         let cwd = session::absolute(&self.guard, &cwd_rel);
@@ -651,7 +703,7 @@ impl PipeToolset {
         Ok(reports)
     }
 
-    fn write(&self, args: &Map<String, Value>) -> Result<Value, Failure> {
+    fn write(&self, args: &Map<String, Value>, log: &mut CallLog) -> Result<Value, Failure> {
         let started = Instant::now();
         let a = Args(args);
         check_unknown(&a, &["path", "content", "append", "confirm_oversize"])?;
@@ -663,10 +715,12 @@ impl PipeToolset {
             .map_err(bad_argument)?
             .unwrap_or(false);
 
-        let cwd_rel = self
+        let current = self
             .session
             .current(&self.guard, None)
             .map_err(session_failure)?;
+        log.note = current.fallback.as_ref().map(session::Fallback::note);
+        let cwd_rel = current.relative;
         // Joined to the root-relative session directory (an absolute `path` replaces it), so
         // every refusal quotes a root-relative path or the caller's own, never the host's.
         let joined = cwd_rel.join(path);
