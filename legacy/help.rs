@@ -86,6 +86,8 @@ TOOLS
 
 PIPELINE COMMANDS
   {}
+  MISSING: {companions} (companion tools of the original shelpa
+  toolkit, not available in this reconstruction: MISSING_TOOL)
 {status}
 NAVIGATION (a whole command, never inside a pipeline)
   pwd           print the session directory (absolute)
@@ -114,6 +116,7 @@ RULES
 ",
         commands.join(" "),
         fence_line(),
+        companions = super::tools::COMPANION_TOOLS.join(" "),
         max_stages = super::limits::MAX_STAGES,
         processes = if super::fence::forbids_new_processes() {
             "it may not start processes (threads are fine)"

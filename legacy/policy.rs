@@ -31,7 +31,9 @@
 //! - `sort -S` is capped at 512M (or 25%); `--parallel` and `--batch-size` are refused.
 //! - rg and fd values that start with `-` must be attached (`--glob=-x`), because their parsers
 //!   may read a separate dash-word as an option.
-//! - A `tee` target with more than one hard link is refused for overwrite as well as append.
+//! - A `tee -a` target with more than one hard link is refused (the append would change the file
+//!   under its other names too); `tee FILE` replaces such a file with a new one, so the other names
+//!   keep the old content.
 //! - Unquoted globs expand only in path operands; in patterns, programs and option values they
 //!   are refused with advice to quote, because a shell would have turned them into file names.
 
@@ -214,6 +216,11 @@ struct Argv {
 fn stage_step(stage: &Stage, cx: &PolicyContext) -> Result<Step, Refusal> {
     let name_word = &stage.words[0];
     let name = name_word.text.as_str();
+    if name_word.glob_chars.is_empty() {
+        if let Some(refusal) = super::tools::companion_refusal(name) {
+            return Err(refusal);
+        }
+    }
     let Some(command) = CommandName::parse(name).filter(|_| name_word.glob_chars.is_empty()) else {
         return Err(disallowed_cmd(name));
     };
@@ -511,7 +518,7 @@ fn jq_step(binary: &Path, items: &[Item], cx: &PolicyContext) -> Result<Step, Re
 
 fn tee_step(items: &[Item], cx: &PolicyContext) -> Result<Step, Refusal> {
     let mut append = false;
-    let mut targets = Vec::new();
+    let mut words = Vec::new();
     for item in items {
         match item {
             Item::Opt(o) if o.def.is("append") => append = true,
@@ -523,9 +530,15 @@ fn tee_step(items: &[Item], cx: &PolicyContext) -> Result<Step, Refusal> {
                     "Use tee FILE or tee -a FILE.",
                 ))
             }
-            Item::Operand(w) => targets.push(paths::tee_target(cx, w)?),
+            Item::Operand(w) => words.push(w),
         }
     }
+    // The targets are checked once the mode is known (`-a` may follow a file name), because a
+    // hard-linked target is refused for appends only.
+    let targets = words
+        .into_iter()
+        .map(|w| paths::tee_target(cx, w, append))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Step::Tee { append, targets })
 }
 

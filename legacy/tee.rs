@@ -177,7 +177,7 @@ impl TeeError {
             TeeError::DisallowedTarget { .. } => (
                 GUARD_VIOLATION,
                 "DISALLOWED_TARGET",
-                "Write to a regular file (or a new name) with a single hard link.".to_string(),
+                "Write to a regular file or a new name; a file with other hard links can be replaced with tee FILE, never appended to.".to_string(),
             ),
             TeeError::Escape(_) => (
                 GUARD_VIOLATION,

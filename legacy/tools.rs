@@ -85,6 +85,29 @@ impl ToolPaths {
     }
 }
 
+/// Commands the original shelpa whitelist also named: companion tools of the same toolkit
+/// (code-tree checks and generation, a symbol finder), which this reconstruction does not ship.
+/// They are recognised so that a pipeline written for the original is answered `MISSING_TOOL`
+/// (allowed, but not available here) rather than `DISALLOWED_CMD`, which would tell a model
+/// that the command was never part of the interface.
+pub const COMPANION_TOOLS: [&str; 3] = ["ctree_check", "ctree_generate", "serena_find_symbol"];
+
+/// The `MISSING_TOOL` refusal for a [`COMPANION_TOOLS`] name, or `None` for any other name.
+/// Given at the command-name stage, before any option is looked at: their arguments are not
+/// modelled, and nothing of them would run anyway.
+pub fn companion_refusal(name: &str) -> Option<Refusal> {
+    COMPANION_TOOLS.contains(&name).then(|| {
+        Refusal::new(
+            GuardReason::MissingTool,
+            name,
+            format!(
+                "'{name}' is a companion tool of the original shelpa toolkit; it is not available in this reconstruction."
+            ),
+            "Do the work with the pipeline commands (rg to find symbols, fd and ls to see the tree).",
+        )
+    })
+}
+
 /// How to get a missing command on a Debian-like system.
 pub fn install_hint(command: CommandName) -> &'static str {
     match command {
@@ -148,5 +171,16 @@ mod tests {
         assert_eq!(r.reason, GuardReason::MissingTool);
         assert!(r.suggestion.contains("fd-find"), "{}", r.suggestion);
         assert!(tools.missing().contains(&CommandName::Rg));
+    }
+
+    #[test]
+    fn companion_tools_are_missing_and_nothing_else_is_a_companion() {
+        for name in COMPANION_TOOLS {
+            let r = companion_refusal(name).expect("companion");
+            assert_eq!(r.reason, GuardReason::MissingTool);
+            assert!(r.detail.contains("companion tool"), "{}", r.detail);
+        }
+        assert!(companion_refusal("rg").is_none());
+        assert!(companion_refusal("ctree").is_none());
     }
 }

@@ -679,12 +679,17 @@ fn tee_targets_are_checked_for_writing() {
         "tee leak",
         "tee src",
         "tee pipe",
-        "tee linked.txt",
         "tee -a linked.txt",
+        "tee linked.txt -a",
         "tee *.txt",
     ] {
         assert_eq!(w.reason(cmd), GuardReason::DisallowedTarget, "{cmd}");
     }
+    // An overwrite replaces a hard-linked file (a new inode), so only appends are refused.
+    assert_eq!(
+        w.argvs("sort app.log | tee linked.txt")[1][1],
+        w.root.join("linked.txt").to_string_lossy().into_owned()
+    );
     assert_eq!(w.reason("tee ../outside/x"), GuardReason::PathEscape);
     assert_eq!(w.reason("tee /etc/x"), GuardReason::PathEscape);
 }

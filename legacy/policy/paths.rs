@@ -74,12 +74,18 @@ pub(super) fn pass_on(cx: &PolicyContext, path: &Path) -> OsString {
 }
 
 /// Resolves a `tee` target: inside the workspace, not in a protected directory, and not a
-/// symlink, directory, FIFO, socket, device or multiply-linked file.
+/// symlink, directory, FIFO, socket or device, nor (for an `append`) a multiply-linked file.
 ///
-/// A file with more than one hard link is refused for overwrite as well as append: the executor
-/// replaces files atomically, which would be safe, but one simple rule ("never write a file that
-/// has another name") is easier to trust than two.
-pub(super) fn tee_target(cx: &PolicyContext, word: &Word) -> Result<PathBuf, Refusal> {
+/// A file with more than one hard link is refused for appends only, as the contract says: an
+/// append writes the inode in place, so it would change the file under its other names too. An
+/// overwrite is a temporary file renamed over the name (a new inode), so the other names keep
+/// the old content; `shelpa_write` behaves the same way. The executor checks again right before
+/// it writes.
+pub(super) fn tee_target(
+    cx: &PolicyContext,
+    word: &Word,
+    append: bool,
+) -> Result<PathBuf, Refusal> {
     let typed = word.text.as_str();
     if !word.glob_chars.is_empty() {
         return Err(Refusal::new(
@@ -118,15 +124,15 @@ pub(super) fn tee_target(cx: &PolicyContext, word: &Word) -> Result<PathBuf, Ref
             "Write to a regular file (a new name is fine).",
         ));
     }
-    if meta.nlink() > 1 {
+    if append && meta.nlink() > 1 {
         return Err(Refusal::new(
             GuardReason::DisallowedTarget,
             typed,
             format!(
-                "The tee target '{typed}' has {} hard links; writing it would change a file known by another name.",
+                "The tee -a target '{typed}' has {} hard links; appending would change a file known by another name.",
                 meta.nlink()
             ),
-            "Write to a new file instead.",
+            "Use tee FILE to replace it (its other names keep the old content), or append to a new file.",
         ));
     }
     Ok(resolved.path)
