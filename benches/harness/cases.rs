@@ -857,23 +857,10 @@ impl<'a> Bench<'a> {
             .collect();
         let (subjects, twins) = self.with_twins(subjects);
         let rows = match setup {
-            Err(e) => subjects
-                .iter()
-                .map(|s| Row {
-                    label: s.label.clone(),
-                    error: Some(match &e {
-                        BenchError::NotServed(_) => e.to_string(),
-                        _ => format!("set-up failed: {e}"),
-                    }),
-                    ..Default::default()
-                })
-                .collect(),
+            Err(e) => failed_rows(&subjects, &e),
             Ok(()) => alternate(&subjects, self.cfg.reps, |s, _| {
                 // A baseline twin works on the file of the row it mirrors.
-                let row = twins
-                    .iter()
-                    .find(|t| t.previous == s.label)
-                    .map_or(&s.label, |t| &t.current);
+                let row = mirrored_row(&twins, &s.label);
                 let path = files
                     .iter()
                     .find(|(l, _, _)| l == row)
@@ -949,20 +936,10 @@ impl<'a> Bench<'a> {
         let (subjects, twins) = self.with_twins(subjects);
         let calls = self.cfg.sizes.story_calls;
         let rows = match setup {
-            Err(e) => subjects
-                .iter()
-                .map(|s| Row {
-                    label: s.label.clone(),
-                    error: Some(format!("set-up failed: {e}")),
-                    ..Default::default()
-                })
-                .collect(),
+            Err(e) => failed_rows(&subjects, &e),
             Ok(()) => alternate(&subjects, self.cfg.reps, |s, _| {
                 // A baseline twin works on the root of the row it mirrors.
-                let row = twins
-                    .iter()
-                    .find(|t| t.previous == s.label)
-                    .map_or(&s.label, |t| &t.current);
+                let row = mirrored_row(&twins, &s.label);
                 let root = roots
                     .iter()
                     .find(|(l, _, _)| l == row)
@@ -1075,6 +1052,31 @@ impl<'a> Bench<'a> {
         }
         server.finish()
     }
+}
+
+/// The rows of a case whose set-up failed: each says why (a tool not served is reported as such,
+/// anything else as a failed set-up).
+fn failed_rows(subjects: &[Subject], e: &BenchError) -> Vec<Row> {
+    subjects
+        .iter()
+        .map(|s| Row {
+            label: s.label.clone(),
+            error: Some(match e {
+                BenchError::NotServed(_) => e.to_string(),
+                _ => format!("set-up failed: {e}"),
+            }),
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// The row whose inputs the subject `label` works on: its own, or for a baseline twin the row of
+/// the current build it mirrors.
+fn mirrored_row<'a>(twins: &'a [Twin], label: &'a String) -> &'a String {
+    twins
+        .iter()
+        .find(|t| &t.previous == label)
+        .map_or(label, |t| &t.current)
 }
 
 /// Whether the subjects of the pipeline case printed the same thing (the first repetition's
