@@ -91,24 +91,14 @@ fn assert_still_serving(s: &mut Session, id: i64) {
 /// Processes (not zombies) whose command line contains `marker`.
 fn with_marker(marker: &str) -> Vec<i32> {
     let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+    for (pid, dir) in support::proc_entries() {
+        let Ok(cmdline) = std::fs::read(dir.join("cmdline")) else {
             continue;
         };
         if !String::from_utf8_lossy(&cmdline).contains(marker) {
             continue;
         }
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
         let state = stat
             .rfind(')')
             .and_then(|i| stat[i + 1..].split_whitespace().next())

@@ -29,18 +29,8 @@ struct ProcStat {
 /// Every process visible in `/proc` (processes that vanish mid-scan are skipped).
 fn processes() -> Vec<ProcStat> {
     let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+    for (pid, dir) in support::proc_entries() {
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
             continue;
         };
         // The command name is in parentheses and may itself contain spaces or ')'.

@@ -158,3 +158,18 @@ pub fn read_framed(r: &mut impl BufRead) -> Value {
     r.read_exact(&mut body).expect("body");
     serde_json::from_slice(&body).expect("json body")
 }
+
+/// Every process directory in `/proc`: its pid and its path (processes that vanish while being
+/// looked at are simply missing from what the caller reads next).
+pub fn proc_entries() -> Vec<(i32, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            Some((pid, entry.path()))
+        })
+        .collect()
+}
