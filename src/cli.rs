@@ -310,7 +310,8 @@ impl Options {
         };
         let root = root::validate(&given, self.allow_root_slash).map_err(|e| e.to_string())?;
         let guard = PathGuard::new(&root)
-            .map_err(|e| format!("cannot open root '{}': {e}", root.display()))?;
+            .map_err(|e| format!("cannot open root '{}': {e}", root.display()))?
+            .with_spellings(root::Spellings::of(&given, &root));
         let toolset = factory
             .build(guard)
             .map_err(|e| format!("cannot serve root '{}': {e}", root.display()))?;

@@ -48,6 +48,8 @@ pub fn open_roots() -> usize {
 /// A root's toolset and when it was last used (a counter, not a clock).
 struct Open {
     toolset: Arc<dyn Toolset>,
+    /// The spellings the root's guard accepts, learnt from the calls that named it.
+    spellings: crate::root::Spellings,
     used: u64,
 }
 
@@ -59,12 +61,12 @@ struct OpenRoots {
 }
 
 impl OpenRoots {
-    fn get(&mut self, root: &Path) -> Option<Arc<dyn Toolset>> {
+    fn get(&mut self, root: &Path) -> Option<(Arc<dyn Toolset>, crate::root::Spellings)> {
         self.clock += 1;
         let now = self.clock;
         self.map.get_mut(root).map(|open| {
             open.used = now;
-            open.toolset.clone()
+            (open.toolset.clone(), open.spellings.clone())
         })
     }
 
@@ -85,7 +87,12 @@ impl OpenRoots {
     /// Keeps `toolset` for `root`, closing the least recently used beyond [`OPEN_ROOTS`]. A call
     /// still running on a closed toolset keeps it alive until it ends: the table holds one
     /// reference, each call another.
-    fn insert(&mut self, root: PathBuf, toolset: Arc<dyn Toolset>) {
+    fn insert(
+        &mut self,
+        root: PathBuf,
+        toolset: Arc<dyn Toolset>,
+        spellings: crate::root::Spellings,
+    ) {
         while self.map.len() >= self.limit {
             let Some(oldest) = self
                 .map
@@ -99,7 +106,14 @@ impl OpenRoots {
         }
         self.clock += 1;
         let used = self.clock;
-        self.map.insert(root, Open { toolset, used });
+        self.map.insert(
+            root,
+            Open {
+                toolset,
+                spellings,
+                used,
+            },
+        );
     }
 }
 
@@ -140,26 +154,34 @@ impl PerRoot {
             .roots
             .lock()
             .map_err(|_| "internal error: root table poisoned".to_string())?;
-        if let Some(existing) = roots.get(&canonical) {
+        if let Some((existing, spellings)) = roots.get(&canonical) {
+            spellings.learn(Path::new(given), &canonical);
             return Ok(existing);
         }
         // Only a whole toolset is kept: one that failed is built again on the next call instead
         // of being served with parts missing. Out of descriptors (a low `ulimit -n`), the older
         // half of the open roots is closed and the root tried once more.
-        let toolset = match self.open(&canonical) {
+        let spellings = crate::root::Spellings::of(Path::new(given), &canonical);
+        let toolset = match self.open(&canonical, &spellings) {
             Err(e) if out_of_descriptors(&e) => {
                 roots.shed();
-                self.open(&canonical)
+                self.open(&canonical, &spellings)
             }
             other => other,
         }
         .map_err(|e| format!("cannot open root '{given}': {e}"))?;
-        roots.insert(canonical, toolset.clone());
+        roots.insert(canonical, toolset.clone(), spellings);
         Ok(toolset)
     }
 
-    fn open(&self, root: &Path) -> std::io::Result<Arc<dyn Toolset>> {
-        let guard = PathGuard::new(root)?;
+    /// Builds the toolset of canonical `root`, whose guard accepts `spellings` (the spellings of
+    /// the root the calls name it by, shared with the table so later calls can add theirs).
+    fn open(
+        &self,
+        root: &Path,
+        spellings: &crate::root::Spellings,
+    ) -> std::io::Result<Arc<dyn Toolset>> {
+        let guard = PathGuard::new(root)?.with_spellings(spellings.clone());
         Ok(Arc::from(self.factory.build(guard)?))
     }
 }

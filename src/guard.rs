@@ -138,6 +138,9 @@ pub fn display_relative(relative: &Path) -> String {
 #[derive(Debug)]
 pub struct PathGuard {
     root: PathBuf,
+    /// Other absolute spellings of the root (see [`crate::root::spellings`]), accepted in client
+    /// paths and in absolute symlink targets as if they were the canonical one.
+    spellings: crate::root::Spellings,
     ws: Workspace,
 }
 
@@ -153,14 +156,32 @@ impl PathGuard {
     pub fn for_workspace(ws: Workspace) -> Self {
         PathGuard {
             root: ws.root().to_path_buf(),
+            spellings: crate::root::Spellings::default(),
             ws,
+        }
+    }
+
+    /// The same guard, also accepting absolute paths written with another spelling of the root
+    /// (the root reached through a symlink). Only spellings that lead to the root belong here;
+    /// [`crate::root::Spellings::of`] finds them.
+    pub fn with_spellings(mut self, spellings: crate::root::Spellings) -> Self {
+        self.spellings = spellings;
+        self
+    }
+
+    /// `absolute` (lexically normalised) relative to the root, under the canonical spelling or
+    /// another one; `None` when it is outside.
+    fn inside(&self, absolute: &Path) -> Option<PathBuf> {
+        match absolute.strip_prefix(&self.root) {
+            Ok(rel) => Some(rel.to_path_buf()),
+            Err(_) => self.spellings.strip(absolute),
         }
     }
 
     /// Another guard for the same root (sharing the root's descriptor), for toolsets served
     /// together.
     pub fn try_clone(&self) -> io::Result<Self> {
-        Ok(Self::for_workspace(self.ws.clone()))
+        Ok(Self::for_workspace(self.ws.clone()).with_spellings(self.spellings.clone()))
     }
 
     /// The canonical workspace root.
@@ -201,22 +222,7 @@ impl PathGuard {
     /// symlinks and re-checks confinement after each one, then a check that the result is not
     /// inside the tool's own state directories.
     pub fn resolve_with(&self, input: &str, final_link: FinalLink) -> Result<Resolved, GuardError> {
-        if input.is_empty() {
-            return Err(GuardError::Empty);
-        }
-        if input.contains('\0') {
-            return Err(GuardError::Nul);
-        }
-        let given = Path::new(input);
-        let absolute = if given.is_absolute() {
-            normalize(given)
-        } else {
-            normalize(&self.root.join(given))
-        };
-        let mut relative = match absolute.strip_prefix(&self.root) {
-            Ok(rel) => rel.to_path_buf(),
-            Err(_) => return Err(GuardError::Outside(input.to_string())),
-        };
+        let mut relative = self.lexical(input)?;
         self.check_state_dir(&relative, input)?;
 
         // Walk from the root; `done` is the resolved prefix, `todo` the components still to visit.
@@ -290,9 +296,9 @@ impl PathGuard {
                     spliced.push(rest);
                 }
                 let spliced = normalize(&spliced);
-                relative = match spliced.strip_prefix(&self.root) {
-                    Ok(rel) => rel.to_path_buf(),
-                    Err(_) => return Err(GuardError::SymlinkEscape(input.to_string())),
+                relative = match self.inside(&spliced) {
+                    Some(rel) => rel,
+                    None => return Err(GuardError::SymlinkEscape(input.to_string())),
                 };
                 self.check_state_dir(&relative, input)?;
                 continue 'restart;
@@ -303,6 +309,28 @@ impl PathGuard {
                 relative: done,
             });
         }
+    }
+
+    /// The lexical step of the guard alone: `input` (relative to the root, or absolute under any
+    /// spelling of the root) as a root-relative path with `.` and `..` folded, or why not. Nothing
+    /// on disk is consulted, so this says where a name points, not what is there: for finding a
+    /// record kept under the name a client used (an audit mirror of a since-deleted file), never
+    /// for an operation.
+    pub fn lexical(&self, input: &str) -> Result<PathBuf, GuardError> {
+        if input.is_empty() {
+            return Err(GuardError::Empty);
+        }
+        if input.contains('\0') {
+            return Err(GuardError::Nul);
+        }
+        let given = Path::new(input);
+        let absolute = if given.is_absolute() {
+            normalize(given)
+        } else {
+            normalize(&self.root.join(given))
+        };
+        self.inside(&absolute)
+            .ok_or_else(|| GuardError::Outside(input.to_string()))
     }
 
     /// Opens a path that passed the guard through the workspace layer: relative to the root's
@@ -539,10 +567,38 @@ mod tests {
         let canonical = link.canonicalize().expect("canonical");
         let guard = PathGuard::new(&canonical).expect("guard");
         assert_eq!(guard.root(), f.base.join("ws"));
-        // The link's spelling is outside the canonical root lexically: refused, never followed.
+        // Without the link's spelling registered it is outside the canonical root lexically:
+        // refused, never followed.
         let via_link = link.join("src/main.rs");
         assert!(escape(guard.resolve(via_link.to_str().expect("utf8"))));
         assert!(guard.resolve("src/main.rs").is_ok());
+
+        // Registered as a spelling of the root, it is rewritten to the root, not followed.
+        let guard = guard.with_spellings(crate::root::Spellings::of(&link, &canonical));
+        let resolved = guard
+            .resolve(via_link.to_str().expect("utf8"))
+            .expect("the root's other spelling is inside");
+        assert_eq!(resolved.relative, Path::new("src/main.rs"));
+        // An absolute symlink target written with that spelling stays inside too.
+        symlink(link.join("src"), f.base.join("ws/src-abs")).expect("link");
+        assert_eq!(
+            guard.resolve("src-abs/main.rs").expect("inside").relative,
+            Path::new("src/main.rs")
+        );
+        // A sibling that merely shares the spelling's prefix is still outside, and so is a
+        // climb out of it.
+        std::fs::create_dir(f.base.join("ws-link-evil")).expect("mkdir");
+        for outside in [
+            f.base.join("ws-link-evil/x"),
+            link.join("../ws-link-evil/x"),
+            link.join(".."),
+        ] {
+            assert!(escape(guard.resolve(outside.to_str().expect("utf8"))));
+        }
+        // The tool's own state is refused under either spelling.
+        assert!(guard
+            .resolve(link.join(".filesystem/x").to_str().expect("utf8"))
+            .is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 
 /// Why a root was refused.
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +65,93 @@ pub fn validate_absolute(given: &str, allow_slash: bool) -> Result<PathBuf, Root
     validate(Path::new(given), allow_slash)
 }
 
+/// The most other spellings of one root a server accepts: the given one, the shell's and
+/// `$HOME`'s, and in `--server` those the calls named the root by.
+const MAX_SPELLINGS: usize = 8;
+
+/// The other spellings of one root, shared between its guard and whoever learns new ones (the
+/// daemon, from the `root` a call names). Bounded: past [`MAX_SPELLINGS`] the oldest learnt one
+/// makes room.
+#[derive(Debug, Clone, Default)]
+pub struct Spellings(Arc<RwLock<Vec<PathBuf>>>);
+
+impl Spellings {
+    /// The spellings of `canonical` found from how it was `given` (see [`spellings`]).
+    pub fn of(given: &Path, canonical: &Path) -> Spellings {
+        Spellings(Arc::new(RwLock::new(spellings(given, canonical))))
+    }
+
+    /// Adds `given`, a spelling a caller named the root by, if it is new and leads to
+    /// `canonical` (checked here, once per new spelling).
+    pub fn learn(&self, given: &Path, canonical: &Path) {
+        if !given.is_absolute() {
+            return;
+        }
+        let spelling = crate::guard::normalize(given);
+        if spelling == canonical || self.0.read().map_or(true, |l| l.contains(&spelling)) {
+            return;
+        }
+        if spelling.canonicalize().ok().as_deref() != Some(canonical) {
+            return;
+        }
+        let Ok(mut list) = self.0.write() else { return };
+        if !list.contains(&spelling) {
+            if list.len() >= MAX_SPELLINGS {
+                list.remove(0);
+            }
+            list.push(spelling);
+        }
+    }
+
+    /// `absolute` relative to the first spelling it starts with.
+    pub fn strip(&self, absolute: &Path) -> Option<PathBuf> {
+        let list = self.0.read().ok()?;
+        list.iter()
+            .find_map(|root| absolute.strip_prefix(root).ok())
+            .map(Path::to_path_buf)
+    }
+}
+
+/// Other absolute spellings of the canonical root `canonical`, reached through symlinks, that a
+/// client may use in absolute paths: the root as it was given (`--root /tmp/ws` where `/tmp` is a
+/// link, as on macOS), as the shell spells the current directory (`$PWD`), and through `$HOME`
+/// when the home directory is itself a link. Each is kept only if it still leads to `canonical`
+/// now. The guard uses them as plain strings, rewriting a leading spelling to the root and then
+/// resolving beneath the root's descriptor, so a link re-pointed later changes nothing about what
+/// can be reached: at worst a path is taken as inside that no longer would be.
+pub fn spellings(given: &Path, canonical: &Path) -> Vec<PathBuf> {
+    let mut candidates = Vec::new();
+    if given.is_absolute() {
+        candidates.push(crate::guard::normalize(given));
+    }
+    // A directory spelled through links, and the real directory it names: the root under it may
+    // be written from that spelling.
+    let anchors = [std::env::var_os("PWD"), std::env::var_os("HOME")];
+    for spelled in anchors.into_iter().flatten() {
+        let spelled = Path::new(&spelled);
+        if !spelled.is_absolute() {
+            continue;
+        }
+        let spelled = crate::guard::normalize(spelled);
+        if let Ok(real) = spelled.canonicalize() {
+            if let Ok(rest) = canonical.strip_prefix(&real) {
+                candidates.push(spelled.join(rest));
+            }
+        }
+    }
+    let mut out: Vec<PathBuf> = Vec::new();
+    for candidate in candidates {
+        if candidate != canonical
+            && !out.contains(&candidate)
+            && candidate.canonicalize().ok().as_deref() == Some(canonical)
+        {
+            out.push(candidate);
+        }
+    }
+    out.truncate(MAX_SPELLINGS);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +188,24 @@ mod tests {
             validate_absolute("/", false),
             Err(RootError::Slash)
         ));
+    }
+
+    #[test]
+    fn a_root_given_through_a_link_keeps_that_spelling() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let real = tmp.path().canonicalize().expect("c").join("real");
+        std::fs::create_dir_all(real.join("ws")).expect("mkdir");
+        let link = tmp.path().canonicalize().expect("c").join("link");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        let given = link.join("ws");
+        let canonical = validate(&given, false).expect("valid");
+        assert_eq!(canonical, real.join("ws"));
+        assert!(spellings(&given, &canonical).contains(&given));
+        // The canonical spelling itself is not an extra spelling.
+        assert!(!spellings(&canonical, &canonical).contains(&canonical));
+        // A spelling that no longer leads to the root is dropped.
+        let elsewhere = tmp.path().canonicalize().expect("c").join("elsewhere");
+        std::fs::create_dir(&elsewhere).expect("mkdir");
+        assert!(!spellings(&elsewhere, &canonical).contains(&elsewhere));
     }
 }

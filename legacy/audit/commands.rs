@@ -67,10 +67,12 @@ impl Audit {
         };
         let root = crate::root::validate(&given, allow_root_slash)
             .map_err(|e| AuditError::Root(e.to_string()))?;
-        let guard = PathGuard::new(&root).map_err(|source| AuditError::Io {
-            what: format!("cannot open the root '{}'", root.display()),
-            source,
-        })?;
+        let guard = PathGuard::new(&root)
+            .map_err(|source| AuditError::Io {
+                what: format!("cannot open the root '{}'", root.display()),
+                source,
+            })?
+            .with_spellings(crate::root::Spellings::of(&given, &root));
         Ok(Audit { guard })
     }
 
@@ -125,7 +127,7 @@ impl Audit {
     /// (tee names mirrors after the resolved real path, so a link in the workspace leads to its
     /// target's mirror). Returns the mirror's workspace path and the open mirror.
     pub fn locate(&self, input: &str) -> Result<(PathBuf, std::fs::File), AuditError> {
-        let lexical = tree::lexical_relative(self.root(), input)
+        let lexical = tree::lexical_relative(&self.guard, input)
             .ok_or_else(|| AuditError::BadPath(input.to_string()))?;
         match self.open_relative(&lexical, input) {
             Err(AuditError::NoMirror(_)) => {}

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{FileType, Mode, OFlags};
 
-use crate::guard::normalize;
+use crate::guard::PathGuard;
 use crate::workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
 use crate::workspace::{is_swap, Stat, Workspace};
 
@@ -169,17 +169,8 @@ pub fn read_mirror(ws: &Workspace, relative: &Path) -> Result<Vec<u8>, OpenError
 /// Turns a user's PATH argument into a root-relative workspace path, lexically: `..` may not
 /// climb out, absolute paths must be inside the root, and a leading `.shelpa/` is accepted as a
 /// way of naming the mirror itself.
-pub fn lexical_relative(root: &Path, input: &str) -> Option<PathBuf> {
-    if input.is_empty() || input.contains('\0') {
-        return None;
-    }
-    let given = Path::new(input);
-    let absolute = normalize(&if given.is_absolute() {
-        given.to_path_buf()
-    } else {
-        root.join(given)
-    });
-    let rel = absolute.strip_prefix(root).ok()?.to_path_buf();
+pub fn lexical_relative(guard: &PathGuard, input: &str) -> Option<PathBuf> {
+    let rel = guard.lexical(input).ok()?;
     let rel = match rel.strip_prefix(MIRROR_DIR) {
         Ok(inner) => inner.to_path_buf(),
         Err(_) => rel,
