@@ -404,8 +404,8 @@ fn two_servers_on_one_root_never_corrupt_or_lose_acknowledged_work() {
 
     let state = root.join(".filesystem");
     let mut found = Vec::new();
-    histories(&state.join("files"), &mut found);
-    histories(&state.join(".trash"), &mut found);
+    // Live histories at their paths, trashed ones under `.trash/`: one walk finds both.
+    histories(&state, &mut found);
     assert!(
         !state.join(".orphans").exists(),
         "histories were set aside as orphans"
