@@ -27,8 +27,8 @@
 //!    temporary; what is left (anything the old layout did not explain, such as a stray
 //!    snapshot) is moved to `.orphans/old-layout-<time>-<pid>/` rather than deleted.
 //!
-//! For tests, the environment variable [`STOP_AFTER_ENV`] set to N makes the process abort
-//! (like a SIGKILL: no clean-up runs) right after the conversion's Nth change to the disk, so a
+//! For tests, the environment variable [`STOP_AFTER_ENV`] set to N makes the process SIGKILL
+//! itself (no clean-up runs) right after the conversion's Nth change to the disk, so a
 //! crash at every point can be tried deterministically.
 
 use std::ffi::OsStr;
@@ -43,7 +43,7 @@ use super::layout::{
 use super::{io_err, HistoryError};
 use crate::workspace::{Entry, Workspace};
 
-/// Test hook: abort right after the conversion's Nth change to the disk (see the module doc).
+/// Test hook: SIGKILL the process right after the conversion's Nth change to the disk (see the module doc).
 pub const STOP_AFTER_ENV: &str = "FILESYSTEM_TEST_CONVERSION_STOP_AFTER";
 
 /// Names of `.orphans/` entries made by `filesystem check --repair`: debris it set aside, not
@@ -153,6 +153,11 @@ impl Conversion<'_> {
     fn effect(&mut self) {
         self.effects += 1;
         if self.stop_after == Some(self.effects) {
+            // SIGKILL, exactly what the crash test simulates: no destructor, no flush.
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::KILL,
+            );
             std::process::abort();
         }
     }
