@@ -386,6 +386,13 @@ fn a_conversion_killed_at_any_step_converts_on_the_next_open_and_loses_nothing()
             "step {n}: failed without being killed: {}",
             String::from_utf8_lossy(&first.stderr)
         );
+        // `check` sees a store to convert (or a conversion to finish), not damage.
+        let checked = run(&root, &["check"], None);
+        assert!(
+            checked.status.success(),
+            "step {n}: {}",
+            String::from_utf8_lossy(&checked.stdout)
+        );
         // Killed once more while finishing, at a point that varies with n, then left alone.
         let second = run(&root, &["call", "list_trash", "{}"], Some(1 + (n * 7) % 11));
         if second.status.success() {

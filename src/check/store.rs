@@ -274,6 +274,9 @@ impl Walk<'_> {
                     Some(ws_name) => trees.push((rel, PathBuf::from(ws_name))),
                     None => self.debris(&rel, kind, "a name the store reserves but never uses here, or an escape (%) on a name that needs none"),
                 },
+                // Mid-conversion, trees already moved into place sit here: checked (and never
+                // moved aside as debris) once the next open has finished the conversion.
+                (None, Kind::Dir) if self.layout == Found::Finishing => {}
                 (None, _) => self.debris(&rel, kind, "not one of the store's own names or a history tree"),
             }
         }

@@ -62,10 +62,7 @@ impl Store {
                 .map_err(io_err(format!("cannot append to {IMPORTS_LOG}")))?;
             report.added += 1;
         }
-        report.newest = match head {
-            Some(h) => Some(h.current),
-            None => None,
-        };
+        report.newest = head.map(|h| h.current);
         Ok(report)
     }
 }
