@@ -104,8 +104,8 @@ fn warnings_are_printed_but_exit_0_unless_strict() {
 #[test]
 fn an_error_exits_1_until_repaired_and_one_repair_cannot_fix_stays_1() {
     let (_d, root) = root();
-    write(&root, ".filesystem/files/a/#versions/00001", b"1");
-    write(&root, ".filesystem/files/a/#versions/head", b"3 3\n");
+    write(&root, ".filesystem/a/00001", b"1");
+    write(&root, ".filesystem/a/.head", b"3\n");
     let out = check(&root, &[]);
     assert_eq!(code(&out), 1, "{}", text(&out));
     assert!(text(&out).contains("error "), "{}", text(&out));
@@ -113,7 +113,7 @@ fn an_error_exits_1_until_repaired_and_one_repair_cannot_fix_stays_1() {
     assert_eq!(code(&repaired), 0, "{}", text(&repaired));
     assert_eq!(code(&check(&root, &["--strict"])), 0);
     // A link planted in the store is never followed or removed by check: it stays an error.
-    std::os::unix::fs::symlink("/etc", root.join(".filesystem/files/evil")).expect("link");
+    std::os::unix::fs::symlink("/etc", root.join(".filesystem/a/evil")).expect("link");
     assert_eq!(code(&check(&root, &["--repair"])), 1);
     assert_eq!(code(&check(&root, &[])), 1);
 }

@@ -285,7 +285,7 @@ fn run_pipelined(mut session: Session, mut ops: Vec<Op>) -> Vec<Op> {
     ops
 }
 
-/// One version history found in the store: a directory holding `head` and its snapshots.
+/// One version history found in the store: a directory holding `.head` and its snapshots.
 struct History {
     dir: PathBuf,
     current: u64,
@@ -293,7 +293,7 @@ struct History {
     snapshots: BTreeMap<u64, Vec<u8>>,
 }
 
-/// Every history below `dir` (live ones under `files/`, trashed ones under `.trash/`).
+/// Every history below `dir` (live ones at their paths, trashed ones under `.trash/`).
 fn histories(dir: &Path, out: &mut Vec<History>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -307,7 +307,7 @@ fn histories(dir: &Path, out: &mut Vec<History>) {
         let ft = e.file_type().expect("type");
         if ft.is_dir() {
             subdirs.push(path);
-        } else if name == "head" {
+        } else if name == ".head" {
             head = Some(std::fs::read_to_string(&path).expect("head"));
         } else if name.len() == 5 && name.bytes().all(|b| b.is_ascii_digit()) {
             let n: u64 = name.parse().expect("number");
@@ -317,13 +317,18 @@ fn histories(dir: &Path, out: &mut Vec<History>) {
     if let Some(head) = head {
         let nums: Vec<u64> = head
             .split_whitespace()
-            .map(|n| n.parse().expect("head holds numbers"))
+            .map(|n| n.parse().expect("head holds a number"))
             .collect();
-        assert_eq!(nums.len(), 2, "head of {} is {head:?}", dir.display());
+        assert_eq!(nums.len(), 1, "head of {} is {head:?}", dir.display());
+        // The newest version is the top of the run of snapshots above the head.
+        let mut newest = nums[0];
+        while snapshots.contains_key(&(newest + 1)) {
+            newest += 1;
+        }
         out.push(History {
             dir: dir.to_path_buf(),
             current: nums[0],
-            newest: nums[1],
+            newest,
             snapshots,
         });
     }
@@ -399,8 +404,8 @@ fn two_servers_on_one_root_never_corrupt_or_lose_acknowledged_work() {
 
     let state = root.join(".filesystem");
     let mut found = Vec::new();
-    histories(&state.join("files"), &mut found);
-    histories(&state.join(".trash"), &mut found);
+    // Live histories at their paths, trashed ones under `.trash/`: one walk finds both.
+    histories(&state, &mut found);
     assert!(
         !state.join(".orphans").exists(),
         "histories were set aside as orphans"
@@ -462,7 +467,7 @@ fn two_servers_on_one_root_never_corrupt_or_lose_acknowledged_work() {
     assert!(!files.is_empty());
     for (rel, bytes) in &files {
         check_doc(rel, bytes);
-        let versions = state.join("files").join(rel).join("#versions");
+        let versions = state.join(rel);
         let h = found
             .iter()
             .find(|h| h.dir == versions)
@@ -738,9 +743,7 @@ fn a_server_daemon_keeps_interleaved_roots_isolated() {
             ["delete".to_string(), "1".into(), format!("gone{i}.txt")]
         );
         assert!(state.join(".trash/00001").is_file());
-        assert!(state
-            .join(format!("files/dir{i}/moved{i}.txt/#versions/head"))
-            .is_file());
+        assert!(state.join(format!("dir{i}/moved{i}.txt/.head")).is_file());
         let mut files = BTreeMap::new();
         workspace_files(root, Path::new(""), &mut files);
         assert_eq!(

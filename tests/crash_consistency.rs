@@ -425,7 +425,8 @@ fn check(root: &Path, repair: bool) -> (i32, Value) {
     (out.status.code().unwrap_or(-1), v)
 }
 
-/// Every `head` under the store names snapshots that exist.
+/// Every `.head` under the store holds one version number whose snapshot, and every one below
+/// it, exists beside it.
 fn heads_name_existing_snapshots(dir: &Path) {
     for e in std::fs::read_dir(dir).expect("read_dir") {
         let e = e.expect("entry");
@@ -433,18 +434,14 @@ fn heads_name_existing_snapshots(dir: &Path) {
         let t = e.file_type().expect("type");
         if t.is_dir() {
             heads_name_existing_snapshots(&p);
-        } else if e.file_name() == "head"
-            && p.parent().is_some_and(|d| {
-                d.ends_with("#versions") || d.to_string_lossy().ends_with(".history")
-            })
-        {
+        } else if e.file_name() == ".head" {
             let text = std::fs::read_to_string(&p).expect("head");
             let nums: Vec<u64> = text
                 .split_whitespace()
                 .map(|n| n.parse().expect("number"))
                 .collect();
-            assert_eq!(nums.len(), 2, "{}: {text:?}", p.display());
-            for v in 1..=nums[1] {
+            assert_eq!(nums.len(), 1, "{}: {text:?}", p.display());
+            for v in 1..=nums[0] {
                 let snap = dir.join(format!("{v:05}"));
                 assert!(snap.exists(), "{} names {v}, missing", p.display());
             }

@@ -303,10 +303,17 @@ fn workspace_names_that_collide_with_store_names_get_their_own_history() {
         ".lock",
         ".next-trash-id",
         ".head",
+        ".imports",
+        ".orphans",
+        ".gitignore",
+        ".layout",
         "files",
         "#versions",
         "head",
         "00001",
+        "00001.undone",
+        "%x",
+        "%%",
     ];
     for name in names {
         ws.write(name, &format!("{name} v1"));
@@ -316,7 +323,16 @@ fn workspace_names_that_collide_with_store_names_get_their_own_history() {
     ws.write("a", "file a v1");
     ws.write("a", "file a v2");
     ws.ok("move_file", r#"{"source":"a","destination":"a-file"}"#);
-    for inner in ["00001", "00002", "head", "#versions", "##x"] {
+    for inner in [
+        "00001",
+        "00002",
+        "head",
+        ".head",
+        "00002.undone",
+        "#versions",
+        "##x",
+        "%y",
+    ] {
         let p = format!("a/{inner}");
         ws.write(&p, &format!("{p} v1"));
         ws.write(&p, &format!("{p} v2"));
@@ -328,7 +344,16 @@ fn workspace_names_that_collide_with_store_names_get_their_own_history() {
         ws.ok("undo_file", &args(serde_json::json!({"path": name})));
         assert_eq!(ws.read(name), format!("{name} v1"));
     }
-    for inner in ["00001", "00002", "head", "#versions", "##x"] {
+    for inner in [
+        "00001",
+        "00002",
+        "head",
+        ".head",
+        "00002.undone",
+        "#versions",
+        "##x",
+        "%y",
+    ] {
         let p = format!("a/{inner}");
         ws.ok("undo_file", &args(serde_json::json!({"path": p})));
         assert_eq!(ws.read(&p), format!("{p} v1"));
@@ -422,14 +447,11 @@ fn two_processes_writing_one_file_never_corrupt_the_history() {
     for w in writers {
         w.join().expect("writer thread");
     }
-    let versions = ws.path(".filesystem/files/shared.txt/#versions");
-    let head = std::fs::read_to_string(versions.join("head")).expect("head");
+    let versions = ws.path(".filesystem/shared.txt");
+    let head = std::fs::read_to_string(versions.join(".head")).expect("head");
     let total = 2 * EACH;
-    assert_eq!(
-        head.trim(),
-        format!("{total} {total}"),
-        "every write is one version"
-    );
+    assert_eq!(head.trim(), total.to_string(), "every write is one version");
+    assert!(!versions.join(format!("{:05}", total + 1)).exists());
     let mut seen = std::collections::HashSet::new();
     for v in 1..=total {
         let snap = std::fs::read_to_string(versions.join(format!("{v:05}"))).expect("snapshot");
@@ -453,9 +475,8 @@ fn two_processes_writing_one_file_never_corrupt_the_history() {
 fn a_symlink_planted_inside_the_store_is_never_followed() {
     let ws = Ws::new();
     let outside = tempfile::tempdir().expect("outside");
-    std::fs::create_dir_all(ws.path(".filesystem/files/a.txt")).expect("mkdir");
-    std::os::unix::fs::symlink(outside.path(), ws.path(".filesystem/files/a.txt/#versions"))
-        .expect("plant");
+    std::fs::create_dir_all(ws.path(".filesystem")).expect("mkdir");
+    std::os::unix::fs::symlink(outside.path(), ws.path(".filesystem/a.txt")).expect("plant");
     std::os::unix::fs::symlink(outside.path(), ws.path(".filesystem/.trash")).expect("plant");
     std::fs::write(ws.path("a.txt"), "mine").expect("seed");
     ws.err("write_file", r#"{"path":"a.txt","content":"x"}"#, "IoError");

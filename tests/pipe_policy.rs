@@ -1042,7 +1042,7 @@ fn state_ws() -> (tempfile::TempDir, PathBuf) {
     for (rel, content) in [
         (".filesystem/secret", STATE_CONTENT),
         ("sub/.filesystem/secret", STATE_CONTENT),
-        ("sub/deep/.filesystem/files/a", STATE_CONTENT),
+        ("sub/deep/.filesystem/a/00001", STATE_CONTENT),
         (".shelpa/x", STATE_CONTENT),
         ("sub/.shelpa/x", STATE_CONTENT),
         ("visible.txt", "HIDDENMARK visible\n"),
@@ -1237,7 +1237,7 @@ fn no_rg_or_fd_spelling_reaches_a_state_directory_at_any_depth() {
         ("rg HIDDENMARK sub/.filesystem", ""),
         ("rg HIDDENMARK sub/.filesystem/", ""),
         ("rg HIDDENMARK sub/.filesystem/secret", ""),
-        ("rg HIDDENMARK sub/deep/.filesystem/files", ""),
+        ("rg HIDDENMARK sub/deep/.filesystem/a", ""),
         ("rg HIDDENMARK sub/.shelpa/x", ""),
         ("rg HIDDENMARK sub/x/../.filesystem", ""),
         ("rg HIDDENMARK -- sub/.filesystem", ""),

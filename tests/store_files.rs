@@ -112,8 +112,8 @@ const CHECK: &[&str] = &["check"];
 
 #[test]
 fn fifos_in_the_store_make_commands_fail_never_hang() {
-    let versions = ".filesystem/files/a.txt/#versions";
-    let head = format!("{versions}/head");
+    let versions = ".filesystem/a.txt";
+    let head = format!("{versions}/.head");
     let current = format!("{versions}/00002");
     // Each FIFO, with the commands that must read or write that very file (and so fail).
     let cases: Vec<(&str, Vec<&[&str]>)> = vec![

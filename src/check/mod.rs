@@ -306,25 +306,57 @@ mod tests {
     #[test]
     fn a_head_past_the_newest_snapshot_is_lowered_and_a_gap_is_only_reported() {
         let (_d, root) = root();
-        write(&root, ".filesystem/files/a/#versions/00001", "1");
-        write(&root, ".filesystem/files/a/#versions/00002", "2");
-        write(&root, ".filesystem/files/a/#versions/head", "4 4\n");
-        write(&root, ".filesystem/files/b/#versions/00001", "1");
-        write(&root, ".filesystem/files/b/#versions/00003", "3");
-        write(&root, ".filesystem/files/b/#versions/head", "3 3\n");
+        write(&root, ".filesystem/a/00001", "1");
+        write(&root, ".filesystem/a/00002", "2");
+        write(&root, ".filesystem/a/.head", "4\n");
+        write(&root, ".filesystem/b/00001", "1");
+        write(&root, ".filesystem/b/00003", "3");
+        write(&root, ".filesystem/b/.head", "3\n");
         let r = check(&root, false, false).expect("check");
         assert!(matches!(
-            find(&r, ".filesystem/files/a/#versions/head").fix,
+            find(&r, ".filesystem/a/.head").fix,
             Fix::WouldRepair(_)
         ));
-        assert!(matches!(
-            find(&r, ".filesystem/files/b/#versions").fix,
-            Fix::Manual(_)
-        ));
+        assert!(matches!(find(&r, ".filesystem/b").fix, Fix::Manual(_)));
         let r = check(&root, false, true).expect("repair");
         assert!(!r.clean(), "the gap in b remains");
-        let head = std::fs::read_to_string(root.join(".filesystem/files/a/#versions/head"));
-        assert_eq!(head.expect("head"), "2 2\n");
+        let head = std::fs::read_to_string(root.join(".filesystem/a/.head"));
+        assert_eq!(head.expect("head"), "2\n");
+    }
+
+    #[test]
+    fn a_store_in_the_previous_layout_is_reported_as_to_be_converted_not_as_damage() {
+        let (_d, root) = root();
+        write(&root, ".filesystem/files/a/#versions/00001", "1");
+        write(&root, ".filesystem/files/a/#versions/head", "1 1\n");
+        let r = check(&root, false, false).expect("check");
+        let f = find(&r, ".filesystem/files");
+        assert_eq!(f.severity, Severity::Info);
+        assert!(
+            f.problem.contains("converted on next open"),
+            "{}",
+            f.problem
+        );
+        assert!(r.clean(), "{:#?}", r.findings);
+    }
+
+    #[test]
+    fn escapes_and_names_in_history_trees_are_checked() {
+        let (_d, root) = root();
+        write(&root, ".filesystem/d/%00001/00001", "1");
+        write(&root, ".filesystem/d/%00001/.head", "1\n");
+        write(&root, ".filesystem/%%x/.head", "1\n");
+        write(&root, ".filesystem/%%x/00001", "1");
+        // `%y` needs no escape, so no encoder wrote it; a loose file is not a snapshot.
+        write(&root, ".filesystem/%y/00001", "1");
+        write(&root, ".filesystem/d/notes.txt", "?");
+        let r = check(&root, false, false).expect("check");
+        assert_eq!(r.histories_checked, 2, "{:#?}", r.findings);
+        assert_eq!(find(&r, ".filesystem/%y").severity, Severity::Warning);
+        assert_eq!(
+            find(&r, ".filesystem/d/notes.txt").severity,
+            Severity::Warning
+        );
     }
 
     #[test]
@@ -384,13 +416,9 @@ mod tests {
     fn links_are_reported_never_followed_and_temporaries_are_cleared() {
         let (_d, root) = root();
         let outside = tempfile::tempdir().expect("outside");
-        write(&root, ".filesystem/files/a/#versions/head", "1 1\n");
-        write(&root, ".filesystem/files/a/#versions/00001", "1");
-        write(
-            &root,
-            ".filesystem/files/a/#versions/.filesystem-tmp-Ab12Cd",
-            "half",
-        );
+        write(&root, ".filesystem/a/.head", "1\n");
+        write(&root, ".filesystem/a/00001", "1");
+        write(&root, ".filesystem/a/.filesystem-tmp-Ab12Cd", "half");
         write(&root, "src/.filesystem-tmp-Zz9Yy8", "half");
         // A leftover of ours still has the bits every temporary is created with.
         std::fs::set_permissions(
@@ -400,13 +428,10 @@ mod tests {
         .expect("chmod");
         write(&root, "src/.filesystem-tmp-User01", "a user's own file");
         write(&root, "src/.main.rs.shelpa-tmp-4000000-17-0", "half");
-        std::os::unix::fs::symlink(outside.path(), root.join(".filesystem/files/evil"))
-            .expect("link");
+        std::os::unix::fs::symlink(outside.path(), root.join(".filesystem/a/evil")).expect("link");
         let r = check(&root, false, true).expect("repair");
-        assert_eq!(find(&r, ".filesystem/files/evil").severity, Severity::Error);
-        assert!(!root
-            .join(".filesystem/files/a/#versions/.filesystem-tmp-Ab12Cd")
-            .exists());
+        assert_eq!(find(&r, ".filesystem/a/evil").severity, Severity::Error);
+        assert!(!root.join(".filesystem/a/.filesystem-tmp-Ab12Cd").exists());
         assert!(!root.join("src/.filesystem-tmp-Zz9Yy8").exists());
         assert!(
             root.join("src/.filesystem-tmp-User01").exists(),

@@ -1,6 +1,12 @@
-//! The `.filesystem/` store: every name in it is on an allow-list, every version history's head
-//! must name snapshots that exist, the trash must agree with `.deletes`, and the trash counter
-//! must be ahead of every id in use. Nothing is followed: entries are inspected with `lstat`.
+//! The `.filesystem/` store: every name in it is on an allow-list or a valid escaped workspace
+//! name, every version history's `.head` must name a snapshot that exists with no gap below
+//! it, the trash must agree with `.deletes`, and the trash counter must be ahead of every id in
+//! use. Nothing is followed: entries are inspected with `lstat`.
+//!
+//! A store still in the previous layout (`files/…/#versions`) is reported as such, not as
+//! damage: the server converts it the next time it opens it (see
+//! [`crate::history::convert`]). Its trash and counter are checked; its histories are checked
+//! after the conversion.
 //!
 //! The one exception to "no links inside the store" is a trash entry itself (`.trash/00007`):
 //! it is whatever the user deleted, a symlink included, so it is never looked into.
@@ -11,12 +17,14 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::history::convert::{self, Found};
 use crate::history::durable::is_temp_name;
 use crate::history::layout::{
-    self, DELETES_LOG, FILES_DIR, IMPORTS_LOG, LOCK_FILE, MOVES_LOG, ORPHANS_DIR, PENDING_DELETE,
-    PENDING_MOVE, TRASH_COUNTER, TRASH_DIR, TRASH_HISTORY_SUFFIX, VERSIONS_DIR,
+    self, old, snapshot_version, undone_version, CONVERTED_DIR, CONVERTING_DIR, DELETES_LOG,
+    HEAD_FILE, IMPORTS_LOG, LAYOUT_MARK, LOCK_FILE, MOVES_LOG, ORPHANS_DIR, PENDING_DELETE,
+    PENDING_MOVE, TRASH_COUNTER, TRASH_DIR, TRASH_HISTORY_SUFFIX,
 };
-use crate::history::versions::{snapshot_version, Versions, HEAD_FILE, UNDONE_SUFFIX};
+use crate::history::versions::Versions;
 
 use rustix::fs::{FileType, Mode, OFlags};
 
@@ -77,6 +85,8 @@ struct Walk<'a> {
     too_deep: Vec<PathBuf>,
     /// Entries whose paths are too long to act on.
     too_long: Vec<PathBuf>,
+    /// Which layout the store is in.
+    layout: Found,
 }
 
 /// The entries of a directory (names and kinds, not followed), sorted by name.
@@ -96,15 +106,23 @@ pub(crate) fn check(
     fixer: &mut Fixer,
     report: &mut Report,
 ) -> Result<(), CheckError> {
+    let layout = convert::inspect(fixer.workspace(), Path::new(crate::guard::STATE_DIRS[0]))
+        .map_err(|source| CheckError::Io {
+            what: "cannot read .filesystem/".into(),
+            source,
+        })?;
     let mut walk = Walk {
         state,
         fixer,
         report,
         too_deep: Vec::new(),
         too_long: Vec::new(),
+        layout,
     };
-    walk.top_level()?;
-    walk.history_tree(Path::new(FILES_DIR), Path::new(""));
+    walk.layout_note();
+    for (dir, shown) in walk.top_level()? {
+        walk.history_tree(&dir, &shown);
+    }
     walk.trash();
     walk.orphans(Path::new(ORPHANS_DIR));
     walk.unreached();
@@ -168,19 +186,42 @@ impl Walk<'_> {
         }
     }
 
-    /// The fixed names at the top of the store.
-    fn top_level(&mut self) -> Result<(), CheckError> {
+    /// Says which layout the store is in when it is not the current one.
+    fn layout_note(&mut self) {
+        match self.layout {
+            Found::Current => {}
+            Found::Old => self.report.push(
+                Severity::Info,
+                Self::place(Path::new(old::FILES_DIR)),
+                "the store is in the previous layout (files/<path>/#versions/{NNNNN,head}); it will be converted on next open, keeping every snapshot and head, and its histories are checked after that".into(),
+                Fix::Nothing,
+            ),
+            Found::Finishing => self.report.push(
+                Severity::Info,
+                Self::place(Path::new(CONVERTED_DIR)),
+                "a conversion from the previous layout was committed but cut short before every history was moved into place; the next open finishes it".into(),
+                Fix::Nothing,
+            ),
+        }
+    }
+
+    /// The fixed names at the top of the store; returns the history trees found there (the
+    /// store path of each and the workspace path it stands for).
+    fn top_level(&mut self) -> Result<Vec<(PathBuf, PathBuf)>, CheckError> {
         let list = entries(self.state).map_err(|source| CheckError::Io {
             what: "cannot list .filesystem/".into(),
             source,
         })?;
+        let mut trees = Vec::new();
         for (name, kind) in list {
             let rel = PathBuf::from(&name);
+            let old_files = self.layout != Found::Current && name == old::FILES_DIR;
             let expected = match name.to_str() {
                 // `.live/` holds the registries of running servers' temporaries: never debris.
-                Some(FILES_DIR | TRASH_DIR | ORPHANS_DIR | crate::workspace::temp::LIVE_DIR) => {
-                    Some(Kind::Dir)
-                }
+                Some(TRASH_DIR | ORPHANS_DIR | crate::workspace::temp::LIVE_DIR) => Some(Kind::Dir),
+                // A conversion in progress; reported by `layout_note`, or below when stray.
+                Some(CONVERTED_DIR | CONVERTING_DIR) => Some(Kind::Dir),
+                _ if old_files => Some(Kind::Dir),
                 _ if crate::calllog::is_rotated_log_name(name.as_bytes()) => Some(Kind::File),
                 Some(
                     MOVES_LOG
@@ -190,6 +231,7 @@ impl Walk<'_> {
                     | PENDING_DELETE
                     | TRASH_COUNTER
                     | LOCK_FILE
+                    | LAYOUT_MARK
                     | crate::workspace::STORE_GITIGNORE
                     | crate::calllog::DEFAULT_LOG_NAME,
                 ) => Some(Kind::File),
@@ -200,6 +242,14 @@ impl Walk<'_> {
                     Severity::Info,
                     Self::place(&rel),
                     "a move or delete was cut short; the next change to the store finishes it (or finds it never happened)".to_string(),
+                    Fix::Nothing,
+                );
+            }
+            if name == CONVERTING_DIR && kind == Kind::Dir {
+                self.report.push(
+                    Severity::Info,
+                    Self::place(&rel),
+                    "a conversion from the previous layout was being built when it was cut short; the next open throws it away and builds it again (the old store is untouched)".to_string(),
                     Fix::Nothing,
                 );
             }
@@ -220,17 +270,28 @@ impl Walk<'_> {
                     ),
                 ),
                 (None, Kind::File) if is_temp_name(name.as_bytes()) => self.temp(&rel),
-                (None, _) => self.debris(&rel, kind, "not one of the store's own names"),
+                (None, Kind::Dir) if self.layout == Found::Current => match layout::decode(&name) {
+                    Some(ws_name) => trees.push((rel, PathBuf::from(ws_name))),
+                    None => self.debris(&rel, kind, "a name the store reserves but never uses here, or an escape (%) on a name that needs none"),
+                },
+                // Mid-conversion, trees already moved into place sit here: checked (and never
+                // moved aside as debris) once the next open has finished the conversion.
+                (None, Kind::Dir) if self.layout == Found::Finishing => {}
+                (None, _) => self.debris(&rel, kind, "not one of the store's own names or a history tree"),
             }
         }
-        Ok(())
+        Ok(trees)
     }
 
-    /// A history tree: directories named after workspace names, each possibly holding the
-    /// `#versions` of the file once at that path. Walked as a [`Tree`] (no recursion, a
-    /// bounded number of descriptors, at most [`MAX_DEPTH`] levels), because moving a directory
-    /// moves its history tree too, so a store can be as deep as the workspace was made.
+    /// A history tree: the directory of one workspace path, holding that file's snapshots and
+    /// `.head` (see [`Walk::versions`]) and the trees of its children, named with the store's
+    /// escape. Walked as a [`Tree`] (no recursion, a bounded number of descriptors, at most
+    /// [`MAX_DEPTH`] levels), because moving a directory moves its history tree too, so a store
+    /// can be as deep as the workspace was made.
     fn history_tree(&mut self, dir: &Path, workspace: &Path) {
+        if self.reachable(dir) {
+            self.versions(dir, workspace);
+        }
         let Some(mut tree) = self.start(dir) else {
             return;
         };
@@ -243,27 +304,22 @@ impl Walk<'_> {
             let child = dir.join(&found.path);
             match kind {
                 Kind::Link | Kind::Special => self.link(&child, kind),
-                Kind::File if is_temp_name(name.as_bytes()) => {
-                    if self.reachable(&child) {
-                        self.temp(&child)
-                    }
-                }
-                Kind::Dir if name == VERSIONS_DIR => {
-                    if self.reachable(&child) {
-                        let mut shown = workspace.to_path_buf();
-                        shown.extend(&names);
-                        self.versions(&child, &shown)
-                    }
-                }
+                // Snapshots, `.head`, second names and temporaries: see `versions`.
+                Kind::File if is_version_file(name) => {}
                 Kind::Dir => match layout::decode(name) {
                     Some(ws_name) => {
                         if self.descend(&mut tree, &child) {
                             names.push(ws_name);
+                            if self.reachable(&child) {
+                                let mut shown = workspace.to_path_buf();
+                                shown.extend(&names);
+                                self.versions(&child, &shown);
+                            }
                         }
                     }
                     None => {
                         if self.reachable(&child) {
-                            self.debris(&child, kind, "a store-reserved name the store never uses")
+                            self.debris(&child, kind, "a name the store reserves for its own files, or an escape (%) on a name that needs none")
                         }
                     }
                 },
@@ -272,7 +328,7 @@ impl Walk<'_> {
                         self.debris(
                             &child,
                             kind,
-                            "history trees hold only directories; versions live in #versions",
+                            "not a snapshot, the .head, or a temporary (a workspace name here would be a directory)",
                         )
                     }
                 }
@@ -368,28 +424,27 @@ impl Walk<'_> {
         }
     }
 
-    /// One file's `#versions`: its snapshots and head.
+    /// The file history kept directly in the history directory `dir` (if any): its snapshots,
+    /// `.head` and second names. A directory's tree with no snapshots and no head is no file's
+    /// history and is not counted.
     fn versions(&mut self, dir: &Path, workspace: &Path) {
         let list = match entries(&self.state.join(dir)) {
             Ok(l) => l,
             Err(e) => return self.unreadable(dir, e),
         };
-        self.report.histories_checked += 1;
         let mut snapshots = BTreeSet::new();
         let mut has_head = false;
+        let mut any = false;
         for (name, kind) in list {
             let rel = dir.join(&name);
             match kind {
-                Kind::Link | Kind::Special => self.link(&rel, kind),
-                Kind::File if name == HEAD_FILE => has_head = true,
+                Kind::File if name == HEAD_FILE => {
+                    has_head = true;
+                    any = true;
+                }
                 Kind::File if is_temp_name(name.as_bytes()) => self.temp(&rel),
-                Kind::File
-                    if name
-                        .as_bytes()
-                        .strip_suffix(UNDONE_SUFFIX.as_bytes())
-                        .and_then(snapshot_version)
-                        .is_some() =>
-                {
+                Kind::File if undone_version(name.as_bytes()).is_some() => {
+                    any = true;
                     self.report.push(
                         Severity::Info,
                         Self::place(&rel),
@@ -397,15 +452,20 @@ impl Walk<'_> {
                         Fix::Nothing,
                     );
                 }
-                Kind::File => match snapshot_version(name.as_bytes()) {
-                    Some(v) => {
+                Kind::File => {
+                    if let Some(v) = snapshot_version(name.as_bytes()) {
                         snapshots.insert(v);
+                        any = true;
                     }
-                    None => self.debris(&rel, kind, "not a snapshot, the head, or a temporary"),
-                },
-                Kind::Dir => self.debris(&rel, kind, "a versions directory holds only files"),
+                }
+                // Links are reported by the tree walk; child trees are walked by it.
+                _ => {}
             }
         }
+        if !any {
+            return;
+        }
+        self.report.histories_checked += 1;
         let shown = if workspace.as_os_str().is_empty() {
             "?".to_string()
         } else {
@@ -418,14 +478,14 @@ impl Walk<'_> {
             shown.clone(),
         );
         let head = if has_head { history.head() } else { Ok(None) };
-        let head = match head {
-            Ok(Some(h)) => h,
+        let current = match head {
+            Ok(Some(h)) => h.current,
             Ok(None) => {
                 if !snapshots.is_empty() {
                     self.report.push(
                         Severity::Info,
                         Self::place(dir),
-                        format!("the history of {shown} has snapshot(s) {} but no head (its first write was cut short); the next write replaces them", list_numbers(&snapshots)),
+                        format!("the history of {shown} has snapshot(s) {} but no .head (its first write was cut short); redo can bring them back before the next write replaces them", list_numbers(&snapshots)),
                         Fix::Nothing,
                     );
                 }
@@ -435,42 +495,44 @@ impl Walk<'_> {
                 self.report.push(
                     Severity::Error,
                     Self::place(&head_rel),
-                    format!("the head of {shown} cannot be used: {e}"),
+                    format!("the .head of {shown} cannot be used: {e}"),
                     Fix::Manual(format!(
-                        "write 'CURRENT NEWEST' into it by hand; snapshots present: {}",
+                        "write the current version number into it by hand; snapshots present: {}",
                         list_numbers(&snapshots)
                     )),
                 );
                 return;
             }
         };
-        let newest_present = snapshots.range(..=head.newest).next_back().copied();
-        if !snapshots.contains(&head.newest) {
-            match newest_present {
+        if !snapshots.contains(&current) {
+            match snapshots.range(..current).next_back().copied() {
                 Some(m) => {
-                    let current = head.current.min(m);
                     let fix = self.fixer.rewrite(
                         &self.state.join(&head_rel),
-                        format!("{current} {m}\n").as_bytes(),
-                        format!("set the head to version {current} of {m}"),
+                        format!("{m}\n").as_bytes(),
+                        format!("set the head to version {m}"),
                     );
                     self.report.push(
                         Severity::Error,
                         Self::place(&head_rel),
-                        format!("the head of {shown} names version {} of {}, but the newest snapshot present is {m}", head.current, head.newest),
+                        format!("the .head of {shown} names version {current}, but the newest snapshot present below it is {m}"),
                         fix,
                     );
                 }
                 None => self.report.push(
                     Severity::Error,
                     Self::place(&head_rel),
-                    format!("the head of {shown} names version {} of {}, but none of its snapshots exist", head.current, head.newest),
-                    Fix::Manual("undo is impossible for this file; move its #versions directory out of the store by hand".into()),
+                    format!("the .head of {shown} names version {current}, but no snapshot up to it exists"),
+                    Fix::Manual("undo is impossible for this file; move its history directory out of the store by hand".into()),
                 ),
             }
         }
-        let top = newest_present.unwrap_or(0);
-        let gaps: BTreeSet<u64> = (1..top).filter(|v| !snapshots.contains(v)).collect();
+        let below = snapshots
+            .range(..=current)
+            .next_back()
+            .copied()
+            .unwrap_or(0);
+        let gaps: BTreeSet<u64> = (1..below).filter(|v| !snapshots.contains(v)).collect();
         if !gaps.is_empty() {
             self.report.push(
                 Severity::Error,
@@ -482,13 +544,19 @@ impl Walk<'_> {
                 Fix::Manual("restore them from a backup if one exists; otherwise only the versions above the gap can be undone to".into()),
             );
         }
-        let strays: BTreeSet<u64> = snapshots.range(head.newest + 1..).copied().collect();
+        // The redo chain is the unbroken run right above the head; anything past a break is
+        // out of redo's reach.
+        let mut top = current;
+        while snapshots.contains(&(top + 1)) {
+            top += 1;
+        }
+        let strays: BTreeSet<u64> = snapshots.range(top + 1..).copied().collect();
         if !strays.is_empty() {
             self.report.push(
                 Severity::Info,
                 Self::place(dir),
                 format!(
-                    "the history of {shown} has stray snapshot(s) {} beyond its newest version (a write cut short before its head moved); the next write replaces them",
+                    "the history of {shown} has snapshot(s) {} past a break in its redo chain (which ends at {top}); redo cannot reach them and the next write leaves them as they are",
                     list_numbers(&strays)
                 ),
                 Fix::Nothing,
@@ -550,13 +618,8 @@ impl Walk<'_> {
                         .and_then(|p| p.first())
                         .cloned()
                         .unwrap_or_else(|| PathBuf::from(format!("trash entry {id}")));
-                    // A deleted file's history is its `#versions` directory itself; a deleted
-                    // directory's is a whole tree. Only a versions directory holds files.
-                    let holds_files = entries(&self.state.join(&rel))
-                        .is_ok_and(|l| l.iter().any(|(_, k)| *k == Kind::File));
-                    if holds_files {
-                        self.versions(&rel, &was);
-                    } else {
+                    // Same layout as a live tree; an old-layout one is converted on next open.
+                    if self.layout == Found::Current {
                         self.history_tree(&rel, &was);
                     }
                 }
@@ -673,6 +736,16 @@ impl Walk<'_> {
             }
         }
     }
+}
+
+/// True for the names a file's history keeps beside its children's trees: snapshots, `.head`,
+/// second names of undone versions, and temporaries of atomic writes.
+fn is_version_file(name: &std::ffi::OsStr) -> bool {
+    let b = name.as_bytes();
+    name == HEAD_FILE
+        || snapshot_version(b).is_some()
+        || undone_version(b).is_some()
+        || is_temp_name(b)
 }
 
 /// `1, 2, 5` — at most ten numbers, then how many more.

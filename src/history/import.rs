@@ -41,10 +41,13 @@ impl Store {
             .index_part(&state, super::index::Part::Imports)?
             .imported(rel);
         let history = versions::for_path(&self.ws, &state, self.checked(rel)?)?;
-        let mut head = history.head()?.map(|h| Head {
-            current: h.newest,
-            newest: h.newest,
-        });
+        // After the top of the redo chain: nothing is dropped, not even an undone future.
+        let mut head = match history.head()? {
+            Some(h) => Some(Head {
+                current: history.newest(h)?,
+            }),
+            None => None,
+        };
         let mut report = ImportReport::default();
         for (key, content) in versions {
             if done.contains(key.as_bytes()) {
@@ -59,10 +62,7 @@ impl Store {
                 .map_err(io_err(format!("cannot append to {IMPORTS_LOG}")))?;
             report.added += 1;
         }
-        report.newest = match head {
-            Some(h) => Some(h.newest),
-            None => history.head()?.map(|h| h.newest),
-        };
+        report.newest = head.map(|h| h.current);
         Ok(report)
     }
 }

@@ -9,25 +9,30 @@
 //!
 //! ```text
 //! .filesystem/
-//!   .lock                          flock'd around every mutation
-//!   .imports                       append-only: path \t key of each imported outside version
-//!   .moves                         append-only: time \t from \t to
-//!   .deletes                       append-only: time \t delete|restore \t id \t path
-//!   .next-trash-id                 the next trash id (ids are never reused)
-//!   .trash/00001                   a deleted file, directory or symlink, as it was
-//!   .trash/00001.history/          its history tree (see below)
-//!   .orphans/<time>-<pid>/         a stale history that had to make room at a move/restore target
-//!   files/src/main.rs/#versions/00001   full snapshot, version 1 (--backup)
-//!   files/src/main.rs/#versions/head    "current newest"
+//!   src/main.rs/00001     full snapshot, version 1          (--backup)
+//!   src/main.rs/00002
+//!   src/main.rs/.head     one number: the current version   (--backup)
+//!   .moves                append-only: time<TAB>from<TAB>to
+//!   .trash/00001          a deleted file or directory
+//!   .trash/00001.history/ its version history, same layout
+//!   .deletes              append-only: time<TAB>delete|restore<TAB>id<TAB>path
+//!   .imports              append-only: path<TAB>key of each imported outside version
+//!   .next-trash-id        the next trash id (ids are never reused)
+//!   .orphans/<time>-<pid>/  a stale history that had to make room at a move/restore target
+//!   .lock                 flock'd around every mutation
+//!   .layout               "2": the store is in this layout (see [`convert`])
+//!   .gitignore            "*", so git, ripgrep and fd leave the store alone
 //! ```
 //!
-//! Per-path histories live under their own subtree, `files/`, so a workspace file called
-//! `.moves`, `.trash` or `.lock` is just `files/.moves/…` and cannot collide with the logs. Inside
-//! `files/`, the store's own names start with a single `#` and workspace names starting with `#`
-//! are stored with an extra `#` (see [`layout`]), so a directory `a/` holding files `00001`,
-//! `head` or `#versions` keeps histories separate from those of the file `a` it once was. A
-//! file's history is one directory (`#versions`), so moving or trashing it is one rename; a
-//! directory's history tree is its `files/` subtree, moved or trashed whole.
+//! A path's history tree is the directory named for it under `.filesystem/`: a file's
+//! snapshots and `.head` sit in it, a directory's children have their trees in it. A workspace
+//! name that could be taken for one of the store's own (`.moves` at the root, a file `00001` in
+//! a directory, a file `.head`, a name beginning with `%`) is stored with a `%` in front; see
+//! [`layout`] for the one table of such names. Moving or trashing anything moves its whole
+//! tree, one rename. Redo reaches the snapshots right above `.head`; a write after an undo sets
+//! them aside under a second name (`00004.undone`) until its head is durable (see
+//! [`versions`]). A store in the previous layout (`files/<path>/#versions/{NNNNN,head}`) is
+//! converted on first open (see [`convert`]).
 //!
 //! # Crash safety
 //!
@@ -39,6 +44,7 @@
 
 // `durable`, `layout`, `log` and `versions` are crate-visible so `filesystem check` reads the
 // store with the store's own layout knowledge instead of a second copy of it.
+pub(crate) mod convert;
 pub(crate) mod durable;
 mod import;
 mod index;
@@ -139,6 +145,9 @@ pub struct Store {
     backup: bool,
     /// The logs' index, built on first use and brought up to date before each question.
     index: std::sync::Mutex<index::Index>,
+    /// Set once this process has found (or made) the store in the current layout, so the
+    /// check (a couple of `stat`s, see [`convert`]) runs under the first lock only.
+    layout_checked: std::sync::atomic::AtomicBool,
 }
 
 impl Store {
@@ -148,6 +157,7 @@ impl Store {
             ws,
             backup,
             index: std::sync::Mutex::new(index::Index::default()),
+            layout_checked: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -245,6 +255,12 @@ impl Store {
         rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
             .map_err(|e| io_err("cannot lock the history store")(e.into()))?;
         let lock = StoreLock { _file: Some(file) };
+        // A store in the previous layout is converted before anything reads or changes it.
+        use std::sync::atomic::Ordering;
+        if !self.layout_checked.load(Ordering::Acquire) {
+            convert::ensure(&self.ws, &state)?;
+            self.layout_checked.store(true, Ordering::Release);
+        }
         self.finish_pending_move(&state)?;
         self.finish_pending_delete(&state)?;
         Ok(lock)
@@ -274,8 +290,8 @@ impl Store {
         };
         if let [from, to] = fields.as_slice() {
             let (from, to) = (field_path(from), field_path(to));
-            if let (false, Ok(Some(meta))) = (occupied(&self.ws, &from), self.ws.stat(&to)) {
-                self.move_history(state, &from, &to, EntryKind::of(&meta))?;
+            if let (false, Ok(Some(_))) = (occupied(&self.ws, &from), self.ws.stat(&to)) {
+                self.move_history(state, &from, &to)?;
                 let logged = self
                     .index(state)?
                     .last_move()
@@ -411,6 +427,8 @@ impl Store {
             )));
         };
         v.settle(Some(head))?;
+        // The top of the redo chain: a few `stat`s, never a listing.
+        let top = v.newest(head)?;
         // An outside change is saved as a new version before stepping, so undo never destroys
         // work. A missing file is simply recreated from the version stepped to.
         let changed = meta.is_some() && !v.matches_file(head, path)?;
@@ -423,16 +441,16 @@ impl Store {
         } else {
             None
         };
-        // With an undone future (head below newest), the outside change is recorded after the
-        // newest version, preceded by a copy of the head's version, so the undone versions stay
+        // With an undone future (head below the top), the outside change is recorded after the
+        // top version, preceded by a copy of the head's version, so the undone versions stay
         // reachable and one undo still returns to the version the server last wrote. (A crash
         // in the middle of a redo leaves exactly this: newer content in the file, the head
         // unmoved.)
-        let keep_future = changed && head.current < head.newest;
+        let keep_future = changed && head.current < top;
         let (at, newest) = match (changed, keep_future) {
-            (false, _) => (head.current, head.newest),
+            (false, _) => (head.current, top),
             (true, false) => (head.current + 1, head.current + 1),
-            (true, true) => (head.newest + 2, head.newest + 2),
+            (true, true) => (top + 2, top + 2),
         };
         let possible = if forward { newest - at } else { at - 1 };
         if steps > possible {
@@ -455,10 +473,7 @@ impl Store {
                         head.current
                     ))
                 })?;
-                let end = versions::Head {
-                    current: head.newest,
-                    newest: head.newest,
-                };
+                let end = versions::Head { current: top };
                 head = v.append(Some(end), &last_written)?;
             }
             head = v.append(Some(head), c)?;
@@ -481,10 +496,10 @@ impl Store {
         self.ws
             .replace_file(path, &content, mode, false)
             .map_err(io_err(format!("cannot write {shown}")))?;
-        let head = v.move_head(head, target)?;
+        let head = v.move_head(target)?;
         Ok(StepReport {
             version: head.current,
-            newest: head.newest,
+            newest,
             bytes: content.len() as u64,
             saved_outside_change: saved,
         })
@@ -527,7 +542,7 @@ impl Store {
                 &format!("cannot move {from_s} to {to_s}"),
             ));
         }
-        let history_moved = self.move_history(&state, from, to, kind)?;
+        let history_moved = self.move_history(&state, from, to)?;
         self.log(&state, layout::MOVES_LOG)
             .append(&[log::now().as_bytes(), path_field(from), path_field(to)])
             .map_err(io_err("cannot append to the move log"))?;
@@ -539,16 +554,11 @@ impl Store {
         })
     }
 
-    /// Moves the history of `from` (a file's versions, or a directory's whole tree) to `to`.
-    fn move_history(
-        &self,
-        state: &Path,
-        from: &Path,
-        to: &Path,
-        kind: EntryKind,
-    ) -> Result<bool, HistoryError> {
-        let src = history_of(state, from, kind)?;
-        let dst = history_of(state, to, kind)?;
+    /// Moves the history tree of `from` (a file's versions, a directory's children's trees) to
+    /// `to`.
+    fn move_history(&self, state: &Path, from: &Path, to: &Path) -> Result<bool, HistoryError> {
+        let src = history_of(state, from)?;
+        let dst = history_of(state, to)?;
         self.place_history(state, &src, &dst)
     }
 
@@ -580,15 +590,10 @@ impl Store {
     }
 }
 
-/// Where the history of `rel` lives for a thing of `kind`: a directory's whole tree, or a
-/// file's versions directory (leaving histories of children alone, should the path once have
-/// been a directory).
-fn history_of(state: &Path, rel: &Path, kind: EntryKind) -> Result<PathBuf, HistoryError> {
-    if kind == EntryKind::Directory {
-        layout::history_tree(state, rel)
-    } else {
-        layout::versions_dir(state, rel)
-    }
+/// Where the history of `rel` lives: its whole tree, whatever it is. A file's snapshots and a
+/// directory's children's trees share one directory, so moving or trashing either is one rename.
+fn history_of(state: &Path, rel: &Path) -> Result<PathBuf, HistoryError> {
+    layout::history_tree(state, rel)
 }
 
 impl Store {
@@ -768,7 +773,7 @@ mod tests {
         s.write(&lock, Path::new("f"), b"one", false)
             .expect("write");
         // A crash after writing snapshot 2 but before moving the head leaves this behind.
-        let versions = dir.path().join(".filesystem/files/f/#versions");
+        let versions = dir.path().join(".filesystem/f");
         std::fs::write(versions.join("00002"), "torn").expect("stray");
         let r = s
             .write(&lock, Path::new("f"), b"two", false)

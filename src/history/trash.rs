@@ -148,23 +148,11 @@ impl Store {
         Ok(id)
     }
 
-    /// Moves the file, directory or symlink at `rel` (never what a symlink points to) into the
-    /// trash with its history, logs it in `.deletes`, and returns its entry.
-    /// Moves the history of `rel` (an entry of `kind`, now trash entry `id`) beside it.
-    fn trash_history(
-        &self,
-        state: &Path,
-        id: u64,
-        rel: &Path,
-        kind: EntryKind,
-    ) -> Result<(), HistoryError> {
-        let history = history_of(state, rel, kind)?;
+    /// Moves the history tree of `rel` (now trash entry `id`) beside it.
+    fn trash_history(&self, state: &Path, id: u64, rel: &Path) -> Result<(), HistoryError> {
+        let history = history_of(state, rel)?;
         if occupied(&self.ws, &history) {
-            let dest = self.trash_dir(state).join(format!(
-                "{}{}",
-                layout::trash_name(id),
-                layout::TRASH_HISTORY_SUFFIX
-            ));
+            let dest = self.trash_dir(state).join(layout::trash_history_name(id));
             self.ws
                 .rename_no_replace(&history, &dest)
                 .map_err(io_err(format!(
@@ -189,9 +177,9 @@ impl Store {
             let id = String::from_utf8_lossy(id).parse::<u64>().ok();
             let rel = field_path(rel);
             let slot = id.map(|id| (id, self.trash_dir(state).join(layout::trash_name(id))));
-            if let Some((id, Ok(Some(meta)))) = slot.map(|(id, p)| (id, self.ws.stat(&p))) {
+            if let Some((id, Ok(Some(_)))) = slot.map(|(id, p)| (id, self.ws.stat(&p))) {
                 if !occupied(&self.ws, &rel) {
-                    self.trash_history(state, id, &rel, EntryKind::of(&meta))?;
+                    self.trash_history(state, id, &rel)?;
                 }
             }
         }
@@ -233,7 +221,7 @@ impl Store {
                 "cannot move {shown} into the trash (is it on another file system?)"
             ))(e));
         }
-        self.trash_history(&state, id, rel, kind)?;
+        self.trash_history(&state, id, rel)?;
         note.clear()
             .map_err(io_err("cannot remove the pending-delete note"))?;
         // Measured in the trash, where nothing else changes it: what was deleted, whatever was
@@ -334,13 +322,8 @@ impl Store {
         self.ws
             .rename_no_replace(&slot, path)
             .map_err(|e| already_exists_or_io(e, &shown, &format!("cannot restore {shown}")))?;
-        let history = trash.join(format!(
-            "{}{}",
-            layout::trash_name(id),
-            layout::TRASH_HISTORY_SUFFIX
-        ));
-        let history_restored =
-            self.place_history(&state, &history, &history_of(&state, &rel, kind)?)?;
+        let history = trash.join(layout::trash_history_name(id));
+        let history_restored = self.place_history(&state, &history, &history_of(&state, &rel)?)?;
         self.log(&state, layout::DELETES_LOG)
             .append(&[
                 log::now().as_bytes(),
