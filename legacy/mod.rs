@@ -244,11 +244,11 @@ impl Toolset for PipeToolset {
             surface::PIPE => self.pipe(args, ctx, &mut log),
             surface::WRITE => {
                 log.stages.push("tee".into());
-                self.write(args, &mut log)
+                self.write(args, ctx, &mut log)
             }
             surface::TEE => {
                 log.stages.push("tee".into());
-                self.tee_tool(args, &mut log)
+                self.tee_tool(args, ctx, &mut log)
             }
             surface::NAV => self.navigate(args, ctx, &mut log),
             other => Err(Failure::new(
@@ -692,7 +692,12 @@ impl PipeToolset {
         Ok(reports)
     }
 
-    fn write(&self, args: &Map<String, Value>, log: &mut CallLog) -> Result<Value, Failure> {
+    fn write(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &CallContext,
+        log: &mut CallLog,
+    ) -> Result<Value, Failure> {
         let started = Instant::now();
         let a = Args(args);
         check_unknown(&a, &["path", "content", "append", "confirm_oversize"])?;
@@ -718,42 +723,42 @@ impl PipeToolset {
             .resolve_for_change(&joined.to_string_lossy())
             .map_err(|e| guard_failure(&e, path))?;
         let shown = resolved.display();
-        self.write_content(
-            &[resolved.relative],
-            &shown,
+        let write = DirectWrite {
             content,
             append,
             confirmed,
             started,
-        )
+        };
+        self.write_content(&[resolved.relative], &shown, &write, ctx)
     }
 
     /// The last part of every direct write (shelpa_write, shelpa_tee), shared with the tees of a
     /// pipeline: the approval gate on the whole content, the cut at the hard limit, then
     /// [`tee::commit`] (the write and its `.shelpa/` mirror). `targets` are root-relative and
-    /// already checked; `shown` names the first one in a refusal.
+    /// already checked; `shown` names the first one in a refusal. A call cancelled or out of time
+    /// by then writes nothing.
     fn write_content(
         &self,
         targets: &[std::path::PathBuf],
         shown: &str,
-        content: &str,
-        append: bool,
-        confirmed: bool,
-        started: Instant,
+        write: &DirectWrite<'_>,
+        ctx: &CallContext,
     ) -> Result<Value, Failure> {
         let limits = self.limits();
-        let bytes = content.as_bytes();
-        tee::gate(bytes.len() as u64, confirmed, &limits, shown).map_err(|e| e.to_failure())?;
+        let bytes = write.content.as_bytes();
+        tee::gate(bytes.len() as u64, write.confirmed, &limits, shown)
+            .map_err(|e| e.to_failure())?;
         let truncated = bytes.len() > limits.hard_limit;
         let data = &bytes[..bytes.len().min(limits.hard_limit)];
-        let mode = if append {
+        ctx.check().map_err(stopped_write)?;
+        let mode = if write.append {
             TeeMode::Append
         } else {
             TeeMode::Overwrite
         };
         let report = tee::commit(self.guard.workspace(), targets, data, mode, truncated)
             .map_err(|e: TeeError| e.to_failure())?;
-        let step = builtin_step("tee", data.len() as u64, truncated, started);
+        let step = builtin_step("tee", data.len() as u64, truncated, write.started);
         Ok(success(
             String::new(),
             vec![step],
@@ -768,7 +773,12 @@ impl PipeToolset {
     /// through a hard link, nothing protected), then through [`Self::write_content`]. The stage is
     /// built from words, never from a string, so no quoting of a path can change its meaning;
     /// `--` keeps a path that starts with `-` a path.
-    fn tee_tool(&self, args: &Map<String, Value>, log: &mut CallLog) -> Result<Value, Failure> {
+    fn tee_tool(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &CallContext,
+        log: &mut CallLog,
+    ) -> Result<Value, Failure> {
         let started = Instant::now();
         let a = Args(args);
         check_unknown(&a, &["content", "paths", "append", "confirm_oversize"])?;
@@ -819,7 +829,13 @@ impl PipeToolset {
             .first()
             .map(|t| crate::guard::display_relative(t))
             .unwrap_or_default();
-        self.write_content(&relative, &shown, content, append, confirmed, started)
+        let write = DirectWrite {
+            content,
+            append,
+            confirmed,
+            started,
+        };
+        self.write_content(&relative, &shown, &write, ctx)
     }
 
     /// shelpa: one navigation command (`cd`, `pwd`, `ls`) on its own, run by the same code as
@@ -857,6 +873,32 @@ impl PipeToolset {
         }
         self.pipe(args, ctx, log)
     }
+}
+
+/// A direct write's request (shelpa_write, shelpa_tee): the bytes, the mode, the approval, and
+/// when the call started (for the step's `execution_time_ms`).
+struct DirectWrite<'a> {
+    content: &'a str,
+    append: bool,
+    confirmed: bool,
+    started: Instant,
+}
+
+/// A direct write stopped before its commit: nothing was written, in the pipe's own words.
+fn stopped_write(stop: crate::toolset::Stop) -> Failure {
+    let (reason, suggestion) = match stop {
+        crate::toolset::Stop::Cancelled => ("CANCELLED", "Run it again if it is still needed."),
+        crate::toolset::Stop::TimedOut(_) => (
+            "TIMEOUT",
+            "Run it again; if it keeps timing out, raise --timeout.",
+        ),
+    };
+    Failure::new(
+        EXEC_FAILED,
+        reason,
+        format!("{stop}; nothing was written."),
+        suggestion,
+    )
 }
 
 /// What the shelpa tool runs.

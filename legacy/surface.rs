@@ -12,7 +12,7 @@
 //! The notes are public articles (see README, "shelpa's original surface"); the copies reachable
 //! here hold each article's opening only. Recorded verbatim and used as such:
 //!
-//! - the help's first nine lines, up to "cwd defaults to the workspace root if no";
+//! - the help's first eight lines, up to "cwd defaults to the workspace root if no";
 //! - the descriptions `Execute a virtual pipeline string or navigation command` (shelpa_pipe) and
 //!   `Execute a virtual safety tee (auto guard, save override history)` (shelpa_write), as
 //!   issue #14 quotes them from the notes;
@@ -104,7 +104,7 @@ pub const NAV: &str = "shelpa";
 pub const ORIGINAL_SERVER_NAME: &str = "shelpa-mcp";
 
 /// The help text, printed by `--help` and sent as the `instructions` of `initialize` in the
-/// original surface. Lines 1–9 up to "if no" are recorded verbatim; the rest is RECONSTRUCTED
+/// original surface. Lines 1–8 up to "if no" are recorded verbatim; the rest is RECONSTRUCTED
 /// from the section titles the notes give (see the module documentation). Golden-tested.
 pub const RECORDED_HELP: &str = "\
 shelpa-mcp (MCP stdio server)
