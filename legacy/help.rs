@@ -92,7 +92,7 @@ fn original_help(set: ShelpaTools, tools: &ToolPaths) -> String {
         set.names().join(", ")
     ));
     out.push_str(&format!(
-        "missing: {} (companion tools of the original toolkit, not in this reconstruction: MISSING_TOOL)\n",
+        "MISSING: {} (companion tools of the original shelpa toolkit, not available in this reconstruction: MISSING_TOOL)\n",
         super::tools::COMPANION_TOOLS.join(" ")
     ));
     let status = status_line(tools);

@@ -708,10 +708,11 @@ mod tests {
 
     #[test]
     fn lean_and_full_parses_agree() {
-        let lines: [&[&str]; 8] = [
+        let lines: [&[&str]; 9] = [
             &[],
             &["--root", "/tmp/x", "--backup", "--no-call-log"],
             &["--legacy-pipe", "--with-filesystem", "--timeout=5"],
+            &["--legacy-pipe", "--surface", "modern", "--shelpa-tools=all"],
             &[
                 "--server",
                 "--call-log",
@@ -750,6 +751,63 @@ mod tests {
         let cli = Cli::parse_args(argv(&["tools", "--legacy-pipe"]));
         assert!(matches!(cli.command, Some(Command::Tools)));
         assert!(cli.options.legacy_pipe);
+    }
+
+    #[test]
+    fn started_as_shelpa_mcp_it_serves_the_pipe_with_the_original_surface() {
+        let shelpa = |args: &[&str]| -> Vec<OsString> {
+            std::iter::once("/opt/bin/shelpa-mcp")
+                .chain(args.iter().copied())
+                .map(OsString::from)
+                .collect()
+        };
+        let cli = Cli::parse_args(shelpa_argv(shelpa(&["--root", "/w"])));
+        assert!(cli.options.legacy_pipe);
+        assert_eq!(cli.options.surface, Surface::Original);
+        assert_eq!(cli.options.shelpa_tools, ShelpaTools::Help);
+        assert_eq!(
+            cli.options.root.as_deref(),
+            Some(std::path::Path::new("/w"))
+        );
+        // Given again, the flag is not doubled (clap refuses a repeated flag).
+        let cli = Cli::parse_args(shelpa_argv(shelpa(&["--legacy-pipe", "tools"])));
+        assert!(cli.options.legacy_pipe && matches!(cli.command, Some(Command::Tools)));
+        // Any other name is left alone.
+        assert_eq!(
+            shelpa_argv(argv(&["--root", "/w"])),
+            argv(&["--root", "/w"])
+        );
+        assert_eq!(
+            shelpa_argv(vec![OsString::from("shelpa-mcp-old")]),
+            vec![OsString::from("shelpa-mcp-old")]
+        );
+    }
+
+    #[test]
+    fn the_legacy_help_shortcut_reads_surface_and_set() {
+        assert_eq!(
+            legacy_help_choice(&argv(&["--legacy-pipe", "--help"])),
+            Ok((Surface::Original, ShelpaTools::Help))
+        );
+        assert_eq!(
+            legacy_help_choice(&argv(&[
+                "--legacy-pipe",
+                "--surface",
+                "modern",
+                "--shelpa-tools=all",
+                "-h"
+            ])),
+            Ok((Surface::Modern, ShelpaTools::All))
+        );
+        let wrong = legacy_help_choice(&argv(&["--legacy-pipe", "--surface=retro", "--help"]));
+        assert!(wrong.is_err_and(|e| e.contains("original, modern")));
+    }
+
+    #[test]
+    fn surface_and_tool_set_need_the_pipe_mode() {
+        for flag in [["--surface", "modern"], ["--shelpa-tools", "all"]] {
+            assert!(Cli::command().try_get_matches_from(argv(&flag)).is_err());
+        }
     }
 
     #[test]
