@@ -1,7 +1,10 @@
 //! The shelpa generation (`--legacy-pipe`): a virtual pipeline shell.
 //!
 //! A call flows `parse` → `policy` (→ a [`plan::Plan`]) → `exec` / `tee` / `session` /
-//! `listing`, and every failure is turned into shelpa's error object in [`failure`].
+//! `listing`, and every failure is turned into shelpa's error object in [`failure`]. What shelpa
+//! shows (tool names and descriptions, help, instructions, server name, which tools are served)
+//! is chosen in [`surface`], with the reconstruction choices; every tool of every set runs the
+//! code below, whatever the surface.
 
 // A `Failure` is built at most once per call, at the edge, and carries the partial output the
 // model needs; boxing it everywhere would cost clarity for no measurable gain.
