@@ -1,7 +1,9 @@
 //! The texts shelpa shows people and models: `--help`, the MCP instructions, the missing-tool
-//! status line.
+//! status line, in either surface (see [`super::surface`]): the original surface's texts are the
+//! recorded ones, the modern surface's are this reconstruction's own.
 
 use super::plan::CommandName;
+use super::surface::{self, ShelpaTools, Surface};
 use super::tools::ToolPaths;
 
 /// The Debian package that provides a command, for "install …" hints.
@@ -37,20 +39,90 @@ pub fn status_line(tools: &ToolPaths) -> String {
     format!("missing pipeline commands: {}", items.join(", "))
 }
 
-/// The guidance given to the model in `initialize`.
-pub fn instructions() -> String {
-    "shelpa is a virtual pipeline shell over one workspace. Send one command line to \
-shelpa_pipe, e.g. `tail -n 100 app.log | rg ERROR | awk '{print $3}' | sort -u`. \
-Only these commands run, joined by `|` (no shell): tail rg awk sed tr jq wc tee fd ls head sort. \
-`cd DIR` and `pwd` work on their own (not inside a pipeline) and the directory persists between calls. \
-There are no redirections, no `;`/`&&`, no `sed -i`, no awk file output: the only way to write a file is \
-`tee FILE` (overwrite) or `tee -a FILE` (append) at the end of a pipeline, or the shelpa_write tool. \
-Writes over 2 KiB need \"confirm_oversize\": true. Every write is also recorded under .shelpa/ for audit."
-        .into()
+/// The guidance given to the model in `initialize`: the recorded help in the original surface
+/// (the same for every tool set, see [`surface`]); in the modern surface this reconstruction's
+/// own guidance, naming only the tools of `set`.
+pub fn instructions(surface: Surface, set: ShelpaTools) -> String {
+    match surface {
+        Surface::Original => surface::RECORDED_HELP.to_string(),
+        Surface::Modern => modern_instructions(set),
+    }
 }
 
-/// shelpa's `--help`.
-pub fn help(tools: &ToolPaths) -> String {
+fn modern_instructions(set: ShelpaTools) -> String {
+    let writers = match set {
+        ShelpaTools::Pipe => "",
+        ShelpaTools::Help => ", or the shelpa_write tool",
+        ShelpaTools::All => ", or the shelpa_write and shelpa_tee tools",
+    };
+    let navigation = match set {
+        ShelpaTools::All => " (also through the shelpa tool)",
+        _ => "",
+    };
+    format!(
+        "shelpa is a virtual pipeline shell over one workspace. Send one command line to \
+shelpa_pipe, e.g. `tail -n 100 app.log | rg ERROR | awk '{{print $3}}' | sort -u`. \
+Only these commands run, joined by `|` (no shell): tail rg awk sed tr jq wc tee fd ls head sort. \
+`cd DIR` and `pwd` work on their own (not inside a pipeline){navigation} and the directory persists between calls. \
+There are no redirections, no `;`/`&&`, no `sed -i`, no awk file output: the only way to write a file is \
+`tee FILE` (overwrite) or `tee -a FILE` (append) at the end of a pipeline{writers}. \
+Writes over 2 KiB need \"confirm_oversize\": true. Every write is also recorded under .shelpa/ for audit."
+    )
+}
+
+/// `--help` in `surface`, serving `set`.
+pub fn help_for(surface: Surface, set: ShelpaTools, tools: &ToolPaths) -> String {
+    match surface {
+        Surface::Original => original_help(set, tools),
+        Surface::Modern => help(tools, set),
+    }
+}
+
+/// The original surface's `--help`: the recorded text first, byte for byte, then
+/// [`surface::STATUS_SEPARATOR`] and what only this build and machine can say (the tools served,
+/// the companion tools and commands that are missing, the kernel's fence). Tests compare the part
+/// above the separator with a golden file and leave the rest alone.
+fn original_help(set: ShelpaTools, tools: &ToolPaths) -> String {
+    let mut out = String::from(surface::RECORDED_HELP);
+    out.push_str(surface::STATUS_SEPARATOR);
+    out.push('\n');
+    out.push_str(&format!(
+        "tools served (--shelpa-tools {}): {}\n",
+        set.as_str(),
+        set.names().join(", ")
+    ));
+    out.push_str(&format!(
+        "MISSING: {} (companion tools of the original shelpa toolkit, not available in this reconstruction: MISSING_TOOL)\n",
+        super::tools::COMPANION_TOOLS.join(" ")
+    ));
+    let status = status_line(tools);
+    if !status.is_empty() {
+        out.push_str(&status);
+        out.push('\n');
+    }
+    out.push_str(&fence_line().replace("\n    ", " "));
+    out.push('\n');
+    out.push_str(
+        "rules and limits of this reconstruction: filesystem --legacy-pipe --surface modern --help\n",
+    );
+    out
+}
+
+/// The TOOLS lines of the modern `--help`, for the tools of `set`.
+fn tool_lines(set: ShelpaTools) -> String {
+    set.names()
+        .iter()
+        .map(|name| match *name {
+            surface::PIPE => "  shelpa_pipe   {command, cwd?, confirm_oversize?}   run a pipeline or a navigation command\n",
+            surface::TEE => "  shelpa_tee    {content, paths, append?, confirm_oversize?}   write files exactly as tee does\n",
+            surface::WRITE => "  shelpa_write  {path, content, append?, confirm_oversize?}   write a file through tee\n",
+            _ => "  shelpa        {command}   cd, pwd or ls on its own\n",
+        })
+        .collect()
+}
+
+/// shelpa's `--help` in the modern surface, listing the tools of `set`.
+pub fn help(tools: &ToolPaths, set: ShelpaTools) -> String {
     let commands: Vec<String> = CommandName::ALL
         .into_iter()
         .map(|c| {
@@ -81,9 +153,7 @@ It speaks the Model Context Protocol over stdio (newline-delimited JSON, or Cont
 framing, answered in kind). It is meant to be started by an MCP client.
 
 TOOLS
-  shelpa_pipe   {{command, cwd?, confirm_oversize?}}   run a pipeline or a navigation command
-  shelpa_write  {{path, content, append?, confirm_oversize?}}   write a file through tee
-
+{tool_lines}
 PIPELINE COMMANDS
   {}
   MISSING: {companions} (companion tools of the original shelpa
@@ -116,6 +186,7 @@ RULES
 ",
         commands.join(" "),
         fence_line(),
+        tool_lines = tool_lines(set),
         companions = super::tools::COMPANION_TOOLS.join(" "),
         max_stages = super::limits::MAX_STAGES,
         processes = if super::fence::forbids_new_processes() {

@@ -1,7 +1,10 @@
 //! The shelpa generation (`--legacy-pipe`): a virtual pipeline shell.
 //!
 //! A call flows `parse` → `policy` (→ a [`plan::Plan`]) → `exec` / `tee` / `session` /
-//! `listing`, and every failure is turned into shelpa's error object in [`failure`].
+//! `listing`, and every failure is turned into shelpa's error object in [`failure`]. What shelpa
+//! shows (tool names and descriptions, help, instructions, server name, which tools are served)
+//! is chosen in [`surface`], with the reconstruction choices; every tool of every set runs the
+//! code below, whatever the surface.
 
 // A `Failure` is built at most once per call, at the edge, and carries the partial output the
 // model needs; boxing it everywhere would cost clarity for no measurable gain.
@@ -19,6 +22,7 @@ pub mod plan;
 pub mod policy;
 pub mod scratch;
 pub mod session;
+pub mod surface;
 pub mod tee;
 pub mod tools;
 
@@ -28,12 +32,13 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use crate::guard::{GuardError, PathGuard};
-use crate::toolset::{Args, CallContext, Effects, ToolDef, ToolOutput, Toolset, ToolsetFactory};
+use crate::toolset::{Args, CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 use exec::{ExecLimits, Outcome, RunResult, StepMeta};
 use failure::{Failure, EXEC_FAILED, GUARD_VIOLATION, INVALID_ARGUMENT};
 use limits::{Limit, StageLimits};
 use plan::{Plan, Step};
 use session::{Session, SessionError};
+use surface::{ShelpaTools, Surface};
 use tee::{TeeError, TeeLimits, TeeMode, TeeReport};
 use tools::ToolPaths;
 
@@ -51,6 +56,10 @@ pub struct PipeOptions {
     /// Memory limit of each pipeline stage, in bytes (`--stage-memory`; 0: none). It also
     /// bounds each stage's scratch files (see [`limits`]).
     pub stage_memory: u64,
+    /// Which texts, names and server name shelpa shows (`--surface`); behaviour is the same.
+    pub surface: Surface,
+    /// Which of shelpa's tool sets is served (`--shelpa-tools`).
+    pub tool_set: ShelpaTools,
 }
 
 impl Default for PipeOptions {
@@ -61,6 +70,8 @@ impl Default for PipeOptions {
             max_write_bytes: 1024 * 1024,
             max_output_bytes: 1024 * 1024,
             stage_memory: limits::DEFAULT_STAGE_MEMORY,
+            surface: Surface::default(),
+            tool_set: ShelpaTools::default(),
         }
     }
 }
@@ -85,9 +96,9 @@ impl PipeFactory {
     }
 }
 
-/// shelpa's `--help` text.
-pub fn help_text() -> String {
-    help::help(&ToolPaths::discover())
+/// shelpa's `--help` text in `surface`, for the tools of `set`.
+pub fn help_text(surface: Surface, set: ShelpaTools) -> String {
+    help::help_for(surface, set, &ToolPaths::discover())
 }
 
 /// One line for `filesystem tools` naming pipeline commands that are missing on this machine
@@ -96,7 +107,9 @@ pub fn tool_status_line() -> String {
     help::status_line(&ToolPaths::discover())
 }
 
-fn definitions() -> Vec<ToolDef> {
+/// The tools of `set` in `surface`'s words (see [`surface::definitions`]); the output schema
+/// below is shared by every tool and surface.
+fn definitions(surface: Surface, set: ShelpaTools) -> Vec<ToolDef> {
     let step = json!({
         "type": "object",
         "properties": {
@@ -135,49 +148,7 @@ fn definitions() -> Vec<ToolDef> {
         },
         "required": ["stdout", "meta"]
     });
-    vec![
-        ToolDef {
-            name: "shelpa_pipe".into(),
-            title: "Run a pipeline".into(),
-            description: "Run a command line in the workspace: whitelisted commands (tail rg awk sed tr jq wc tee fd ls head sort) joined by `|`, or `cd DIR` / `pwd` / `ls` alone. No shell: no redirections, `;`, `&&`. Save output with `tee FILE` or `tee -a FILE`; writes over 2 KiB need confirm_oversize.".into(),
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "command": {"type": "string", "description": "e.g. tail -n 100 app.log | rg ERROR | awk '{print $3}' | sort -u"},
-                    "cwd": {"type": "string", "description": "run in this directory for this call only (relative to the workspace root, or absolute inside it); the session directory is unchanged"},
-                    "confirm_oversize": {"type": "boolean", "description": "allow a tee write larger than the approval threshold"}
-                },
-                "required": ["command"]
-            }),
-            output_schema: Some(output.clone()),
-            effects: Effects {
-                read_only: false,
-                destructive: true,
-                idempotent: false,
-            },
-        },
-        ToolDef {
-            name: "shelpa_write".into(),
-            title: "Write a file (through tee)".into(),
-            description: "Write `content` to a file in the workspace (overwrite atomically, or append with append: true), through the same checks and audit mirror as tee. Writes over 2 KiB need confirm_oversize.".into(),
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "file to write, relative to the session directory"},
-                    "content": {"type": "string"},
-                    "append": {"type": "boolean", "description": "add to the end instead of replacing"},
-                    "confirm_oversize": {"type": "boolean", "description": "allow a write larger than the approval threshold"}
-                },
-                "required": ["path", "content"]
-            }),
-            output_schema: Some(output),
-            effects: Effects {
-                read_only: false,
-                destructive: true,
-                idempotent: false,
-            },
-        },
-    ]
+    surface::definitions(surface, set, &output)
 }
 
 impl ToolsetFactory for PipeFactory {
@@ -185,10 +156,10 @@ impl ToolsetFactory for PipeFactory {
         "legacy-pipe".into()
     }
     fn instructions(&self) -> String {
-        help::instructions()
+        help::instructions(self.options.surface, self.options.tool_set)
     }
     fn definitions(&self) -> Vec<ToolDef> {
-        definitions()
+        definitions(self.options.surface, self.options.tool_set)
     }
     fn build(&self, guard: PathGuard) -> std::io::Result<Box<dyn Toolset>> {
         Ok(Box::new(PipeToolset {
@@ -248,25 +219,46 @@ impl Toolset for PipeToolset {
         scratch::sweep_in_background();
     }
     fn instructions(&self) -> String {
-        help::instructions()
+        help::instructions(self.options.surface, self.options.tool_set)
     }
     fn tools(&self) -> Vec<ToolDef> {
-        definitions()
+        definitions(self.options.surface, self.options.tool_set)
+    }
+    /// `shelpa-mcp` in the original surface, as shelpa announced itself.
+    fn server_name(&self) -> String {
+        match self.options.surface {
+            Surface::Original => surface::ORIGINAL_SERVER_NAME.into(),
+            Surface::Modern => "filesystem".into(),
+        }
     }
     fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput {
         scratch::sweep_in_background();
         let mut log = CallLog::default();
+        // Only the tools of the served set answer: the server checks too, but a one-off
+        // `filesystem call` or a combined toolset must not reach a tool this set does not have.
+        let served = self.options.tool_set.names();
         let result = match name {
-            "shelpa_pipe" => self.pipe(args, ctx, &mut log),
-            "shelpa_write" => {
+            _ if !served.contains(&name) => Err(Failure::new(
+                INVALID_ARGUMENT,
+                "UNKNOWN_TOOL",
+                format!("there is no tool '{name}'."),
+                format!("Use {}.", served.join(" or ")),
+            )),
+            surface::PIPE => self.pipe(args, ctx, &mut log),
+            surface::WRITE => {
                 log.stages.push("tee".into());
-                self.write(args, &mut log)
+                self.write(args, ctx, &mut log)
             }
+            surface::TEE => {
+                log.stages.push("tee".into());
+                self.tee_tool(args, ctx, &mut log)
+            }
+            surface::NAV => self.navigate(args, ctx, &mut log),
             other => Err(Failure::new(
                 INVALID_ARGUMENT,
                 "UNKNOWN_TOOL",
                 format!("there is no tool '{other}'."),
-                "Use shelpa_pipe or shelpa_write.",
+                format!("Use {}.", served.join(" or ")),
             )),
         };
         let result = with_note(result, log.note.take());
@@ -703,7 +695,12 @@ impl PipeToolset {
         Ok(reports)
     }
 
-    fn write(&self, args: &Map<String, Value>, log: &mut CallLog) -> Result<Value, Failure> {
+    fn write(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &CallContext,
+        log: &mut CallLog,
+    ) -> Result<Value, Failure> {
         let started = Instant::now();
         let a = Args(args);
         check_unknown(&a, &["path", "content", "append", "confirm_oversize"])?;
@@ -728,26 +725,43 @@ impl PipeToolset {
             .guard
             .resolve_for_change(&joined.to_string_lossy())
             .map_err(|e| guard_failure(&e, path))?;
+        let shown = resolved.display();
+        let write = DirectWrite {
+            content,
+            append,
+            confirmed,
+            started,
+        };
+        self.write_content(&[resolved.relative], &shown, &write, ctx)
+    }
+
+    /// The last part of every direct write (shelpa_write, shelpa_tee), shared with the tees of a
+    /// pipeline: the approval gate on the whole content, the cut at the hard limit, then
+    /// [`tee::commit`] (the write and its `.shelpa/` mirror). `targets` are root-relative and
+    /// already checked; `shown` names the first one in a refusal. A call cancelled or out of time
+    /// by then writes nothing.
+    fn write_content(
+        &self,
+        targets: &[std::path::PathBuf],
+        shown: &str,
+        write: &DirectWrite<'_>,
+        ctx: &CallContext,
+    ) -> Result<Value, Failure> {
         let limits = self.limits();
-        let bytes = content.as_bytes();
-        tee::gate(bytes.len() as u64, confirmed, &limits, &resolved.display())
+        let bytes = write.content.as_bytes();
+        tee::gate(bytes.len() as u64, write.confirmed, &limits, shown)
             .map_err(|e| e.to_failure())?;
         let truncated = bytes.len() > limits.hard_limit;
         let data = &bytes[..bytes.len().min(limits.hard_limit)];
-        let mode = if append {
+        ctx.check().map_err(stopped_write)?;
+        let mode = if write.append {
             TeeMode::Append
         } else {
             TeeMode::Overwrite
         };
-        let report = tee::commit(
-            self.guard.workspace(),
-            &[resolved.relative],
-            data,
-            mode,
-            truncated,
-        )
-        .map_err(|e: TeeError| e.to_failure())?;
-        let step = builtin_step("tee", data.len() as u64, truncated, started);
+        let report = tee::commit(self.guard.workspace(), targets, data, mode, truncated)
+            .map_err(|e: TeeError| e.to_failure())?;
+        let step = builtin_step("tee", data.len() as u64, truncated, write.started);
         Ok(success(
             String::new(),
             vec![step],
@@ -755,4 +769,179 @@ impl PipeToolset {
             "",
         ))
     }
+
+    /// shelpa_tee: `content` written to `paths` as the stage `tee [-a] -- PATH…` would write its
+    /// input. The targets go through the policy as that stage (the same guard and target checks
+    /// as a tee typed into shelpa_pipe: no globs, no symlink/directory/special targets, no append
+    /// through a hard link, nothing protected), then through [`Self::write_content`]. The stage is
+    /// built from words, never from a string, so no quoting of a path can change its meaning;
+    /// `--` keeps a path that starts with `-` a path.
+    fn tee_tool(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &CallContext,
+        log: &mut CallLog,
+    ) -> Result<Value, Failure> {
+        let started = Instant::now();
+        let a = Args(args);
+        check_unknown(&a, &["content", "paths", "append", "confirm_oversize"])?;
+        let content = a.str("content").map_err(bad_argument)?;
+        let paths = tee_paths(args)?;
+        let append = a.opt_bool("append").map_err(bad_argument)?.unwrap_or(false);
+        let confirmed = a
+            .opt_bool("confirm_oversize")
+            .map_err(bad_argument)?
+            .unwrap_or(false);
+
+        let word = |text: &str| plan::Word {
+            text: text.to_string(),
+            quoted: true,
+            glob_chars: Vec::new(),
+        };
+        let mut words = vec![word("tee")];
+        if append {
+            words.push(word("-a"));
+        }
+        words.push(word("--"));
+        words.extend(paths.iter().map(|p| word(p)));
+        let stages = [plan::Stage { words }];
+
+        let current = self
+            .session
+            .current(&self.guard, None)
+            .map_err(session_failure)?;
+        log.note = current.fallback.as_ref().map(session::Fallback::note);
+        let cwd = session::absolute(&self.guard, &current.relative);
+        let cx = policy::PolicyContext {
+            guard: &self.guard,
+            cwd: &cwd,
+            tools: &self.tools,
+        };
+        let targets = match policy::check(&stages, &cx)? {
+            Plan::Pipeline(steps) => match steps.as_slice() {
+                [Step::Tee { targets, .. }] => targets.clone(),
+                _ => return Err(not_a_tee()),
+            },
+            _ => return Err(not_a_tee()),
+        };
+        let relative = targets
+            .iter()
+            .map(|t| self.relative_of(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        let shown = relative
+            .first()
+            .map(|t| crate::guard::display_relative(t))
+            .unwrap_or_default();
+        let write = DirectWrite {
+            content,
+            append,
+            confirmed,
+            started,
+        };
+        self.write_content(&relative, &shown, &write, ctx)
+    }
+
+    /// shelpa: one navigation command (`cd`, `pwd`, `ls`) on its own, run by the same code as
+    /// through shelpa_pipe. A pipeline, or any other command, is refused before anything runs
+    /// and pointed at shelpa_pipe.
+    fn navigate(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &CallContext,
+        log: &mut CallLog,
+    ) -> Result<Value, Failure> {
+        let a = Args(args);
+        check_unknown(&a, &["command"])?;
+        let command = a.str("command").map_err(bad_argument)?;
+        let stages = parse::parse(command)?;
+        let first = |s: &plan::Stage| s.words.first().map(|w| w.text.clone()).unwrap_or_default();
+        if stages.len() > 1 {
+            return Err(plan::Refusal::new(
+                plan::GuardReason::NavInPipeline,
+                stages.first().map(first).unwrap_or_default(),
+                "shelpa runs one navigation command (cd, pwd or ls) on its own, not a pipeline.",
+                "Send pipelines to shelpa_pipe.",
+            )
+            .into());
+        }
+        let name = stages.first().map(first).unwrap_or_default();
+        if !NAVIGATION_COMMANDS.contains(&name.as_str()) {
+            return Err(plan::Refusal::new(
+                plan::GuardReason::DisallowedCmd,
+                name.as_str(),
+                format!("shelpa runs only cd, pwd and ls; '{name}' is not a navigation command."),
+                "Run other commands with shelpa_pipe.",
+            )
+            .into());
+        }
+        self.pipe(args, ctx, log)
+    }
+}
+
+/// A direct write's request (shelpa_write, shelpa_tee): the bytes, the mode, the approval, and
+/// when the call started (for the step's `execution_time_ms`).
+struct DirectWrite<'a> {
+    content: &'a str,
+    append: bool,
+    confirmed: bool,
+    started: Instant,
+}
+
+/// A direct write stopped before its commit: nothing was written, in the pipe's own words.
+fn stopped_write(stop: crate::toolset::Stop) -> Failure {
+    let (reason, suggestion) = match stop {
+        crate::toolset::Stop::Cancelled => ("CANCELLED", "Run it again if it is still needed."),
+        crate::toolset::Stop::TimedOut(_) => (
+            "TIMEOUT",
+            "Run it again; if it keeps timing out, raise --timeout.",
+        ),
+    };
+    Failure::new(
+        EXEC_FAILED,
+        reason,
+        format!("{stop}; nothing was written."),
+        suggestion,
+    )
+}
+
+/// What the shelpa tool runs.
+const NAVIGATION_COMMANDS: [&str; 3] = ["cd", "pwd", "ls"];
+
+/// shelpa_tee's `paths`: a non-empty array of strings (a lone string is refused with the fix, so
+/// a model learns the declared shape rather than a tolerated one).
+fn tee_paths(args: &Map<String, Value>) -> Result<Vec<String>, Failure> {
+    let bad = |problem: &str| {
+        bad_argument(crate::toolset::ArgError::BadValue {
+            name: "paths".into(),
+            problem: problem.into(),
+        })
+    };
+    match args.get("paths") {
+        None => Err(bad_argument(crate::toolset::ArgError::Missing(
+            "paths".into(),
+        ))),
+        Some(Value::Array(items)) if items.is_empty() => {
+            Err(bad("must name at least one file, e.g. [\"out.txt\"]"))
+        }
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| bad("must be an array of strings, e.g. [\"out.txt\"]"))
+            })
+            .collect(),
+        Some(_) => Err(bad("must be an array of strings, e.g. [\"out.txt\"]")),
+    }
+}
+
+/// The policy turned shelpa_tee's stage into something other than one tee step: cannot happen
+/// (the stage is built as `tee …`), answered rather than trusted.
+fn not_a_tee() -> Failure {
+    Failure::new(
+        EXEC_FAILED,
+        "WRITE_FAILED",
+        "the targets could not be checked as a tee stage.",
+        "Use shelpa_pipe with `... | tee FILE` instead.",
+    )
 }

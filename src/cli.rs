@@ -15,6 +15,7 @@ use crate::calllog::{CallLog, LogTarget};
 use crate::daemon::PerRoot;
 use crate::fs::{FsFactory, FsOptions};
 use crate::guard::PathGuard;
+use crate::legacy::surface::{ShelpaTools, Surface};
 use crate::legacy::{PipeFactory, PipeOptions};
 use crate::mcp::server::CallObserver;
 use crate::mcp::server::{serve, ServerConfig};
@@ -31,7 +32,10 @@ Modes:
   (default, --mcp)  the filesystem toolset: read, write, edit, list, move, delete to trash,
                     restore, search the history of a path; with --backup also undo/redo.
   --legacy-pipe     shelpa, the retired pipeline shell: whitelisted commands joined by pipes,
-                    writes only through tee (mirrored under .shelpa/).
+                    writes only through tee (mirrored under .shelpa/). By default it shows the
+                    surface the design notes record (--surface original, server shelpa-mcp, the
+                    tools of --shelpa-tools help); started as `shelpa-mcp` (a symlink to this
+                    binary) it is `filesystem --legacy-pipe`.
   --server          one daemon for many workspaces: every tool call names its `root`.
 
 Every path is confined to the root by one shared guard: '..' and symlinks cannot leave it,
@@ -95,6 +99,32 @@ pub struct Options {
     /// pipe and the file API in one session (the call log records which it chose).
     #[arg(long, global = true, requires = "legacy_pipe")]
     pub with_filesystem: bool,
+
+    /// With --legacy-pipe: `original` shows the names, descriptions, help and server name
+    /// (shelpa-mcp) the design notes record; `modern` this reconstruction's rewritten texts. The
+    /// tools behave the same in both.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "SURFACE",
+        default_value_t = Surface::Original,
+        global = true,
+        requires = "legacy_pipe"
+    )]
+    pub surface: Surface,
+
+    /// With --legacy-pipe: which of shelpa's tool sets to serve: `pipe` (shelpa_pipe, the first
+    /// version), `help` (shelpa_pipe and shelpa_write, the two the recorded help lists) or `all`
+    /// (also shelpa_tee and shelpa).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "SET",
+        default_value_t = ShelpaTools::Help,
+        global = true,
+        requires = "legacy_pipe"
+    )]
+    pub shelpa_tools: ShelpaTools,
 
     /// Write the call log to this file instead of <root>/.filesystem/.calls.jsonl.
     #[arg(
@@ -266,6 +296,8 @@ impl Options {
             max_write_bytes: self.max_write_bytes,
             max_output_bytes: self.max_output_bytes,
             stage_memory: self.stage_memory,
+            surface: self.surface,
+            tool_set: self.shelpa_tools,
         }));
         if self.with_filesystem {
             Box::new(CombinedFactory::new(vec![pipe, fs()]))
@@ -376,6 +408,9 @@ impl Toolset for SweptFirst {
     fn tools(&self) -> Vec<crate::toolset::ToolDef> {
         self.inner.tools()
     }
+    fn server_name(&self) -> String {
+        self.inner.server_name()
+    }
     fn started(&self) {
         self.sweep();
         self.inner.started();
@@ -413,13 +448,77 @@ impl Scope {
     }
 }
 
+/// The program name under which the binary is shelpa: `shelpa-mcp [--root <ROOT>] [--help]`.
+pub const SHELPA_NAME: &str = "shelpa-mcp";
+
+/// Reads a started-as-shelpa command line as the `filesystem` command line it stands for: when
+/// the program's file name (argv[0], e.g. a symlink `shelpa-mcp -> filesystem`) is
+/// [`SHELPA_NAME`], `--legacy-pipe` is added (once), so the original surface, the default, is
+/// served. Every other flag and subcommand of `filesystem` keeps working (`--timeout`,
+/// `--surface modern`, `tools`, `call`…), as the README says.
+pub fn shelpa_argv(mut argv: Vec<OsString>) -> Vec<OsString> {
+    let as_shelpa = argv
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .is_some_and(|name| name == SHELPA_NAME);
+    if as_shelpa && !argv.iter().any(|a| a == "--legacy-pipe") {
+        argv.insert(1.min(argv.len()), OsString::from("--legacy-pipe"));
+    }
+    argv
+}
+
+/// The `--surface` and `--shelpa-tools` a command line asks for (defaults when absent), read
+/// without clap for the `--legacy-pipe --help` shortcut, which must print shelpa's own help
+/// rather than clap's. A value that is not one of the choices is an error to print.
+fn legacy_help_choice(argv: &[OsString]) -> Result<(Surface, ShelpaTools), String> {
+    use clap::ValueEnum;
+    fn value_of<'a>(argv: &'a [OsString], flag: &str) -> Option<&'a str> {
+        let prefix = format!("{flag}=");
+        let mut found = None;
+        for (i, a) in argv.iter().enumerate() {
+            let Some(a) = a.to_str() else { continue };
+            if a == flag {
+                found = argv.get(i + 1).and_then(|v| v.to_str());
+            } else if let Some(v) = a.strip_prefix(&prefix) {
+                found = Some(v);
+            }
+        }
+        found
+    }
+    fn choose<T: ValueEnum + Default>(value: Option<&str>, flag: &str) -> Result<T, String> {
+        let Some(v) = value else {
+            return Ok(T::default());
+        };
+        T::from_str(v, false).map_err(|_| {
+            let choices: Vec<String> = T::value_variants()
+                .iter()
+                .filter_map(|c| c.to_possible_value().map(|p| p.get_name().to_string()))
+                .collect();
+            format!(
+                "invalid value '{v}' for {flag}; use one of: {}",
+                choices.join(", ")
+            )
+        })
+    }
+    Ok((
+        choose(value_of(argv, "--surface"), "--surface")?,
+        choose(value_of(argv, "--shelpa-tools"), "--shelpa-tools")?,
+    ))
+}
+
 /// Runs the program and returns its exit status.
 pub fn main() -> i32 {
-    let argv: Vec<OsString> = std::env::args_os().collect();
-    // shelpa had its own help; `--legacy-pipe --help` reproduces it.
+    let argv = shelpa_argv(std::env::args_os().collect());
+    // shelpa had its own help; `--legacy-pipe --help` prints it, in the chosen surface.
     if argv.iter().any(|a| a == "--legacy-pipe") && argv.iter().any(|a| a == "--help" || a == "-h")
     {
-        return print_out(&crate::legacy::help_text());
+        return match legacy_help_choice(&argv) {
+            Ok((surface, set)) => print_out(&crate::legacy::help_text(surface, set)),
+            Err(msg) => {
+                eprintln!("filesystem: {msg}");
+                2
+            }
+        };
     }
     let cli = Cli::parse_args(argv);
     let opts = &cli.options;
@@ -610,10 +709,11 @@ mod tests {
 
     #[test]
     fn lean_and_full_parses_agree() {
-        let lines: [&[&str]; 8] = [
+        let lines: [&[&str]; 9] = [
             &[],
             &["--root", "/tmp/x", "--backup", "--no-call-log"],
             &["--legacy-pipe", "--with-filesystem", "--timeout=5"],
+            &["--legacy-pipe", "--surface", "modern", "--shelpa-tools=all"],
             &[
                 "--server",
                 "--call-log",
@@ -652,6 +752,63 @@ mod tests {
         let cli = Cli::parse_args(argv(&["tools", "--legacy-pipe"]));
         assert!(matches!(cli.command, Some(Command::Tools)));
         assert!(cli.options.legacy_pipe);
+    }
+
+    #[test]
+    fn started_as_shelpa_mcp_it_serves_the_pipe_with_the_original_surface() {
+        let shelpa = |args: &[&str]| -> Vec<OsString> {
+            std::iter::once("/opt/bin/shelpa-mcp")
+                .chain(args.iter().copied())
+                .map(OsString::from)
+                .collect()
+        };
+        let cli = Cli::parse_args(shelpa_argv(shelpa(&["--root", "/w"])));
+        assert!(cli.options.legacy_pipe);
+        assert_eq!(cli.options.surface, Surface::Original);
+        assert_eq!(cli.options.shelpa_tools, ShelpaTools::Help);
+        assert_eq!(
+            cli.options.root.as_deref(),
+            Some(std::path::Path::new("/w"))
+        );
+        // Given again, the flag is not doubled (clap refuses a repeated flag).
+        let cli = Cli::parse_args(shelpa_argv(shelpa(&["--legacy-pipe", "tools"])));
+        assert!(cli.options.legacy_pipe && matches!(cli.command, Some(Command::Tools)));
+        // Any other name is left alone.
+        assert_eq!(
+            shelpa_argv(argv(&["--root", "/w"])),
+            argv(&["--root", "/w"])
+        );
+        assert_eq!(
+            shelpa_argv(vec![OsString::from("shelpa-mcp-old")]),
+            vec![OsString::from("shelpa-mcp-old")]
+        );
+    }
+
+    #[test]
+    fn the_legacy_help_shortcut_reads_surface_and_set() {
+        assert_eq!(
+            legacy_help_choice(&argv(&["--legacy-pipe", "--help"])),
+            Ok((Surface::Original, ShelpaTools::Help))
+        );
+        assert_eq!(
+            legacy_help_choice(&argv(&[
+                "--legacy-pipe",
+                "--surface",
+                "modern",
+                "--shelpa-tools=all",
+                "-h"
+            ])),
+            Ok((Surface::Modern, ShelpaTools::All))
+        );
+        let wrong = legacy_help_choice(&argv(&["--legacy-pipe", "--surface=retro", "--help"]));
+        assert!(wrong.is_err_and(|e| e.contains("original, modern")));
+    }
+
+    #[test]
+    fn surface_and_tool_set_need_the_pipe_mode() {
+        for flag in [["--surface", "modern"], ["--shelpa-tools", "all"]] {
+            assert!(Cli::command().try_get_matches_from(argv(&flag)).is_err());
+        }
     }
 
     #[test]

@@ -248,6 +248,12 @@ pub trait Toolset: Send + Sync {
     /// the answer to `initialize` (start-up is measured to that answer).
     fn started(&self) {}
 
+    /// The name the server announces in `serverInfo.name`. `filesystem` unless a mode reproduces
+    /// a system that announced itself otherwise (shelpa's original surface: `shelpa-mcp`).
+    fn server_name(&self) -> String {
+        "filesystem".into()
+    }
+
     /// Which calls must be ordered with this one: calls with the same lane run one at a time in
     /// arrival order, calls with different lanes may run side by side. A toolset for one
     /// workspace has one lane; the daemon gives each root its own.

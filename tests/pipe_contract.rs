@@ -158,8 +158,14 @@ fn companion_tools_of_the_original_toolkit_are_missing_not_disallowed() {
 
 #[test]
 fn the_help_lists_the_companion_tools_as_missing() {
+    for surface in ["original", "modern"] {
+        help_lists_the_companions(surface);
+    }
+}
+
+fn help_lists_the_companions(surface: &str) {
     let out = Command::new(bin())
-        .args(["--legacy-pipe", "--help"])
+        .args(["--legacy-pipe", "--surface", surface, "--help"])
         .output()
         .expect("run binary");
     assert!(out.status.success());

@@ -600,8 +600,10 @@ fn cancelling_a_call_kills_its_pipeline() {
 
 #[test]
 fn the_help_names_the_tools_commands_and_rules() {
+    // The modern surface's help (the original surface's is the recorded text, golden-tested in
+    // tests/shelpa_surface.rs).
     let out = Command::new(bin())
-        .args(["--legacy-pipe", "--help"])
+        .args(["--legacy-pipe", "--surface", "modern", "--help"])
         .output()
         .expect("run binary");
     assert!(out.status.success());

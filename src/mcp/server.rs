@@ -264,9 +264,10 @@ struct Dispatcher {
 
 impl Dispatcher {
     fn server_info(&self, protocol_version: &str) -> Value {
-        let mut info = json!({"name": "filesystem", "version": env!("CARGO_PKG_VERSION")});
+        let name = self.toolset.server_name();
+        let mut info = json!({"name": name, "version": env!("CARGO_PKG_VERSION")});
         if protocol_version >= "2025-06-18" {
-            info["title"] = json!(format!("filesystem ({})", self.toolset.mode()));
+            info["title"] = json!(format!("{name} ({})", self.toolset.mode()));
         }
         info
     }

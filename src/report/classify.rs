@@ -7,8 +7,9 @@
 
 use serde::Serialize;
 
-/// The tools of the legacy pipe mode (shelpa).
-pub const PIPE_TOOLS: &[&str] = &["shelpa_pipe", "shelpa_write"];
+/// The tools of the legacy pipe mode (shelpa): every tool of every set it can serve
+/// (`--shelpa-tools all`: pipelines, tee writes, direct writes, navigation).
+pub const PIPE_TOOLS: &[&str] = &["shelpa_pipe", "shelpa_tee", "shelpa_write", "shelpa"];
 
 /// The tools of the filesystem mode.
 pub const FILESYSTEM_TOOLS: &[&str] = &[
@@ -50,6 +51,7 @@ const WRITING_TOOLS: &[&str] = &[
     "create_file",
     "edit_file",
     "shelpa_write",
+    "shelpa_tee",
     "Write",
     "Edit",
     "MultiEdit",
@@ -177,13 +179,15 @@ pub fn classify_log_name(tool: &str) -> Interface {
     }
 }
 
-/// Whether a call wrote or edited a file. A pipe call writes only through `tee`, so it counts
-/// when one of its stages is `tee`; `Bash` never counts (see [`BUILTIN_FILE_TOOLS`]).
+/// Whether a call wrote or edited a file. A pipe call writes only through `tee`: shelpa_write
+/// and shelpa_tee always do, shelpa_pipe when one of its stages is `tee`, the navigation tool
+/// `shelpa` never; `Bash` never counts (see [`BUILTIN_FILE_TOOLS`]).
 pub fn is_write(interface: Interface, tool: &str, stages: &[String]) -> bool {
     match interface {
         Interface::Builtin | Interface::Filesystem => WRITING_TOOLS.contains(&tool),
         Interface::Pipe => {
-            tool == "shelpa_write" || (tool == "shelpa_pipe" && stages.iter().any(|s| s == "tee"))
+            WRITING_TOOLS.contains(&tool)
+                || (tool == "shelpa_pipe" && stages.iter().any(|s| s == "tee"))
         }
         Interface::OtherMcp | Interface::Other => false,
     }
@@ -223,6 +227,35 @@ mod tests {
             classify_transcript_name("TodoWrite", &f).interface,
             Interface::Other
         );
+    }
+
+    #[test]
+    fn every_shelpa_tool_is_the_pipe_interface_under_any_server_name() {
+        let f = ServerFilter::default();
+        for tool in ["shelpa_pipe", "shelpa_tee", "shelpa_write", "shelpa"] {
+            for name in [
+                format!("mcp__shelpa-mcp__{tool}"),
+                format!("mcp__x__y__{tool}"),
+            ] {
+                let t = classify_transcript_name(&name, &f);
+                assert_eq!(t.interface, Interface::Pipe, "{name}");
+                assert_eq!(t.tool, tool);
+            }
+            assert_eq!(classify_log_name(tool), Interface::Pipe);
+        }
+        // Unprefixed, `shelpa` is no built-in of any client: not ours by a guess.
+        assert_eq!(
+            classify_transcript_name("shelpa", &f).interface,
+            Interface::Other
+        );
+    }
+
+    #[test]
+    fn shelpa_tee_writes_and_navigation_does_not() {
+        assert!(is_write(Interface::Pipe, "shelpa_tee", &[]));
+        assert!(!is_write(Interface::Pipe, "shelpa", &["cd".to_string()]));
+        // A shelpa_tee name from another server is not ours, so not our write either.
+        assert!(!is_write(Interface::OtherMcp, "shelpa_tee", &[]));
     }
 
     #[test]

@@ -82,6 +82,31 @@ async def exercise_pipe(root: Path, mode: str):
         assert json.loads(text_of(refused))["error"]["reason"] == "DISALLOWED_CMD"
 
 
+async def exercise_all_shelpa_tools(root: Path, mode: str):
+    async with Client(server(root, "--legacy-pipe", "--shelpa-tools", "all"), mode=mode) as client:
+        tools = await client.list_tools()
+        assert [t.name for t in tools.tools] == ["shelpa_pipe", "shelpa_tee", "shelpa_write", "shelpa"]
+        teed = await client.call_tool("shelpa_tee", {"content": "teed\n", "paths": ["a.txt", "b.txt"]})
+        assert not teed.is_error, text_of(teed)
+        assert (root / "a.txt").read_text() == "teed\n" and (root / "b.txt").read_text() == "teed\n"
+        assert (root / ".shelpa" / "a.txt").read_text().endswith("---\nteed\n")  # audit record
+        moved = await client.call_tool("shelpa", {"command": "cd src"})
+        assert not moved.is_error, text_of(moved)
+        here = await client.call_tool("shelpa", {"command": "pwd"})
+        assert json.loads(text_of(here))["stdout"].rstrip("\n").endswith("/src")
+        refused = await client.call_tool("shelpa", {"command": "ls | head"})
+        assert refused.is_error
+        assert json.loads(text_of(refused))["error"]["reason"] == "NAV_IN_PIPELINE"
+
+
+def test_all_shelpa_tools_with_the_stateless_probe(workspace):
+    anyio.run(exercise_all_shelpa_tools, workspace, "auto")
+
+
+def test_all_shelpa_tools_with_the_initialize_handshake(workspace):
+    anyio.run(exercise_all_shelpa_tools, workspace, "legacy")
+
+
 def test_filesystem_mode_with_the_stateless_probe(workspace):
     anyio.run(exercise_filesystem, workspace, "auto", "2026-07-28")
 

@@ -58,14 +58,22 @@ const pipeCalls = [
   ["shelpa_write", { path: "notes.txt", content: "written by shelpa\n" }],
 ];
 
-async function runMode(label, flags, calls) {
+const allPipeCalls = [
+  ...pipeCalls,
+  ["shelpa_tee", { content: "teed by shelpa\n", paths: ["teed.txt", "teed-copy.txt"] }],
+  ["shelpa", { command: "pwd" }],
+];
+
+// shelpa's original surface (the default of --legacy-pipe) announces itself as shelpa-mcp, as the
+// design notes record; every other mode, and shelpa's modern surface, as filesystem.
+async function runMode(label, flags, calls, serverName = "filesystem") {
   const root = workspace();
   const transport = new StdioClientTransport({ command: binary, args: ["--root", root, ...flags], stderr: "pipe" });
   const client = new Client({ name: "ts-interop", version: "1.0.0" });
   try {
     await client.connect(transport);
     const version = client.getServerVersion();
-    check(version?.name === "filesystem", `${label}: serverInfo.name is filesystem`);
+    check(version?.name === serverName, `${label}: serverInfo.name is ${serverName} (got ${version?.name})`);
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name);
     const state = {};
@@ -98,7 +106,9 @@ async function runMode(label, flags, calls) {
 
 await runMode("filesystem --backup", ["--backup"], filesystemCalls);
 await runMode("filesystem", [], filesystemCalls.filter(([n]) => n !== "undo_file" && n !== "redo_file"));
-await runMode("legacy-pipe", ["--legacy-pipe"], pipeCalls);
+await runMode("legacy-pipe", ["--legacy-pipe"], pipeCalls, "shelpa-mcp");
+await runMode("legacy-pipe, all four tools", ["--legacy-pipe", "--shelpa-tools", "all"], allPipeCalls, "shelpa-mcp");
+await runMode("legacy-pipe, modern surface", ["--legacy-pipe", "--surface", "modern"], pipeCalls);
 await runMode("combined", ["--legacy-pipe", "--with-filesystem"], [...pipeCalls, ["read_text_file", { path: "hello.txt" }]]);
 
 console.log(`${passed} passed, ${failed} failed`);
