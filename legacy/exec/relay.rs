@@ -27,11 +27,21 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// Most bytes one `splice` call asks for: more than any pipe holds, so one call empties it.
 const SPLICE_LEN: usize = 1 << 20;
 /// Buffer of the copying fallback.
 const COPY_CHUNK: usize = 64 * 1024;
+/// A junction that has moved this much is a stream worth batching: its pipes grow.
+const GROW_AFTER: u64 = 1 << 20;
+/// The size the pipes of a busy junction grow to (the default `pipe-max-size`).
+const BIG_PIPE: usize = 1 << 20;
+/// At most this many junctions of one run get big pipes: they count against the user's kernel
+/// pipe allowance (`pipe-user-pages-soft`, 64 MiB by default), shared with every other pipe.
+const MAX_BIG_JUNCTIONS: usize = 4;
+/// How long a junction with big pipes rests after a batch before it watches its input again.
+const REST: Duration = Duration::from_micros(200);
 
 /// One junction: the upstream stage's stdout (read end) and the downstream stage's stdin (write
 /// end), and the count of bytes the upstream stage wrote.
@@ -73,27 +83,96 @@ enum Pumped {
     Unsupported,
 }
 
-/// Moves bytes across every junction until each one is finished. Returns when all are.
-pub fn relay_all(junctions: Vec<Junction>) {
-    let mut open: Vec<(Junction, Wait)> = Vec::with_capacity(junctions.len());
-    let mut copiers: Vec<JoinHandle<()>> = Vec::new();
-    // First round: move what is already there.
-    for j in junctions {
-        match pump(&j) {
-            Pumped::Wait(w) => open.push((j, w)),
+/// One junction the relay still serves.
+struct Open {
+    j: Junction,
+    wait: Wait,
+    /// Its pipes were offered [`BIG_PIPE`] (whether or not the kernel agreed).
+    grow_tried: bool,
+    /// Its pipes are [`BIG_PIPE`]: it moves in batches, resting [`REST`] after each.
+    big: bool,
+    /// While resting after a batch: the input is not watched before this.
+    rest_until: Option<Instant>,
+}
+
+/// What the relay loop carries from one junction to the next.
+struct Relay {
+    open: Vec<Open>,
+    copiers: Vec<JoinHandle<()>>,
+    /// How many more junctions of this run may get big pipes.
+    grow_budget: usize,
+}
+
+impl Relay {
+    /// Moves what can move across `o` now and files it by what it waits for next.
+    fn serve(&mut self, mut o: Open) {
+        let (pumped, moved) = pump(&o.j);
+        match pumped {
+            Pumped::Wait(wait) => {
+                if !o.grow_tried
+                    && self.grow_budget > 0
+                    && o.j.moved.load(Ordering::Relaxed) >= GROW_AFTER
+                {
+                    o.grow_tried = true;
+                    o.big = grow(&o.j);
+                    self.grow_budget -= usize::from(o.big);
+                }
+                o.wait = wait;
+                o.rest_until =
+                    (o.big && moved && wait == Wait::Input).then(|| Instant::now() + REST);
+                self.open.push(o);
+            }
             Pumped::Done => {}
-            Pumped::Unsupported => copiers.push(std::thread::spawn(move || copy(j))),
+            Pumped::Unsupported => {
+                let j = o.j;
+                self.copiers.push(std::thread::spawn(move || copy(j)));
+            }
         }
     }
-    while !open.is_empty() {
-        // Two entries per junction: its input (watched only while waiting for input, or a
-        // writer that exited would wake the loop at once for nothing) and its output (always
-        // watched: POLLERR is reported whatever is asked, and says the reader went away).
-        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(open.len() * 2);
-        for (j, wait) in &open {
+}
+
+/// Offers both pipes of `j` [`BIG_PIPE`] bytes; true if the kernel gave both.
+fn grow(j: &Junction) -> bool {
+    [j.from.as_raw_fd(), j.to.as_raw_fd()].iter().all(|fd| {
+        // SAFETY: F_SETPIPE_SZ on an open pipe descriptor owned by `j`. It fails (EPERM) rather
+        // than take the user past the kernel's per-user pipe allowance; the pipe then stays.
+        unsafe { libc::fcntl(*fd, libc::F_SETPIPE_SZ, BIG_PIPE as libc::c_int) >= 0 }
+    })
+}
+
+/// Moves bytes across every junction until each one is finished. Returns when all are.
+pub fn relay_all(junctions: Vec<Junction>) {
+    let mut relay = Relay {
+        open: Vec::with_capacity(junctions.len()),
+        copiers: Vec::new(),
+        grow_budget: MAX_BIG_JUNCTIONS,
+    };
+    // First round: move what is already there.
+    for j in junctions {
+        relay.serve(Open {
+            j,
+            wait: Wait::Input,
+            grow_tried: false,
+            big: false,
+            rest_until: None,
+        });
+    }
+    while !relay.open.is_empty() {
+        // Two entries per junction: its input (watched only while waiting for input and not
+        // resting, or a writer that exited would wake the loop at once for nothing) and its
+        // output (always watched: POLLERR is reported whatever is asked, and says the reader
+        // went away, so a resting junction still closes its input at once).
+        let now = Instant::now();
+        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(relay.open.len() * 2);
+        let mut wake: Option<Instant> = None;
+        for o in &relay.open {
+            let resting = o.rest_until.filter(|t| *t > now);
+            if let Some(t) = resting {
+                wake = Some(wake.map_or(t, |w| w.min(t)));
+            }
             fds.push(libc::pollfd {
-                fd: if *wait == Wait::Input {
-                    j.from.as_raw_fd()
+                fd: if o.wait == Wait::Input && resting.is_none() {
+                    o.j.from.as_raw_fd()
                 } else {
                     -1
                 },
@@ -101,8 +180,8 @@ pub fn relay_all(junctions: Vec<Junction>) {
                 revents: 0,
             });
             fds.push(libc::pollfd {
-                fd: j.to.as_raw_fd(),
-                events: if *wait == Wait::Room {
+                fd: o.j.to.as_raw_fd(),
+                events: if o.wait == Wait::Room {
                     libc::POLLOUT
                 } else {
                     0
@@ -110,8 +189,26 @@ pub fn relay_all(junctions: Vec<Junction>) {
                 revents: 0,
             });
         }
-        // SAFETY: `fds` is a live array of `fds.len()` pollfd structs the kernel fills in.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+        let timeout = wake.map(|t| {
+            let d = t.saturating_duration_since(now);
+            libc::timespec {
+                tv_sec: d.as_secs() as libc::time_t,
+                tv_nsec: d.subsec_nanos() as libc::c_long,
+            }
+        });
+        let timeout_ptr = timeout
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: `fds` is a live array of `fds.len()` pollfd structs the kernel fills in; the
+        // timeout is null (no limit) or points at a live timespec; the signal mask is kept.
+        let ready = unsafe {
+            libc::ppoll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                timeout_ptr,
+                std::ptr::null(),
+            )
+        };
         if ready < 0 {
             if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
                 continue;
@@ -119,28 +216,26 @@ pub fn relay_all(junctions: Vec<Junction>) {
             // Cannot wait: give up; dropping the pipes ends the stages as a closed pipe would.
             return;
         }
-        let mut next = Vec::with_capacity(open.len());
-        for (i, (j, wait)) in open.into_iter().enumerate() {
-            if fds[2 * i].revents == 0 && fds[2 * i + 1].revents == 0 {
-                next.push((j, wait));
-                continue;
-            }
-            match pump(&j) {
-                Pumped::Wait(w) => next.push((j, w)),
-                Pumped::Done => {}
-                Pumped::Unsupported => copiers.push(std::thread::spawn(move || copy(j))),
+        let now = Instant::now();
+        let open = std::mem::take(&mut relay.open);
+        for (i, o) in open.into_iter().enumerate() {
+            let rested = o.rest_until.is_some_and(|t| t <= now);
+            if fds[2 * i].revents == 0 && fds[2 * i + 1].revents == 0 && !rested {
+                relay.open.push(o);
+            } else {
+                relay.serve(o);
             }
         }
-        open = next;
     }
-    for c in copiers {
+    for c in relay.copiers {
         let _ = c.join();
     }
 }
 
-/// Moves what can move across `j` now, without blocking.
-fn pump(j: &Junction) -> Pumped {
-    loop {
+/// Moves what can move across `j` now, without blocking; says whether any byte moved.
+fn pump(j: &Junction) -> (Pumped, bool) {
+    let mut moved = false;
+    let pumped = loop {
         // SAFETY: both descriptors are open pipe ends owned by `j`; null offsets are required
         // for pipes.
         let n = unsafe {
@@ -155,18 +250,19 @@ fn pump(j: &Junction) -> Pumped {
         };
         if n > 0 {
             j.moved.fetch_add(n as u64, Ordering::Relaxed);
+            moved = true;
             continue;
         }
         if n == 0 {
             // End of input, everything moved: dropping the junction closes the output (EOF).
-            return Pumped::Done;
+            break Pumped::Done;
         }
         let err = io::Error::last_os_error();
         match err.raw_os_error() {
             Some(libc::EINTR) => continue,
             // Either side is not ready. Bytes waiting mean the output is full.
             Some(libc::EAGAIN) => {
-                return Pumped::Wait(if pending(j.from.as_fd()) > 0 {
+                break Pumped::Wait(if pending(j.from.as_fd()) > 0 {
                     Wait::Room
                 } else {
                     Wait::Input
@@ -177,12 +273,13 @@ fn pump(j: &Junction) -> Pumped {
             Some(libc::EPIPE) => {
                 j.moved
                     .fetch_add(pending(j.from.as_fd()), Ordering::Relaxed);
-                return Pumped::Done;
+                break Pumped::Done;
             }
-            Some(libc::EINVAL) => return Pumped::Unsupported,
-            _ => return Pumped::Done,
+            Some(libc::EINVAL) => break Pumped::Unsupported,
+            _ => break Pumped::Done,
         }
-    }
+    };
+    (pumped, moved)
 }
 
 /// Bytes waiting in the pipe behind `fd` (0 if that cannot be known).
