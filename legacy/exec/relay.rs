@@ -17,6 +17,14 @@
 //!   stage's next write fails with SIGPIPE/EPIPE exactly as on a direct pipe (`… | head -1` stops
 //!   the upstream promptly). End of input is passed on by closing the output. A kill of the
 //!   process group ends every writer, so the relay drains what is left and ends too.
+//! - **Batches for busy streams.** A producer that writes 4 KiB at a time into a pipe whose reader
+//!   is faster wakes that reader on every write; a relay in the middle doubled the context
+//!   switches and cost 1.2× on the 200 MB benchmark pipeline. A junction that has moved 1 MiB
+//!   therefore grows both its pipes to 1 MiB (`F_SETPIPE_SZ`, at most [`MAX_BIG_JUNCTIONS`] per
+//!   run: every pipe counts against the user's kernel allowance) and, after each batch, rests
+//!   [`REST`] before it watches its input again, while still watching for its reader going away.
+//!   Short outputs never wait: a junction rests only right after it moved bytes, on big pipes.
+//!   Measurements are in `benches/FINDINGS.md`.
 //! - **What counts.** A junction counts what it moved plus, when the downstream reader went away,
 //!   what was still waiting in the input pipe: every byte the upstream stage managed to write.
 //! - **Fallback.** Where `splice` answers `EINVAL` (a kernel or file type that cannot splice), that
