@@ -5,7 +5,7 @@
 //! - **Counted junctions.** Every step's `output_size` is measured. Between two external stages
 //!   the server sits in the middle of the pipe: the upstream stage writes into one pipe, the
 //!   server moves the bytes into the next stage's stdin pipe with `splice(2)` (page references
-//!   move, nothing is copied through the server) and counts them; see [`relay`] for why one
+//!   move, nothing is copied through the server) and counts them; see the `relay` module for why one
 //!   thread, why `splice` and how SIGPIPE, end of input and kills pass through unchanged. The
 //!   last stage is counted by the thread that captures its output, `tee` and the stage feeding
 //!   it by the tee thread, which copies anyway.
