@@ -5,10 +5,10 @@
 //! - **Counted junctions.** Every step's `output_size` is measured. Between two external stages
 //!   the server sits in the middle of the pipe: the upstream stage writes into one pipe, the
 //!   server moves the bytes into the next stage's stdin pipe with `splice(2)` (page references
-//!   move, nothing is copied through the server) and counts them; see the `relay` module for why one
-//!   thread, why `splice` and how SIGPIPE, end of input and kills pass through unchanged. The
-//!   last stage is counted by the thread that captures its output, `tee` and the stage feeding
-//!   it by the tee thread, which copies anyway.
+//!   move, nothing is copied through the server) and counts them; the `relay` module says why
+//!   one thread, why `splice`, why busy junctions batch, and how SIGPIPE, end of input and kills
+//!   pass through unchanged. The last stage is counted by the thread that captures its output,
+//!   `tee` and the stage feeding it by the tee thread, which copies anyway.
 //! - **One process group.** Every stage joins the group of the first external stage, so a
 //!   timeout, a cancellation or the final sweep is one `killpg`. Children are watched with
 //!   `waitid(WNOWAIT)` and only reaped at the very end, so the group id cannot be recycled by an
