@@ -570,8 +570,12 @@ impl PipeToolset {
         let steps_json: Vec<Value> = run
             .steps
             .iter()
-            .zip(stages)
-            .map(|(meta, stage)| step_json(meta, &stage.text))
+            .enumerate()
+            .map(|(i, meta)| {
+                // The policy makes one step of each stage; the name is only a fallback.
+                let text = stages.get(i).map_or(meta.command.as_str(), |s| &s.text);
+                step_json(meta, text)
+            })
             .collect();
         let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
         let stderr: String = run.stderr.iter().map(|(_, s)| s.as_str()).collect();
