@@ -2,11 +2,13 @@
 //!
 //! Decisions worth knowing:
 //!
-//! - **Direct pipes.** Adjacent external stages are joined by one OS pipe each, with no relay
-//!   through the server: a relay would copy every byte twice more and cost throughput on large
-//!   inputs. The price is that the byte count of such a stage's output is not measured, so its
-//!   `output_size` is `null`. It is measured (cheaply, because the bytes pass through the server
-//!   anyway) for the last stage, for `tee`, and for a stage whose output feeds a `tee`.
+//! - **Counted junctions.** Every step's `output_size` is measured. Between two external stages
+//!   the server sits in the middle of the pipe: the upstream stage writes into one pipe, the
+//!   server moves the bytes into the next stage's stdin pipe with `splice(2)` (page references
+//!   move, nothing is copied through the server) and counts them; the `relay` module says why
+//!   one thread, why `splice`, why busy junctions batch, and how SIGPIPE, end of input and kills
+//!   pass through unchanged. The last stage is counted by the thread that captures its output,
+//!   `tee` and the stage feeding it by the tee thread, which copies anyway.
 //! - **One process group.** Every stage joins the group of the first external stage, so a
 //!   timeout, a cancellation or the final sweep is one `killpg`. Children are watched with
 //!   `waitid(WNOWAIT)` and only reaped at the very end, so the group id cannot be recycled by an
@@ -40,7 +42,7 @@ use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -53,6 +55,7 @@ use super::plan::{CommandName, Step};
 use super::scratch::Home;
 use crate::toolset::CallContext;
 use crate::workspace::{Dir, Workspace};
+use relay::Junction;
 
 /// The fixed `PATH` of every stage (binaries are absolute anyway; this is for what they spawn).
 const STAGE_PATH: &str = "/usr/bin:/bin";
@@ -66,6 +69,8 @@ const SCRATCH_POLL: Duration = Duration::from_millis(100);
 const DRAIN_GRACE: Duration = Duration::from_millis(200);
 /// Read size of the in-process copies.
 const CHUNK: usize = 64 * 1024;
+
+mod relay;
 
 /// The limits of one run.
 #[derive(Clone, Copy, Debug)]
@@ -86,10 +91,11 @@ pub struct ExecLimits {
 /// Per-step facts reported in `meta.steps`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StepMeta {
-    /// The command as the caller typed it.
+    /// Which command the step ran (the caller reports the stage's text as written).
     pub command: CommandName,
-    /// Bytes the step wrote to its stdout, when measured (see the module docs).
-    pub output_size: Option<u64>,
+    /// Bytes the step wrote to its stdout (0 for a step that never started). For the last
+    /// stage, what was captured (at most the output cap; `truncated` says when it was cut).
+    pub output_size: u64,
     /// The step's output was cut (the stdout cap, or tee's hard limit).
     pub truncated: bool,
     /// Time from the start of the call until the step was seen finished.
@@ -276,6 +282,9 @@ pub fn run(
     let mut tees: Vec<TeeThread> = Vec::new();
     let mut stderr_pipes: Vec<(os_pipe::PipeReader, Shared)> = Vec::new();
     let mut prev: Option<os_pipe::PipeReader> = None;
+    let mut junctions: Vec<Junction> = Vec::new();
+    // Per step: the count of the junction its stdout feeds, if it feeds one.
+    let mut counted: Vec<Option<Arc<AtomicU64>>> = vec![None; steps.len()];
     let own_clock = limits.timeout.map(|t| (Instant::now(), t));
     let mut outcome = None;
 
@@ -293,7 +302,19 @@ pub fn run(
                         fence: fence.handle(),
                         limits: &prepared,
                     };
-                    spawn_stage(*command, argv, &place, prev.take(), running.pgid)
+                    // Fed by an external stage: through a counted junction.
+                    let upstream_runs = index > 0 && matches!(steps[index - 1], Step::Run { .. });
+                    let stdin = match prev.take() {
+                        Some(from) if upstream_runs => {
+                            let (stdin, to) = os_pipe::pipe()?;
+                            let (junction, moved) = Junction::new(from, to);
+                            junctions.push(junction);
+                            counted[index - 1] = Some(moved);
+                            Some(stdin)
+                        }
+                        other => other,
+                    };
+                    spawn_stage(*command, argv, &place, stdin, running.pgid)
                 })
                 .map(|(child, out, err)| {
                     let pid = Pid::from_child(&child);
@@ -335,6 +356,10 @@ pub fn run(
 
     let cap = limits.stderr_cap;
     let collector = std::thread::spawn(move || drain_all(stderr_pipes, cap));
+    // Started once every stage runs (no fork copies its stack). A run stopped while starting
+    // moves nothing more: dropping the junctions closes both ends, as the sweep's kill would.
+    let relay = (outcome.is_none() && !junctions.is_empty())
+        .then(|| std::thread::spawn(move || relay::relay_all(junctions)));
     // The last pipe's reader: the captured stdout (not read when the run stopped while starting).
     let captured: Shared = Arc::new(Mutex::new(Vec::new()));
     let cap_hit = Arc::new(AtomicBool::new(false));
@@ -356,6 +381,7 @@ pub fn run(
         }
         let finished = running.procs.iter().all(|p| p.done.is_some())
             && collector.is_finished()
+            && relay.as_ref().is_none_or(|r| r.is_finished())
             && tees.iter().all(|t| t.handle.is_finished())
             && capture.as_ref().is_none_or(|c| c.is_finished());
         if finished {
@@ -388,8 +414,11 @@ pub fn run(
     running.kill_all();
     // Killed stages close their stderr at once; give the collector a moment to read what they
     // wrote last (a memory limit's message, say) before it is looked at.
+    // The relay, likewise, passes on what the killed stages wrote last, so it is counted.
     let drained_by = Instant::now() + DRAIN_GRACE;
-    while !collector.is_finished() && Instant::now() < drained_by {
+    while !(collector.is_finished() && relay.as_ref().is_none_or(|r| r.is_finished()))
+        && Instant::now() < drained_by
+    {
         std::thread::sleep(Duration::from_millis(1));
     }
     let mut procs = std::mem::take(&mut running.procs);
@@ -420,9 +449,12 @@ pub fn run(
             .map(|(_, ms)| ms)
             .unwrap_or_else(|| elapsed_ms(started));
         let command = step_command(&steps[p.index]);
+        let output_size = counted[p.index]
+            .as_ref()
+            .map_or(0, |moved| moved.load(Ordering::Relaxed));
         metas[p.index] = Some(StepMeta {
             command,
-            output_size: None,
+            output_size,
             truncated: false,
             execution_time_ms: ms,
             exit_code: Some(end.code()),
@@ -467,7 +499,7 @@ pub fn run(
         if let Ok((capture, ms)) = t.handle.join() {
             metas[t.index] = Some(StepMeta {
                 command: CommandName::Tee,
-                output_size: Some(capture.total),
+                output_size: capture.total,
                 truncated: capture.truncated,
                 execution_time_ms: ms,
                 exit_code: Some(0),
@@ -475,7 +507,7 @@ pub fn run(
             // The stage feeding a tee is measured by it.
             if t.index > 0 {
                 if let Some(Some(prev_meta)) = metas.get_mut(t.index - 1) {
-                    prev_meta.output_size = Some(capture.total);
+                    prev_meta.output_size = capture.total;
                 }
             }
             captures.push(capture);
@@ -485,7 +517,7 @@ pub fn run(
     let stdout = snapshot(&captured);
     let truncated = cap_hit.load(Ordering::SeqCst);
     if let Some(Some(last)) = metas.last_mut() {
-        last.output_size = Some(stdout.len() as u64);
+        last.output_size = stdout.len() as u64;
         last.truncated |= truncated;
     }
     let steps_meta: Vec<StepMeta> = metas
@@ -494,7 +526,7 @@ pub fn run(
         .map(|(m, s)| {
             m.unwrap_or(StepMeta {
                 command: step_command(s),
-                output_size: None,
+                output_size: 0,
                 truncated: false,
                 execution_time_ms: elapsed_ms(started),
                 exit_code: None,

@@ -114,7 +114,7 @@ fn definitions(surface: Surface, set: ShelpaTools) -> Vec<ToolDef> {
         "type": "object",
         "properties": {
             "command": {"type": "string"},
-            "output_size": {"type": ["integer", "null"], "description": "bytes written; null when not measured (streamed directly between two processes)"},
+            "output_size": {"type": "integer", "description": "bytes the stage wrote to its stdout"},
             "truncated": {"type": "boolean"},
             "execution_time_ms": {"type": "integer"},
             "exit_code": {"type": ["integer", "null"]}
@@ -379,9 +379,10 @@ fn guard_failure(e: &GuardError, token: &str) -> Failure {
     f
 }
 
-fn step_json(meta: &StepMeta) -> Value {
+/// A step's metadata; `command` is the stage as the caller wrote it (`text`).
+fn step_json(meta: &StepMeta, text: &str) -> Value {
     json!({
-        "command": meta.command.as_str(),
+        "command": text,
         "output_size": meta.output_size,
         "truncated": meta.truncated,
         "execution_time_ms": meta.execution_time_ms,
@@ -477,10 +478,16 @@ impl PipeToolset {
             cwd: &cwd,
             tools: &self.tools,
         };
+        // The stage as written names the step of a built-in (`ls -la src`, `cd ..`).
+        let written = |name| {
+            stages
+                .first()
+                .map_or(name, |s: &plan::Stage| s.text.as_str())
+        };
         match policy::check(&stages, &cx)? {
             Plan::Pwd => {
                 let text = format!("{}\n", cwd.display());
-                let step = builtin_step("pwd", text.len() as u64, false, started);
+                let step = builtin_step(written("pwd"), text.len() as u64, false, started);
                 Ok(success(text, vec![step], Value::Null, ""))
             }
             Plan::Cd(dir) => {
@@ -488,7 +495,7 @@ impl PipeToolset {
                 self.session
                     .change(&self.guard, &rel)
                     .map_err(session_failure)?;
-                let step = builtin_step("cd", 0, false, started);
+                let step = builtin_step(written("cd"), 0, false, started);
                 Ok(success(String::new(), vec![step], Value::Null, ""))
             }
             Plan::BuiltinLs { target, all, long } => {
@@ -507,16 +514,17 @@ impl PipeToolset {
                         f
                     })?;
                 let (text, cut) = capped_text(listing.as_bytes(), self.options.max_output_bytes);
-                let step = builtin_step("ls", text.len() as u64, cut, started);
+                let step = builtin_step(written("ls"), text.len() as u64, cut, started);
                 Ok(success(text, vec![step], Value::Null, ""))
             }
-            Plan::Pipeline(steps) => self.run_pipeline(&steps, confirmed, ctx),
+            Plan::Pipeline(steps) => self.run_pipeline(&steps, &stages, confirmed, ctx),
         }
     }
 
     fn run_pipeline(
         &self,
         steps: &[Step],
+        stages: &[plan::Stage],
         confirmed: bool,
         ctx: &CallContext,
     ) -> Result<Value, Failure> {
@@ -551,7 +559,16 @@ impl PipeToolset {
             f.token = Some(e.command.to_string());
             f
         })?;
-        let steps_json: Vec<Value> = run.steps.iter().map(step_json).collect();
+        let steps_json: Vec<Value> = run
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, meta)| {
+                // The policy makes one step of each stage; the name is only a fallback.
+                let text = stages.get(i).map_or(meta.command.as_str(), |s| &s.text);
+                step_json(meta, text)
+            })
+            .collect();
         let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
         let stderr: String = run.stderr.iter().map(|(_, s)| s.as_str()).collect();
         let partial = |tee: Value| {

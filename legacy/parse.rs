@@ -60,6 +60,10 @@ struct Lexer<'a> {
     stages: Vec<Stage>,
     words: Vec<Word>,
     word: WordBuf,
+    /// Where the current stage's first word begins (a char index), once it has one.
+    stage_begin: Option<usize>,
+    /// Where the current stage's last complete word ends (a char index).
+    stage_end: usize,
 }
 
 impl<'a> Lexer<'a> {
@@ -71,6 +75,8 @@ impl<'a> Lexer<'a> {
             stages: Vec::new(),
             words: Vec::new(),
             word: WordBuf::default(),
+            stage_begin: None,
+            stage_end: 0,
         }
     }
 
@@ -97,6 +103,10 @@ impl<'a> Lexer<'a> {
         let trimmed_len = self.source.trim_end().chars().count();
         self.chars.truncate(trimmed_len);
         while let Some(c) = self.peek(0) {
+            // Anything but a separator begins the stage's text (what is refused never matters).
+            if self.stage_begin.is_none() && !matches!(c, ' ' | '\t' | '|') {
+                self.stage_begin = Some(self.pos);
+            }
             match c {
                 '\'' => self.single_quoted()?,
                 '"' => self.double_quoted()?,
@@ -158,6 +168,8 @@ impl<'a> Lexer<'a> {
     fn end_word(&mut self) {
         let word = std::mem::take(&mut self.word);
         if word.started {
+            // Called at the separator after the word, so `pos` is just past its last character.
+            self.stage_end = self.pos;
             self.words.push(Word {
                 text: word.text,
                 quoted: word.quoted,
@@ -185,8 +197,13 @@ impl<'a> Lexer<'a> {
         if self.stages.len() == MAX_STAGES {
             return Err(too_many_stages());
         }
+        let begin = self.stage_begin.take().unwrap_or(self.stage_end);
+        let text: String = self.chars[begin..self.stage_end.max(begin)]
+            .iter()
+            .collect();
         self.stages.push(Stage {
             words: std::mem::take(&mut self.words),
+            text: text.trim().to_string(),
         });
         Ok(())
     }
@@ -473,6 +490,37 @@ mod tests {
             texts("tail app.log|rg x"),
             vec![vec!["tail", "app.log"], vec!["rg", "x"]]
         );
+    }
+
+    fn stage_texts(command: &str) -> Vec<String> {
+        parse(command)
+            .expect("parses")
+            .into_iter()
+            .map(|s| s.text)
+            .collect()
+    }
+
+    #[test]
+    fn each_stage_keeps_its_text_as_written() {
+        assert_eq!(
+            stage_texts("tail -n 100 app.log | rg \"ERROR\" | awk '{print $3}' | sort -u"),
+            [
+                "tail -n 100 app.log",
+                "rg \"ERROR\"",
+                "awk '{print $3}'",
+                "sort -u"
+            ]
+        );
+        // A quoted or escaped `|` is part of its stage; inner spacing and tabs stay as written.
+        assert_eq!(
+            stage_texts("  rg  'a|b'\tx\t|\thead   -n\t2  \n"),
+            ["rg  'a|b'\tx", "head   -n\t2"]
+        );
+        assert_eq!(stage_texts("rg \\| x|wc -l"), ["rg \\| x", "wc -l"]);
+        assert_eq!(stage_texts("rg \"a | b\" ''"), ["rg \"a | b\" ''"]);
+        assert_eq!(stage_texts("pwd"), ["pwd"]);
+        // Non-ASCII text is cut on character boundaries.
+        assert_eq!(stage_texts("rg 'é|ü' | tr é e"), ["rg 'é|ü'", "tr é e"]);
     }
 
     #[test]

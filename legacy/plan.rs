@@ -26,6 +26,9 @@ pub struct Word {
 pub struct Stage {
     /// The words; the first is the command name.
     pub words: Vec<Word>,
+    /// The stage exactly as the caller wrote it (quotes and inner spacing kept, surrounding
+    /// whitespace trimmed): what `meta.steps[].command` reports, so a step reads as it was sent.
+    pub text: String,
 }
 
 /// The pipeline commands this mode knows.

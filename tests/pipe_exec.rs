@@ -134,7 +134,16 @@ fn seed_examples_run_as_real_pipelines() {
     assert_eq!(v["stdout"], "svc0\nsvc1\nsvc2\nsvc3\n");
     let steps = v["meta"]["steps"].as_array().expect("steps");
     let names: Vec<&str> = steps.iter().filter_map(|s| s["command"].as_str()).collect();
-    assert_eq!(names, ["tail", "rg", "awk", "sort"]);
+    // Each step is the stage as written (issue #14, item 4).
+    assert_eq!(
+        names,
+        [
+            "tail -n 100 app.log",
+            r#"rg "ERROR""#,
+            "awk '{print $3}'",
+            "sort -u"
+        ]
+    );
     for s in steps {
         assert_eq!(s["exit_code"], 0);
         assert_eq!(s["truncated"], false);
@@ -173,7 +182,7 @@ fn a_failing_last_stage_reports_its_exit_code_stderr_and_partial_output() {
     let stderr = v["error"]["stderr"].as_str().expect("stderr");
     assert!(stderr.contains("parse error"), "{stderr}");
     assert_eq!(v["stdout"], "{\"a\":1}\n");
-    assert_eq!(v["meta"]["steps"][1]["command"], "jq");
+    assert_eq!(v["meta"]["steps"][1]["command"], "jq -c .");
 }
 
 #[test]
@@ -246,7 +255,7 @@ fn tee_overwrites_appends_and_mirrors_in_the_exact_format() {
         json!({"paths": ["out.txt"], "bytes": 22, "mode": "overwrite", "mirror": [".shelpa/out.txt"], "truncated": false})
     );
     assert_eq!(v["meta"]["steps"][0]["output_size"], 22);
-    assert_eq!(v["meta"]["steps"][1]["command"], "tee");
+    assert_eq!(v["meta"]["steps"][1]["command"], "tee out.txt");
     assert_eq!(ws.read("out.txt"), "ERROR one\nERROR three\n");
 
     let v = ws.pipe_ok("rg INFO app.log | tee -a out.txt");
