@@ -821,7 +821,9 @@ impl PipeToolset {
         }
         words.push(word("--"));
         words.extend(paths.iter().map(|p| word(p)));
-        let stages = [plan::Stage { words }];
+        // What a model would have typed for the same write, for messages that quote the stage.
+        let text = shell_words::join(words.iter().map(|w| w.text.as_str()));
+        let stages = [plan::Stage { words, text }];
 
         let current = self
             .session

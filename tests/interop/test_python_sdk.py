@@ -75,7 +75,15 @@ async def exercise_pipe(root: Path, mode: str):
         assert not result.is_error, text_of(result)
         payload = json.loads(text_of(result))
         assert payload["stdout"] == "api\ndb\n"
-        assert [s["command"] for s in payload["meta"]["steps"]] == ["tail", "rg", "awk", "sort"]
+        steps = payload["meta"]["steps"]
+        assert [s["command"] for s in steps] == [
+            "tail -n 100 app.log",
+            "rg ERROR",
+            "awk '{print $3}'",
+            "sort -u",
+        ]
+        assert all(isinstance(s["output_size"], int) for s in steps), steps
+        assert steps[-1]["output_size"] == len(payload["stdout"].encode())
 
         refused = await client.call_tool("shelpa_pipe", {"command": "rm -rf ."})
         assert refused.is_error
