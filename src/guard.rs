@@ -280,13 +280,19 @@ impl PathGuard {
                 if hops > MAX_SYMLINK_HOPS {
                     return Err(GuardError::SymlinkLoop(input.to_string()));
                 }
-                let target = self
-                    .ws
-                    .read_link(&candidate)
-                    .map_err(|source| GuardError::Io {
-                        path: input.to_string(),
-                        source,
-                    })?;
+                let target = match self.ws.read_link(&candidate) {
+                    Ok(target) => target,
+                    // The link was exchanged for a real file or directory between the stat and
+                    // the readlink: walk again from the start (the hop count bounds how often a
+                    // racing peer can make us), rather than report an I/O error.
+                    Err(e) if e.raw_os_error() == Some(libc::EINVAL) => continue 'restart,
+                    Err(source) => {
+                        return Err(GuardError::Io {
+                            path: input.to_string(),
+                            source,
+                        })
+                    }
+                };
                 let mut spliced = if target.is_absolute() {
                     target
                 } else {

@@ -16,6 +16,7 @@ mod support;
 mod confinement_support;
 
 use std::os::fd::OwnedFd;
+use std::time::Duration;
 
 use confinement_support::{
     cli, exists_at, for_duration, open_dir, race_duration, write_at, Arena, Client, Reply, Screen,
@@ -58,6 +59,12 @@ impl Rig {
     /// Starts exchanging `d` and `s`.
     fn swap(&self) -> Swapper {
         Swapper::start(&self.arena.root, "d", "s")
+    }
+
+    /// Exchanges `d` and `s` in bursts with rests between, for racers that are whole processes
+    /// (a CLI subcommand, a pipeline whose stages walk the directory).
+    fn swap_with_rests(&self) -> Swapper {
+        Swapper::start_with_rests(&self.arena.root, "d", "s", Duration::from_millis(15))
     }
 
     fn call(&mut self, c: &mut Client, op: &str, tool: &str, args: Value) -> Reply {
@@ -309,7 +316,7 @@ fn reads_and_listings_of_a_swapped_directory_never_show_outside() {
 fn pipelines_on_a_swapped_directory_never_show_outside() {
     let mut rig = Rig::new();
     let mut c = Client::start(&rig.arena.root, &["--legacy-pipe"]);
-    let swapper = rig.swap();
+    let swapper = rig.swap_with_rests();
     for_duration(race_duration(), |_| {
         rig.call(&mut c, "ls -l d", "shelpa_pipe", pipe("ls -l d"));
         rig.call(&mut c, "ls with cwd d", "shelpa_pipe", pipe_in("ls", "d"));
@@ -458,7 +465,7 @@ fn mirror_d_f(rig: &mut Rig) {
 fn audit_restore_into_a_swapped_directory_never_writes_outside() {
     let mut rig = Rig::new();
     mirror_d_f(&mut rig);
-    let swapper = rig.swap();
+    let swapper = rig.swap_with_rests();
     for_duration(race_duration(), |i| {
         let record = if i % 2 == 0 { "#1" } else { "#2" };
         rig.cli(
@@ -479,7 +486,7 @@ fn audit_import_over_a_swapped_directory_never_reads_or_writes_outside() {
     let mut rig = Rig::new();
     mirror_d_f(&mut rig);
     let mut c = Client::start(&rig.arena.root, &["--legacy-pipe"]);
-    let swapper = rig.swap();
+    let swapper = rig.swap_with_rests();
     for_duration(race_duration(), |i| {
         // A new record each round, so every import has something to take in.
         rig.call(

@@ -465,6 +465,19 @@ pub struct Swapper {
 impl Swapper {
     /// Starts exchanging `a` and `b` inside `dir`.
     pub fn start(dir: &Path, a: &str, b: &str) -> Swapper {
+        Swapper::start_paced(dir, a, b, None)
+    }
+
+    /// Like [`Swapper::start`], but after every `burst` of exchanges it puts the names back as
+    /// they started and rests for the same time. For a racer that is a whole process (a CLI
+    /// subcommand walks the path many times): under nonstop exchanges it may never get through,
+    /// and a race with no success proves nothing. With rests, runs that start in a burst and end
+    /// in a rest succeed while they were raced.
+    pub fn start_with_rests(dir: &Path, a: &str, b: &str, burst: Duration) -> Swapper {
+        Swapper::start_paced(dir, a, b, Some(burst))
+    }
+
+    fn start_paced(dir: &Path, a: &str, b: &str, burst: Option<Duration>) -> Swapper {
         let stop = Arc::new(AtomicBool::new(false));
         let swaps = Arc::new(AtomicU64::new(0));
         let failures = Arc::new(AtomicU64::new(0));
@@ -473,7 +486,7 @@ impl Swapper {
         let thread = {
             let (stop, swaps, failures) = (stop.clone(), swaps.clone(), failures.clone());
             std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
+                let exchange = || {
                     match rustix::fs::renameat_with(
                         &dir_fd,
                         a.as_str(),
@@ -484,8 +497,21 @@ impl Swapper {
                         Ok(()) => swaps.fetch_add(1, Ordering::Relaxed),
                         Err(_) => failures.fetch_add(1, Ordering::Relaxed),
                     };
+                };
+                let mut burst_start = Instant::now();
+                while !stop.load(Ordering::Relaxed) {
+                    exchange();
                     // Leave the server a share of the CPU on a small machine.
                     std::thread::yield_now();
+                    if let Some(burst) = burst {
+                        if burst_start.elapsed() >= burst {
+                            if swaps.load(Ordering::Relaxed) % 2 == 1 {
+                                exchange();
+                            }
+                            std::thread::sleep(burst);
+                            burst_start = Instant::now();
+                        }
+                    }
                 }
                 // Leave the names as they started, so later checks find the directory.
                 if swaps.load(Ordering::Relaxed) % 2 == 1 {
