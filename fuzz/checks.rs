@@ -6,12 +6,12 @@ use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use filesystem_mcp::guard::PathGuard;
-use filesystem_mcp::legacy::plan::{CommandName, Plan, Step};
-use filesystem_mcp::legacy::policy::{check, PolicyContext, ToolPaths};
-use filesystem_mcp::mcp::server::{serve, ServerConfig};
-use filesystem_mcp::mcp::wire::{Frame, FrameReader};
-use filesystem_mcp::toolset::{CallContext, Effects, ToolDef, ToolOutput, Toolset};
+use mcp_core::server::{serve, ServerConfig};
+use mcp_core::toolset::{CallContext, Effects, ToolDef, ToolOutput, Toolset};
+use mcp_core::wire::{Frame, FrameReader};
+use shelpa::plan::{CommandName, Plan, Step};
+use shelpa::policy::{check, PolicyContext, ToolPaths};
+use workspace::guard::PathGuard;
 
 /// The frame reader never panics, never returns more than its limit, and always reaches the end.
 pub fn framing(data: &[u8]) {
@@ -173,7 +173,7 @@ pub fn pipeline(data: &[u8]) {
     };
     let t = tree();
     let tools = TOOLS.get_or_init(ToolPaths::discover);
-    let Ok(stages) = filesystem_mcp::legacy::parse::parse(command) else {
+    let Ok(stages) = shelpa::parse::parse(command) else {
         return;
     };
     let cx = PolicyContext {
@@ -254,7 +254,7 @@ const PATHS: [&str; 16] = [
     "s/x/a",
     "../outside/f",
 ];
-/// Entry names for operations on an opened [`filesystem_mcp::workspace::Dir`].
+/// Entry names for operations on an opened [`workspace::Dir`].
 const NAMES: [&str; 8] = ["a", "b", "e", "f", "h", "x", "g", "s"];
 /// What the operations write: small, and never containing [`SECRET`].
 const CONTENTS: [&[u8]; 4] = [b"", b"1", b"two\n", b"three three three\n"];
@@ -282,7 +282,7 @@ const MODES: [u32; 4] = [0o700, 0o755, 0o750, 0o777];
 pub fn workspace(data: &[u8]) {
     let arena = LayerArena::new();
     let before = arena.canary_snapshot();
-    let ws = filesystem_mcp::workspace::Workspace::open(&arena.root).expect("open workspace");
+    let ws = workspace::Workspace::open(&arena.root).expect("open workspace");
     let mut run = LayerRun {
         guard: PathGuard::for_workspace(ws.clone()),
         ws,
@@ -312,10 +312,10 @@ pub fn workspace(data: &[u8]) {
 pub fn workspace_walk(data: &[u8]) {
     static WALK: std::sync::Once = std::sync::Once::new();
     WALK.call_once(|| {
-        std::env::set_var(filesystem_mcp::workspace::beneath::NO_OPENAT2_ENV, "1");
+        std::env::set_var(workspace::beneath::NO_OPENAT2_ENV, "1");
     });
     assert!(
-        filesystem_mcp::workspace::resolution_method().contains("walk"),
+        workspace::resolution_method().contains("walk"),
         "the layer decided on openat2 before FILESYSTEM_NO_OPENAT2 was set"
     );
     workspace(data);
@@ -490,7 +490,7 @@ impl LayerArena {
         for (path, _) in self.root_entries() {
             let name = path.file_name().expect("name").as_bytes();
             assert!(
-                !filesystem_mcp::workspace::temp::is_temp_name(name),
+                !workspace::temp::is_temp_name(name),
                 "a temporary was left behind: {}",
                 path.display()
             );
@@ -500,7 +500,7 @@ impl LayerArena {
 
 /// The operations' side: the layer, a guard on the same root, and what no answer may show.
 struct LayerRun<'a> {
-    ws: filesystem_mcp::workspace::Workspace,
+    ws: workspace::Workspace,
     guard: PathGuard,
     arena: &'a LayerArena,
     /// Device and inode of every canary entry but the shared file.
@@ -515,14 +515,14 @@ impl LayerRun<'_> {
         );
     }
 
-    fn screen_stat(&self, what: &str, stat: &filesystem_mcp::workspace::Stat) {
+    fn screen_stat(&self, what: &str, stat: &workspace::Stat) {
         assert!(
             !self.canary_inodes.contains(&(stat.dev, stat.ino)),
             "{what} described a canary inode"
         );
     }
 
-    fn screen_entries(&self, what: &str, entries: &[filesystem_mcp::workspace::Entry]) {
+    fn screen_entries(&self, what: &str, entries: &[workspace::Entry]) {
         for e in entries {
             assert!(e.name != SECRET_NAME, "{what} listed the canary");
             self.screen_stat(what, &e.stat);
@@ -531,7 +531,7 @@ impl LayerRun<'_> {
 
     fn screen_file(&self, what: &str, file: &mut std::fs::File) {
         use std::io::Read;
-        if let Ok(stat) = filesystem_mcp::workspace::Stat::of(file) {
+        if let Ok(stat) = workspace::Stat::of(file) {
             self.screen_stat(what, &stat);
         }
         let mut data = Vec::new();

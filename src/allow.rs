@@ -16,7 +16,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::root::{self, RootError};
+use workspace::root::{self, RootError};
 
 /// The environment variable holding the allowed places when no `--allow-root` is given.
 pub const ALLOW_ROOTS_ENV: &str = "FILESYSTEM_ALLOW_ROOTS";

@@ -26,8 +26,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 
 use crate::allow::ServedRoots;
-use crate::mcp::server::{CallObserver, CallRecord};
-use crate::workspace::{Dir, Stat, Workspace};
+use mcp_core::server::{CallObserver, CallRecord};
+use workspace::history::layout::{rotated_name, DEFAULT_LOG_NAME, KEEP_ROTATED};
+use workspace::{Dir, Stat, Workspace};
 
 /// The longest client-supplied string copied into a line (client name and version, each stage
 /// word, the refused token…), in bytes; longer ones keep this many bytes (cut on a character
@@ -48,12 +49,6 @@ pub const DEFAULT_ROTATE_BYTES: u64 = 64 * 1024 * 1024;
 /// Sets the rotation size in bytes instead of [`DEFAULT_ROTATE_BYTES`] (for tests, and for an
 /// operator who wants smaller files).
 pub const ROTATE_BYTES_ENV: &str = "FILESYSTEM_CALL_LOG_ROTATE_BYTES";
-
-/// How many rotated files are kept (`.1` newest … `.KEEP_ROTATED` oldest).
-pub const KEEP_ROTATED: u32 = 4;
-
-/// The log file's name inside a root's `.filesystem/` store.
-pub const DEFAULT_LOG_NAME: &str = ".calls.jsonl";
 
 /// Where the log goes.
 #[derive(Clone, Debug)]
@@ -129,7 +124,7 @@ fn write_pending(path: &Path, log: &mut LogFile) {
             path.display()
         );
     }
-    crate::buffer::recycle(&mut log.pending);
+    mcp_core::buffer::recycle(&mut log.pending);
 }
 
 /// Where lines go, as settled when the log is created.
@@ -452,23 +447,6 @@ fn rotate_bytes() -> u64 {
     })
 }
 
-/// True for the name of a rotated call log in a store (`.calls.jsonl.1` …
-/// `.calls.jsonl.`[`KEEP_ROTATED`]): one of the store's own files, for `check`.
-pub fn is_rotated_log_name(name: &[u8]) -> bool {
-    name.strip_prefix(DEFAULT_LOG_NAME.as_bytes())
-        .and_then(|rest| rest.strip_prefix(b"."))
-        .and_then(|n| std::str::from_utf8(n).ok())
-        .and_then(|n| n.parse::<u32>().ok().filter(|v| v.to_string() == n))
-        .is_some_and(|n| (1..=KEEP_ROTATED).contains(&n))
-}
-
-/// The name of rotated file `n` of the log `name` (`.calls.jsonl.1`).
-pub fn rotated_name(name: &OsStr, n: u32) -> OsString {
-    let mut out = name.to_os_string();
-    out.push(format!(".{n}"));
-    out
-}
-
 impl LogFile {
     /// Opens `name` in `dir` for appending (a regular file with a single link, created if
     /// missing) and cuts a torn last line under its lock.
@@ -587,7 +565,7 @@ fn cut_torn_tail(file: &File) -> std::io::Result<()> {
 }
 
 /// The store directory the per-root log lives in.
-const STORE_DIR: &str = crate::guard::STATE_DIRS[0];
+const STORE_DIR: &str = workspace::guard::STATE_DIRS[0];
 
 /// A session id unique enough to tell processes apart: start time and pid.
 fn session_id() -> String {

@@ -13,14 +13,14 @@ use serde_json::{Map, Value};
 use crate::allow::ServedRoots;
 use crate::calllog::{CallLog, LogTarget};
 use crate::daemon::PerRoot;
-use crate::fs::{FsFactory, FsOptions};
-use crate::guard::PathGuard;
-use crate::legacy::surface::{ShelpaTools, Surface};
-use crate::legacy::{PipeFactory, PipeOptions};
-use crate::mcp::server::CallObserver;
-use crate::mcp::server::{serve, ServerConfig};
-use crate::root;
-use crate::toolset::{CallContext, CombinedFactory, Toolset, ToolsetFactory};
+use fs_tools::{FsFactory, FsOptions};
+use mcp_core::server::CallObserver;
+use mcp_core::server::{serve, ServerConfig};
+use mcp_core::toolset::{CallContext, CombinedFactory, Toolset, ToolsetFactory};
+use shelpa::surface::{ShelpaTools, Surface};
+use shelpa::{PipeFactory, PipeOptions};
+use workspace::guard::PathGuard;
+use workspace::root;
 
 const ABOUT: &str =
     "An MCP server (stdio) that gives an AI agent confined, recoverable access to one workspace.";
@@ -185,7 +185,7 @@ pub struct Options {
         long,
         value_name = "BYTES",
         default_value = "1G",
-        value_parser = crate::legacy::limits::parse_size,
+        value_parser = shelpa::limits::parse_size,
         global = true
     )]
     pub stage_memory: u64,
@@ -215,9 +215,9 @@ pub enum Command {
     /// List the tools of the selected mode with one-line descriptions.
     Tools,
     /// Read, search, verify, restore and import old .shelpa/ mirrors (flags go after the subcommand).
-    Audit(crate::legacy::audit::AuditArgs),
+    Audit(shelpa::audit::AuditArgs),
     /// Report tool adoption, errors and retries from call logs and client transcripts.
-    Report(crate::report::ReportArgs),
+    Report(report::ReportArgs),
     /// Verify .filesystem/ and .shelpa/ after a crash; --repair fixes what is safe (exit 1 if an
     /// error remains; warnings only with --strict).
     Check(crate::check::CheckArgs),
@@ -265,7 +265,7 @@ impl Cli {
         // root: that is only known at run time.
         let command = Cli::command().after_long_help(format!(
             "Confinement on this system: every file operation is done relative to the root's descriptor, opening paths with {} (set FILESYSTEM_NO_OPENAT2=1 to force the per-component walk).",
-            crate::workspace::resolution_method()
+            workspace::resolution_method()
         ));
         let matches = command.get_matches_from(argv);
         Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
@@ -278,8 +278,8 @@ impl Options {
         (self.timeout > 0).then(|| std::time::Duration::from_secs(self.timeout))
     }
 
-    fn factory(&self) -> Box<dyn ToolsetFactory> {
-        let fs = || -> Box<dyn ToolsetFactory> {
+    fn factory(&self) -> Box<dyn ToolsetFactory<PathGuard>> {
+        let fs = || -> Box<dyn ToolsetFactory<PathGuard>> {
             Box::new(FsFactory {
                 options: FsOptions {
                     backup: self.backup,
@@ -300,7 +300,7 @@ impl Options {
             tool_set: self.shelpa_tools,
         }));
         if self.with_filesystem {
-            Box::new(CombinedFactory::new(vec![pipe, fs()]))
+            Box::new(CombinedFactory::new(vec![pipe, fs()], PathGuard::try_clone))
         } else {
             pipe
         }
@@ -321,7 +321,7 @@ impl Options {
 
     /// The toolset for the chosen mode and root, and what it is confined to.
     fn toolset(&self) -> Result<(Arc<dyn Toolset>, Scope), String> {
-        let factory: Box<dyn ToolsetFactory> = Box::new(ClearsLeftovers(self.factory()));
+        let factory: Box<dyn ToolsetFactory<PathGuard>> = Box::new(ClearsLeftovers(self.factory()));
         if self.server {
             // Settled before serving anything: a daemon with no usable allowed place must not
             // start, rather than start and refuse every call.
@@ -352,21 +352,21 @@ impl Options {
 }
 
 /// Builds each root's toolset through the mode's factory, clearing first the temporaries crashed
-/// servers left in that root (see [`crate::workspace::temp`]): every server, in every mode, and
+/// servers left in that root (see [`workspace::temp`]): every server, in every mode, and
 /// the daemon for each root it opens. The sweep costs one failed open when there is nothing to
 /// clear, and runs once per toolset, before its first call: for a server, right after it has
 /// answered `initialize` ([`Toolset::started`]), so start-up does not wait for it and no call can
 /// see a leftover.
-struct ClearsLeftovers(Box<dyn ToolsetFactory>);
+struct ClearsLeftovers(Box<dyn ToolsetFactory<PathGuard>>);
 
-impl ToolsetFactory for ClearsLeftovers {
+impl ToolsetFactory<PathGuard> for ClearsLeftovers {
     fn mode(&self) -> String {
         self.0.mode()
     }
     fn instructions(&self) -> String {
         self.0.instructions()
     }
-    fn definitions(&self) -> Vec<crate::toolset::ToolDef> {
+    fn definitions(&self) -> Vec<mcp_core::toolset::ToolDef> {
         self.0.definitions()
     }
     fn build(&self, guard: PathGuard) -> std::io::Result<Box<dyn Toolset>> {
@@ -382,7 +382,7 @@ impl ToolsetFactory for ClearsLeftovers {
 /// A toolset whose root is swept of crash leftovers once, before anything else happens in it.
 struct SweptFirst {
     inner: Box<dyn Toolset>,
-    ws: crate::workspace::Workspace,
+    ws: workspace::Workspace,
     swept: std::sync::Once,
 }
 
@@ -405,7 +405,7 @@ impl Toolset for SweptFirst {
     fn instructions(&self) -> String {
         self.inner.instructions()
     }
-    fn tools(&self) -> Vec<crate::toolset::ToolDef> {
+    fn tools(&self) -> Vec<mcp_core::toolset::ToolDef> {
         self.inner.tools()
     }
     fn server_name(&self) -> String {
@@ -423,7 +423,7 @@ impl Toolset for SweptFirst {
         name: &str,
         args: &serde_json::Map<String, serde_json::Value>,
         ctx: &CallContext,
-    ) -> crate::toolset::ToolOutput {
+    ) -> mcp_core::toolset::ToolOutput {
         self.sweep();
         self.inner.call(name, args, ctx)
     }
@@ -513,7 +513,7 @@ pub fn main() -> i32 {
     if argv.iter().any(|a| a == "--legacy-pipe") && argv.iter().any(|a| a == "--help" || a == "-h")
     {
         return match legacy_help_choice(&argv) {
-            Ok((surface, set)) => print_out(&crate::legacy::help_text(surface, set)),
+            Ok((surface, set)) => print_out(&shelpa::help_text(surface, set)),
             Err(msg) => {
                 eprintln!("filesystem: {msg}");
                 2
@@ -527,9 +527,9 @@ pub fn main() -> i32 {
         Some(Command::Tools) => list_tools(opts),
         Some(Command::Call { tool, args }) => call_once(opts, tool, args),
         Some(Command::Audit(args)) => {
-            crate::legacy::audit::run(opts.root.as_deref(), opts.allow_root_slash, args)
+            shelpa::audit::run(opts.root.as_deref(), opts.allow_root_slash, args)
         }
-        Some(Command::Report(args)) => crate::report::run(args),
+        Some(Command::Report(args)) => report::run(args),
         Some(Command::Check(args)) => {
             crate::check::run(opts.root.as_deref(), opts.allow_root_slash, args)
         }
@@ -614,7 +614,7 @@ fn list_tools(cli: &Options) -> i32 {
         text.push_str(&format!("  {:width$}  {first}\n", t.name));
     }
     if cli.legacy_pipe {
-        let status = crate::legacy::tool_status_line();
+        let status = shelpa::tool_status_line();
         if !status.is_empty() {
             text.push_str(&status);
             text.push('\n');

@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Map, Value};
 
 use crate::allow::ServedRoots;
-use crate::guard::PathGuard;
-use crate::toolset::{CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
+use mcp_core::toolset::{CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
+use workspace::guard::PathGuard;
 
 /// Threads running calls in `--server` mode: calls for one root run one at a time in the order
 /// received, calls for different roots side by side, so one tenant's slow call does not hold up
@@ -49,7 +49,7 @@ pub fn open_roots() -> usize {
 struct Open {
     toolset: Arc<dyn Toolset>,
     /// The spellings the root's guard accepts, learnt from the calls that named it.
-    spellings: crate::root::Spellings,
+    spellings: workspace::root::Spellings,
     used: u64,
 }
 
@@ -61,7 +61,7 @@ struct OpenRoots {
 }
 
 impl OpenRoots {
-    fn get(&mut self, root: &Path) -> Option<(Arc<dyn Toolset>, crate::root::Spellings)> {
+    fn get(&mut self, root: &Path) -> Option<(Arc<dyn Toolset>, workspace::root::Spellings)> {
         self.clock += 1;
         let now = self.clock;
         self.map.get_mut(root).map(|open| {
@@ -91,7 +91,7 @@ impl OpenRoots {
         &mut self,
         root: PathBuf,
         toolset: Arc<dyn Toolset>,
-        spellings: crate::root::Spellings,
+        spellings: workspace::root::Spellings,
     ) {
         while self.map.len() >= self.limit {
             let Some(oldest) = self
@@ -119,7 +119,7 @@ impl OpenRoots {
 
 /// A toolset that routes each call to the toolset of the root named in its `root` argument.
 pub struct PerRoot {
-    factory: Box<dyn ToolsetFactory>,
+    factory: Box<dyn ToolsetFactory<PathGuard>>,
     tools: Vec<ToolDef>,
     served: Arc<ServedRoots>,
     roots: Mutex<OpenRoots>,
@@ -128,7 +128,7 @@ pub struct PerRoot {
 impl PerRoot {
     /// Serves `factory`'s mode for the roots a caller names, as far as `served` allows them. The
     /// same `served` is shared with the call log, so a refused root gets no log either.
-    pub fn new(factory: Box<dyn ToolsetFactory>, served: Arc<ServedRoots>) -> Self {
+    pub fn new(factory: Box<dyn ToolsetFactory<PathGuard>>, served: Arc<ServedRoots>) -> Self {
         let tools = factory
             .definitions()
             .into_iter()
@@ -161,7 +161,7 @@ impl PerRoot {
         // Only a whole toolset is kept: one that failed is built again on the next call instead
         // of being served with parts missing. Out of descriptors (a low `ulimit -n`), the older
         // half of the open roots is closed and the root tried once more.
-        let spellings = crate::root::Spellings::of(Path::new(given), &canonical);
+        let spellings = workspace::root::Spellings::of(Path::new(given), &canonical);
         let toolset = match self.open(&canonical, &spellings) {
             Err(e) if out_of_descriptors(&e) => {
                 roots.shed();
@@ -179,7 +179,7 @@ impl PerRoot {
     fn open(
         &self,
         root: &Path,
-        spellings: &crate::root::Spellings,
+        spellings: &workspace::root::Spellings,
     ) -> std::io::Result<Arc<dyn Toolset>> {
         let guard = PathGuard::new(root)?.with_spellings(spellings.clone());
         Ok(Arc::from(self.factory.build(guard)?))

@@ -1,23 +1,14 @@
 //! `filesystem`: an MCP server that gives an agent confined, recoverable access to one workspace.
 //!
-//! Data flows one way: stdin → [`mcp::wire`] → [`mcp::server`] → a [`toolset::Toolset`] →
-//! [`guard`] → disk or subprocess → result → server → wire → stdout. The two generations of the
-//! tool — the file API in [`fs`] and the shelpa pipeline shell in [`legacy`] — are toolsets behind
-//! the same core and share the one path guard.
+//! This crate is the binary's own part: the command line ([`cli`]), the `--server` daemon
+//! ([`daemon`]) and its allowed roots ([`allow`]), the call log ([`calllog`]) and `check`
+//! ([`check`]). It alone depends on every layer: the MCP core ([`mcp_core`]), the workspace layer
+//! ([`workspace`]), the filesystem toolset ([`fs_tools`]), shelpa ([`shelpa`]) and the adoption
+//! report ([`report`]). Data flows one way: stdin → wire → server → a toolset → workspace layer →
+//! disk or subprocess → result → server → wire → stdout. See docs/ARCHITECTURE.md.
 
 pub mod allow;
-pub mod buffer;
 pub mod calllog;
 pub mod check;
 pub mod cli;
 pub mod daemon;
-pub mod fs;
-pub mod guard;
-pub mod history;
-#[path = "../legacy/mod.rs"]
-pub mod legacy;
-pub mod mcp;
-pub mod report;
-pub mod root;
-pub mod toolset;
-pub mod workspace;

@@ -4,8 +4,8 @@
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
-use filesystem_mcp::guard::{FinalLink, PathGuard};
 use proptest::prelude::*;
+use workspace::guard::{FinalLink, PathGuard};
 
 /// A workspace with links that point inside, outside, at each other, at nothing, and upward.
 fn planted_tree() -> (tempfile::TempDir, PathBuf, PathGuard) {

@@ -6,13 +6,11 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use filesystem_mcp::guard::PathGuard;
-use filesystem_mcp::legacy::parse::parse;
-use filesystem_mcp::legacy::plan::{CommandName, GuardReason, Plan, Refusal, Step};
-use filesystem_mcp::legacy::policy::getopt::{Arity, LongMatch, Rule, Syntax};
-use filesystem_mcp::legacy::policy::{
-    check, dangerous_spellings, tables, PolicyContext, ToolPaths,
-};
+use shelpa::parse::parse;
+use shelpa::plan::{CommandName, GuardReason, Plan, Refusal, Step};
+use shelpa::policy::getopt::{Arity, LongMatch, Rule, Syntax};
+use shelpa::policy::{check, dangerous_spellings, tables, PolicyContext, ToolPaths};
+use workspace::guard::PathGuard;
 
 struct Ws {
     _tmp: tempfile::TempDir,

@@ -2,11 +2,11 @@
 //! own tables (abbreviations, clusters, attached values, after operands, gawk `-W`), wherever the
 //! stage sits in a pipeline and whatever safe stages surround it.
 
-use filesystem_mcp::guard::PathGuard;
-use filesystem_mcp::legacy::parse::parse;
-use filesystem_mcp::legacy::plan::GuardReason;
-use filesystem_mcp::legacy::policy::{check, dangerous_spellings, PolicyContext, ToolPaths};
 use proptest::prelude::*;
+use shelpa::parse::parse;
+use shelpa::plan::GuardReason;
+use shelpa::policy::{check, dangerous_spellings, PolicyContext, ToolPaths};
+use workspace::guard::PathGuard;
 
 /// Stages that are allowed on their own, used to surround the one under test.
 const SAFE_STAGES: [&str; 6] = [

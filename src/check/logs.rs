@@ -7,8 +7,8 @@
 
 use std::path::Path;
 
-use crate::history::layout::{self, DELETES_LOG, IMPORTS_LOG, MOVES_LOG};
-use crate::history::log::unescape;
+use workspace::history::layout::{self, DELETES_LOG, IMPORTS_LOG, MOVES_LOG};
+use workspace::history::log::unescape;
 
 use super::repair::Fixer;
 use super::{Fix, Report, Severity};
@@ -32,7 +32,7 @@ pub(crate) fn check(state: &Path, fixer: &mut Fixer, report: &mut Report) {
         (MOVES_LOG, Grammar::Moves),
         (DELETES_LOG, Grammar::Deletes),
         (IMPORTS_LOG, Grammar::Imports),
-        (crate::calllog::DEFAULT_LOG_NAME, Grammar::Calls),
+        (workspace::history::layout::DEFAULT_LOG_NAME, Grammar::Calls),
     ] {
         check_one(state, name, grammar, fixer, report);
     }
@@ -128,7 +128,7 @@ fn parse_line(line: &[u8], grammar: Grammar) -> Result<(), String> {
             .ok_or_else(|| "the time is not an RFC 3339 timestamp".to_string())
     };
     let path = |f: &[u8]| {
-        layout::components(&crate::history::log::field_path(f))
+        layout::components(&workspace::history::log::field_path(f))
             .map(|_| ())
             .map_err(|_| "a path is not a plain root-relative path".to_string())
     };

@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use crate::legacy::audit::commands::Audit;
-use crate::legacy::audit::mirror::Severity as MirrorSeverity;
-use crate::legacy::audit::tree::MIRROR_DIR;
-use crate::legacy::audit::verify;
+use shelpa::audit::commands::Audit;
+use shelpa::audit::tree::MIRROR_DIR;
+use shelpa::audit::verify;
+use workspace::mirror::Severity as MirrorSeverity;
 
 use super::{Fix, Report, Severity};
 

@@ -14,18 +14,18 @@
 //! stale, and moving unexplained store debris into `.filesystem/.orphans/`. Nothing a user wrote
 //! is ever deleted; everything else is reported with what to do by hand.
 
+mod leftovers;
 mod logs;
 mod mirrors;
 mod render;
 mod repair;
 mod store;
-mod workspace;
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::history::Store;
+use workspace::history::Store;
 
 /// What `check --help` says about the exit status, so scripts can rely on it.
 const EXIT_STATUS_HELP: &str = "\
@@ -204,8 +204,8 @@ pub fn check(root: &Path, allow_root_slash: bool, repair: bool) -> Result<Report
         repair,
         ..Report::default()
     };
-    let state = root.join(crate::guard::STATE_DIRS[0]);
-    let ws = crate::workspace::Workspace::open(root).map_err(|source| CheckError::Io {
+    let state = root.join(workspace::guard::STATE_DIRS[0]);
+    let ws = workspace::Workspace::open(root).map_err(|source| CheckError::Io {
         what: "cannot open the workspace root".into(),
         source,
     })?;
@@ -235,7 +235,7 @@ pub fn check(root: &Path, allow_root_slash: bool, repair: bool) -> Result<Report
         ),
         Err(_) => {}
     }
-    workspace::check(root, &mut fixer, &mut report)?;
+    leftovers::check(root, &mut fixer, &mut report)?;
     mirrors::check(root, allow_root_slash, &mut report);
     Ok(report)
 }
@@ -256,7 +256,7 @@ pub fn run(root: Option<&Path>, allow_root_slash: bool, args: &CheckArgs) -> i32
             }
         }
     };
-    let root = match crate::root::validate(&given, allow_root_slash) {
+    let root = match workspace::root::validate(&given, allow_root_slash) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("filesystem check: {e}");

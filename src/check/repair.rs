@@ -6,9 +6,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::history::layout::ORPHANS_DIR;
-use crate::history::log::now;
-use crate::workspace::{Stat, Workspace};
+use workspace::history::layout::ORPHANS_DIR;
+use workspace::history::log::now;
+use workspace::{Stat, Workspace};
 
 use super::Fix;
 
@@ -125,7 +125,7 @@ impl Fixer {
         let dir = self
             .ws
             .root()
-            .join(crate::guard::STATE_DIRS[0])
+            .join(workspace::guard::STATE_DIRS[0])
             .join(ORPHANS_DIR)
             .join(format!("check-{stamp}-{}", std::process::id()));
         self.ws.create_dirs(self.rel(&dir)?)?;

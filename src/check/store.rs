@@ -5,7 +5,7 @@
 //!
 //! A store still in the previous layout (`files/…/#versions`) is reported as such, not as
 //! damage: the server converts it the next time it opens it (see
-//! [`crate::history::convert`]). Its trash and counter are checked; its histories are checked
+//! [`workspace::history::convert`]). Its trash and counter are checked; its histories are checked
 //! after the conversion.
 //!
 //! The one exception to "no links inside the store" is a trash entry itself (`.trash/00007`):
@@ -17,19 +17,19 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::history::convert::{self, Found};
-use crate::history::durable::is_temp_name;
-use crate::history::layout::{
+use workspace::history::convert::{self, Found};
+use workspace::history::durable::is_temp_name;
+use workspace::history::layout::{
     self, old, snapshot_version, undone_version, CONVERTED_DIR, CONVERTING_DIR, DELETES_LOG,
     HEAD_FILE, IMPORTS_LOG, LAYOUT_MARK, LOCK_FILE, MOVES_LOG, ORPHANS_DIR, PENDING_DELETE,
     PENDING_MOVE, TRASH_COUNTER, TRASH_DIR, TRASH_HISTORY_SUFFIX,
 };
-use crate::history::versions::Versions;
+use workspace::history::versions::Versions;
 
 use rustix::fs::{FileType, Mode, OFlags};
 
-use crate::workspace::is_swap;
-use crate::workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
+use workspace::is_swap;
+use workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
 
 use super::repair::Fixer;
 use super::{CheckError, Fix, Report, Severity};
@@ -106,11 +106,14 @@ pub(crate) fn check(
     fixer: &mut Fixer,
     report: &mut Report,
 ) -> Result<(), CheckError> {
-    let layout = convert::inspect(fixer.workspace(), Path::new(crate::guard::STATE_DIRS[0]))
-        .map_err(|source| CheckError::Io {
-            what: "cannot read .filesystem/".into(),
-            source,
-        })?;
+    let layout = convert::inspect(
+        fixer.workspace(),
+        Path::new(workspace::guard::STATE_DIRS[0]),
+    )
+    .map_err(|source| CheckError::Io {
+        what: "cannot read .filesystem/".into(),
+        source,
+    })?;
     let mut walk = Walk {
         state,
         fixer,
@@ -218,11 +221,13 @@ impl Walk<'_> {
             let old_files = self.layout != Found::Current && name == old::FILES_DIR;
             let expected = match name.to_str() {
                 // `.live/` holds the registries of running servers' temporaries: never debris.
-                Some(TRASH_DIR | ORPHANS_DIR | crate::workspace::temp::LIVE_DIR) => Some(Kind::Dir),
+                Some(TRASH_DIR | ORPHANS_DIR | workspace::temp::LIVE_DIR) => Some(Kind::Dir),
                 // A conversion in progress; reported by `layout_note`, or below when stray.
                 Some(CONVERTED_DIR | CONVERTING_DIR) => Some(Kind::Dir),
                 _ if old_files => Some(Kind::Dir),
-                _ if crate::calllog::is_rotated_log_name(name.as_bytes()) => Some(Kind::File),
+                _ if workspace::history::layout::is_rotated_log_name(name.as_bytes()) => {
+                    Some(Kind::File)
+                }
                 Some(
                     MOVES_LOG
                     | DELETES_LOG
@@ -232,8 +237,8 @@ impl Walk<'_> {
                     | TRASH_COUNTER
                     | LOCK_FILE
                     | LAYOUT_MARK
-                    | crate::workspace::STORE_GITIGNORE
-                    | crate::calllog::DEFAULT_LOG_NAME,
+                    | workspace::STORE_GITIGNORE
+                    | workspace::history::layout::DEFAULT_LOG_NAME,
                 ) => Some(Kind::File),
                 _ => None,
             };
@@ -343,7 +348,7 @@ impl Walk<'_> {
             .fixer
             .workspace()
             .open_at(
-                &Path::new(crate::guard::STATE_DIRS[0]).join(dir),
+                &Path::new(workspace::guard::STATE_DIRS[0]).join(dir),
                 OFlags::RDONLY | OFlags::DIRECTORY,
                 Mode::empty(),
             )
@@ -474,7 +479,7 @@ impl Walk<'_> {
         let head_rel = dir.join(HEAD_FILE);
         let history = Versions::new(
             self.fixer.workspace().clone(),
-            Path::new(crate::guard::STATE_DIRS[0]).join(dir),
+            Path::new(workspace::guard::STATE_DIRS[0]).join(dir),
             shown.clone(),
         );
         let head = if has_head { history.head() } else { Ok(None) };
@@ -572,11 +577,12 @@ impl Walk<'_> {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return self.unreadable(dir, e),
         };
-        let deletes = crate::history::log::LogFile::new(
+        let deletes = workspace::history::log::LogFile::new(
             self.fixer.workspace().clone(),
-            Path::new(crate::guard::STATE_DIRS[0]).join(crate::history::layout::DELETES_LOG),
+            Path::new(workspace::guard::STATE_DIRS[0])
+                .join(workspace::history::layout::DELETES_LOG),
         );
-        let events = match crate::history::trash::read_deletes(&deletes) {
+        let events = match workspace::history::trash::read_deletes(&deletes) {
             Ok(e) => e,
             Err(e) => {
                 self.report.push(

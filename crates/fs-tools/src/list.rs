@@ -1,0 +1,528 @@
+//! `list_directory` and `directory_tree`.
+//!
+//! Both read directories through handles the kernel opened beneath the root without following
+//! symlinks: the start directory passes the guard once, and every directory below it is opened
+//! relative to its parent's handle with `O_NOFOLLOW`, so the walk can never leave the root and
+//! needs no per-entry guard check (which is what keeps a 100k-file tree fast). Both leave out
+//! build/cache directories and what the root's `.gitignore` ignores, because those entries drown
+//! the model in noise it did not ask for.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+use serde_json::{Map, Value};
+
+use super::error::FsError;
+use super::target;
+use super::{reject_unknown, FsContext};
+use mcp_core::toolset::{Args, CallContext, Stop, ToolOutput};
+use workspace::guard::{PathGuard, Resolved};
+use workspace::walk::{Descent, MAX_DEPTH};
+
+/// Directories never listed: the server's own state, version-control internals, and
+/// dependency/build/cache trees that are regenerated rather than edited. Naming one as the
+/// `path` of a listing still lists it; only entries are left out.
+const HIDDEN_DIRS: &[&str] = &[
+    ".filesystem",
+    ".shelpa",
+    ".git",
+    ".hg",
+    ".svn",
+    "node_modules",
+    "target",
+    "__pycache__",
+    ".venv",
+    ".tox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".gradle",
+    ".next",
+    ".nuxt",
+    ".terraform",
+];
+
+/// The largest root `.gitignore` that is read; anything bigger is not a real ignore file.
+const MAX_GITIGNORE_BYTES: u64 = 1024 * 1024;
+
+/// One directory entry as the listings need it.
+#[derive(Clone, Copy)]
+struct Entry {
+    /// Byte range of the name in the directory's name arena.
+    start: usize,
+    end: usize,
+    /// A real directory (a symlink to one is not).
+    is_dir: bool,
+    /// A symlink, whatever it points to: `directory_tree` names it as one instead of calling
+    /// it a file, so a model does not try to read a link to a directory.
+    is_link: bool,
+}
+
+/// A directory's entries, with their names in one buffer instead of one allocation each.
+struct Listing {
+    names: Vec<u8>,
+    entries: Vec<Entry>,
+}
+
+impl Listing {
+    fn name(&self, e: &Entry) -> &[u8] {
+        &self.names[e.start..e.end]
+    }
+}
+
+/// Reads and sorts (by name bytes) the entries of the open directory `dir`.
+fn read_dir(dir: &mut Dir) -> std::io::Result<Listing> {
+    let mut names = Vec::new();
+    let mut entries = Vec::new();
+    let mut pending = Vec::new();
+    while let Some(entry) = dir.read() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let start = names.len();
+        names.extend_from_slice(name);
+        let kind = entry.file_type();
+        if kind == FileType::Unknown {
+            pending.push(entries.len());
+        }
+        entries.push(Entry {
+            start,
+            end: names.len(),
+            is_dir: kind == FileType::Directory,
+            is_link: kind == FileType::Symlink,
+        });
+    }
+    // File systems that do not report types in readdir need one lstat per entry.
+    for i in pending {
+        let e = entries[i];
+        let name = OsStr::from_bytes(&names[e.start..e.end]);
+        if let Ok(stat) = rustix::fs::statat(dir.fd()?, name, AtFlags::SYMLINK_NOFOLLOW) {
+            let kind = FileType::from_raw_mode(stat.st_mode);
+            entries[i].is_dir = kind == FileType::Directory;
+            entries[i].is_link = kind == FileType::Symlink;
+        }
+    }
+    entries.sort_unstable_by(|a, b| names[a.start..a.end].cmp(&names[b.start..b.end]));
+    Ok(Listing { names, entries })
+}
+
+/// Decides which entries a listing leaves out.
+struct Filter {
+    gitignore: Gitignore,
+    /// `excludePatterns` without a `/`: matched against the entry's name at any depth.
+    exclude_names: GlobSet,
+    /// `excludePatterns` with a `/`: matched against the path relative to the listing's start.
+    exclude_paths: GlobSet,
+}
+
+impl Filter {
+    /// `rel` is the entry's root-relative path, `start` the listing's root-relative start.
+    fn hides(&self, name: &[u8], is_dir: bool, rel: &Path, start: &Path) -> bool {
+        if is_dir && HIDDEN_DIRS.iter().any(|h| h.as_bytes() == name) {
+            return true;
+        }
+        // State directories at any depth (a nested workspace's store too) and the server's
+        // temporaries: the guard refuses them, so a listing never offers them.
+        if workspace::guard::STATE_DIRS
+            .iter()
+            .any(|h| h.as_bytes() == name)
+            || workspace::temp::is_reserved(name)
+        {
+            return true;
+        }
+        if !self.gitignore.is_empty() && self.gitignore.matched(rel, is_dir).is_ignore() {
+            return true;
+        }
+        if !self.exclude_names.is_empty() && self.exclude_names.is_match(OsStr::from_bytes(name)) {
+            return true;
+        }
+        if !self.exclude_paths.is_empty() {
+            let below = rel.strip_prefix(start).unwrap_or(rel);
+            if self.exclude_paths.is_match(below) {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// The root's `.gitignore`, read through the guard (a link to outside is simply not used).
+/// Lines that are not valid patterns are skipped rather than failing every listing.
+fn root_gitignore(guard: &PathGuard) -> Gitignore {
+    let Ok(resolved) = guard.resolve(".gitignore") else {
+        return Gitignore::empty();
+    };
+    let Ok(file) = target::open_for_reading(guard, &resolved) else {
+        return Gitignore::empty();
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Gitignore::empty();
+    }
+    let mut text = String::new();
+    if file
+        .take(MAX_GITIGNORE_BYTES)
+        .read_to_string(&mut text)
+        .is_err()
+    {
+        return Gitignore::empty();
+    }
+    let mut builder = GitignoreBuilder::new(guard.root());
+    for line in text.lines() {
+        let _ = builder.add_line(None, line);
+    }
+    builder.build().unwrap_or_else(|_| Gitignore::empty())
+}
+
+fn exclude_sets(patterns: &[&str]) -> Result<(GlobSet, GlobSet), FsError> {
+    let mut names = GlobSetBuilder::new();
+    let mut paths = GlobSetBuilder::new();
+    for raw in patterns {
+        let p = raw.trim();
+        let p = p.strip_prefix("./").unwrap_or(p);
+        let p = p.trim_end_matches('/');
+        if p.is_empty() {
+            continue;
+        }
+        let glob = GlobBuilder::new(p)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| {
+                FsError::InvalidArgument(format!(
+                    "excludePatterns entry '{raw}' is not a valid glob ({e}); use patterns like \"*.log\", \"build\" or \"src/**/*.tmp\""
+                ))
+            })?;
+        if p.contains('/') {
+            paths.add(glob);
+        } else {
+            names.add(glob);
+        }
+    }
+    let build = |b: GlobSetBuilder| {
+        b.build()
+            .map_err(|e| FsError::InvalidArgument(format!("excludePatterns: {e}")))
+    };
+    Ok((build(names)?, build(paths)?))
+}
+
+/// Opens a guarded path as a directory for listing; a file is `InvalidArgument`.
+fn open_dir(cx: &FsContext, resolved: &Resolved, tool_hint: &str) -> Result<OwnedFd, FsError> {
+    match cx
+        .guard
+        .open_beneath(resolved, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
+    {
+        Ok(fd) => Ok(fd),
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            Err(FsError::InvalidArgument(format!(
+                "'{}' is a file, not a directory; {tool_hint}",
+                resolved.display()
+            )))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(target::not_found(&resolved.relative))
+        }
+        Err(e) => Err(target::io_error(
+            "cannot open directory",
+            &resolved.relative,
+            e,
+        )),
+    }
+}
+
+/// `list_directory`.
+pub fn list_directory(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
+    reject_unknown(args, &["path"])?;
+    let path = Args(args).str("path")?;
+    let resolved = cx.guard.resolve(path)?;
+    let fd = open_dir(cx, &resolved, "read it with read_text_file")?;
+    let listing = Dir::new(fd)
+        .map_err(std::io::Error::from)
+        .and_then(|mut dir| read_dir(&mut dir))
+        .map_err(|e| target::io_error("cannot read directory", &resolved.relative, e))?;
+    let filter = Filter {
+        gitignore: root_gitignore(&cx.guard),
+        exclude_names: GlobSet::empty(),
+        exclude_paths: GlobSet::empty(),
+    };
+    let mut rel = resolved.relative.clone();
+    let mut out = String::new();
+    for e in &listing.entries {
+        let name = listing.name(e);
+        rel.push(OsStr::from_bytes(name));
+        let hidden = filter.hides(name, e.is_dir, &rel, &resolved.relative);
+        rel.pop();
+        if hidden {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(if e.is_dir { "[DIR] " } else { "[FILE] " });
+        out.push_str(&String::from_utf8_lossy(name));
+    }
+    Ok(ToolOutput::text(out))
+}
+
+/// `directory_tree`.
+///
+/// The walk is a [`Descent`]: no recursion and a bounded number of open directories however deep
+/// the tree, at most [`MAX_DEPTH`] levels shown (a directory at the limit carries a `truncated`
+/// note instead of its children), and the call's time limit and cancellation polled at every
+/// directory.
+pub fn directory_tree(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolOutput, FsError> {
+    reject_unknown(args, &["path", "excludePatterns", "maxDepth"])?;
+    let a = Args(args);
+    let path = a.str("path")?;
+    let patterns = a.opt_str_list("excludePatterns")?.unwrap_or_default();
+    let max_depth = match a.opt_u64("maxDepth")? {
+        Some(0) => {
+            return Err(FsError::InvalidArgument(
+                "'maxDepth' must be at least 1 (1 lists only the direct entries); omit it for the whole tree".into(),
+            ))
+        }
+        Some(n) => n,
+        None => u64::MAX,
+    };
+    let (exclude_names, exclude_paths) = exclude_sets(&patterns)?;
+    let resolved = cx.guard.resolve(path)?;
+    let fd = open_dir(cx, &resolved, "use read_text_file for a file")?;
+    let filter = Filter {
+        gitignore: root_gitignore(&cx.guard),
+        exclude_names,
+        exclude_paths,
+    };
+    let out = match tree_json(fd, &filter, &resolved.relative, max_depth, ctx) {
+        Ok(out) => out,
+        Err(TreeStop::Call(stop)) => return Ok(ToolOutput::stopped(stop, "directory_tree")),
+        Err(TreeStop::Failed(e)) => return Err(e),
+    };
+    let text = String::from_utf8(out)
+        .map_err(|_| FsError::IoError("the tree could not be rendered as UTF-8 text".into()))?;
+    Ok(ToolOutput::text(text))
+}
+
+/// What is shown in place of the children of a directory at [`MAX_DEPTH`].
+fn truncated_note() -> String {
+    format!(
+        "not listed: deeper than {MAX_DEPTH} levels below the listed directory (the depth limit of directory_tree); call directory_tree on a directory further down to see more"
+    )
+}
+
+/// Why a tree walk ended early.
+enum TreeStop {
+    /// The call was cancelled or ran out of time.
+    Call(Stop),
+    /// A directory could not be read.
+    Failed(FsError),
+}
+
+/// One directory being written: its entries and how many are done.
+struct Frame {
+    listing: Listing,
+    next: usize,
+    /// No entry written yet (no comma before the next one).
+    first: bool,
+}
+
+/// Writes the compact JSON tree of the directory open at `fd` (root-relative `start`), entries
+/// to `max_depth` levels (and never more than [`MAX_DEPTH`]).
+fn tree_json(
+    fd: OwnedFd,
+    filter: &Filter,
+    start: &Path,
+    max_depth: u64,
+    ctx: &CallContext,
+) -> Result<Vec<u8>, TreeStop> {
+    // A limit the caller asked for is honoured silently, as always; the walk's own limit is
+    // marked where it cut, so a deep tree is never mistaken for a complete one.
+    let limit = max_depth.min(MAX_DEPTH as u64);
+    let marked = max_depth > limit;
+    let note = truncated_note();
+    let failed = |rel: &Path, e: std::io::Error| {
+        TreeStop::Failed(target::io_error("cannot read directory", rel, e))
+    };
+    // The root-relative path of the entry being visited (pushed and popped, never rebuilt).
+    let mut rel = start.to_path_buf();
+    let mut walk = Descent::new(fd).map_err(|e| failed(&rel, e))?;
+    let mut out = Vec::with_capacity(64 * 1024);
+    let first = match walk.current() {
+        Some(dir) => read_dir(dir).map_err(|e| failed(&rel, e))?,
+        None => Listing {
+            names: Vec::new(),
+            entries: Vec::new(),
+        },
+    };
+    let mut stack = vec![Frame {
+        listing: first,
+        next: 0,
+        first: true,
+    }];
+    out.push(b'[');
+    while let Some(frame) = stack.last_mut() {
+        // The entries of this frame are at depth `level`; its subdirectories' at one more.
+        let level = walk.depth() as u64 + 1;
+        let Some(&e) = frame.listing.entries.get(frame.next) else {
+            // This directory's array ends, and with it the entry that holds it.
+            out.push(b']');
+            stack.pop();
+            if stack.is_empty() {
+                break;
+            }
+            walk.leave();
+            out.push(b'}');
+            rel.pop();
+            continue;
+        };
+        frame.next += 1;
+        let name = frame.listing.name(&e);
+        rel.push(OsStr::from_bytes(name));
+        if filter.hides(name, e.is_dir, &rel, start) {
+            rel.pop();
+            continue;
+        }
+        if !frame.first {
+            out.push(b',');
+        }
+        frame.first = false;
+        out.extend_from_slice(b"{\"name\":");
+        push_json_string(&mut out, name);
+        if !e.is_dir {
+            // Links are never followed, so they have no `children` either.
+            out.extend_from_slice(if e.is_link {
+                b",\"type\":\"symlink\"}".as_slice()
+            } else {
+                b",\"type\":\"file\"}".as_slice()
+            });
+            rel.pop();
+            continue;
+        }
+        out.extend_from_slice(b",\"type\":\"directory\",\"children\":");
+        if level >= limit {
+            out.extend_from_slice(b"[]");
+            if marked {
+                out.extend_from_slice(b",\"truncated\":");
+                push_json_string(&mut out, note.as_bytes());
+            }
+            out.push(b'}');
+            rel.pop();
+            continue;
+        }
+        ctx.check().map_err(TreeStop::Call)?;
+        // An unreadable (or swapped-out, or moved-away) directory is shown empty rather than
+        // failing the whole tree.
+        if walk.enter(OsStr::from_bytes(name)).is_err() {
+            out.extend_from_slice(b"[]}");
+            rel.pop();
+            continue;
+        }
+        let listing = match walk.current() {
+            Some(dir) => read_dir(dir).map_err(|e| failed(&rel, e))?,
+            None => Listing {
+                names: Vec::new(),
+                entries: Vec::new(),
+            },
+        };
+        out.push(b'[');
+        stack.push(Frame {
+            listing,
+            next: 0,
+            first: true,
+        });
+    }
+    Ok(out)
+}
+
+/// Appends `name` as a JSON string. Most names need no escaping and are copied as they are; a
+/// name that is not UTF-8 is shown with replacement characters.
+fn push_json_string(out: &mut Vec<u8>, name: &[u8]) {
+    match std::str::from_utf8(name) {
+        Ok(s) if !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) => {
+            out.push(b'"');
+            out.extend_from_slice(s.as_bytes());
+            out.push(b'"');
+        }
+        _ => {
+            let lossy = String::from_utf8_lossy(name);
+            // Writing into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut *out, lossy.as_ref());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_names_are_escaped_only_when_needed() {
+        let mut out = Vec::new();
+        push_json_string(&mut out, b"plain.txt");
+        push_json_string(&mut out, b"q\"uote\n");
+        push_json_string(&mut out, b"bad\xff");
+        assert_eq!(
+            String::from_utf8(out).expect("utf8"),
+            "\"plain.txt\"\"q\\\"uote\\n\"\"bad\u{fffd}\""
+        );
+    }
+
+    #[test]
+    fn a_tree_walk_stops_at_the_deadline_and_on_cancel_before_entering_a_directory() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(tmp.path().join("a/b")).expect("mkdir");
+        let open = || {
+            rustix::fs::open(
+                tmp.path(),
+                OFlags::RDONLY | OFlags::DIRECTORY,
+                Mode::empty(),
+            )
+            .expect("open")
+        };
+        let filter = Filter {
+            gitignore: Gitignore::empty(),
+            exclude_names: GlobSet::empty(),
+            exclude_paths: GlobSet::empty(),
+        };
+        let walk = |ctx: &CallContext| tree_json(open(), &filter, Path::new(""), u64::MAX, ctx);
+        let late = CallContext {
+            deadline: Some(std::time::Instant::now()),
+            timeout: Some(std::time::Duration::from_secs(1)),
+            ..CallContext::default()
+        };
+        assert!(matches!(
+            walk(&late),
+            Err(TreeStop::Call(Stop::TimedOut(_)))
+        ));
+        let cancelled = CallContext::default();
+        cancelled.cancel.cancel();
+        assert!(matches!(
+            walk(&cancelled),
+            Err(TreeStop::Call(Stop::Cancelled))
+        ));
+        let Ok(out) = walk(&CallContext::default()) else {
+            panic!("an unhurried walk finishes");
+        };
+        assert_eq!(
+            String::from_utf8(out).expect("utf8"),
+            r#"[{"name":"a","type":"directory","children":[{"name":"b","type":"directory","children":[]}]}]"#
+        );
+    }
+
+    #[test]
+    fn exclude_patterns_split_into_names_and_paths() {
+        let (names, paths) = exclude_sets(&["*.log", "./build/", "src/*.tmp"]).expect("valid");
+        assert!(names.is_match("deep.log") && names.is_match("build"));
+        assert!(paths.is_match("src/a.tmp") && !paths.is_match("src/x/a.tmp"));
+        assert!(exclude_sets(&["a[b"]).is_err());
+    }
+}

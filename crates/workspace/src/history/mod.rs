@@ -1,0 +1,804 @@
+//! The `.filesystem/` store: version snapshots, move and delete logs, and the trash.
+//!
+//! Every mutation the filesystem toolset makes goes through [`Store`], so that nothing is ever
+//! lost: overwrites are atomic (and snapshotted under `--backup`), deletes go to the trash, moves
+//! are logged. The store knows paths relative to the root; the guard has already checked them.
+//! It knows nothing about MCP or tool names.
+//!
+//! # On-disk layout
+//!
+//! ```text
+//! .filesystem/
+//!   src/main.rs/00001     full snapshot, version 1          (--backup)
+//!   src/main.rs/00002
+//!   src/main.rs/.head     one number: the current version   (--backup)
+//!   .moves                append-only: time<TAB>from<TAB>to
+//!   .trash/00001          a deleted file or directory
+//!   .trash/00001.history/ its version history, same layout
+//!   .deletes              append-only: time<TAB>delete|restore<TAB>id<TAB>path
+//!   .imports              append-only: path<TAB>key of each imported outside version
+//!   .next-trash-id        the next trash id (ids are never reused)
+//!   .orphans/<time>-<pid>/  a stale history that had to make room at a move/restore target
+//!   .lock                 flock'd around every mutation
+//!   .layout               "2": the store is in this layout (see [`convert`])
+//!   .gitignore            "*", so git, ripgrep and fd leave the store alone
+//! ```
+//!
+//! A path's history tree is the directory named for it under `.filesystem/`: a file's
+//! snapshots and `.head` sit in it, a directory's children have their trees in it. A workspace
+//! name that could be taken for one of the store's own (`.moves` at the root, a file `00001` in
+//! a directory, a file `.head`, a name beginning with `%`) is stored with a `%` in front; see
+//! [`layout`] for the one table of such names. Moving or trashing anything moves its whole
+//! tree, one rename. Redo reaches the snapshots right above `.head`; a write after an undo sets
+//! them aside under a second name (`00004.undone`) until its head is durable (see
+//! [`versions`]). A store in the previous layout (`files/<path>/#versions/{NNNNN,head}`) is
+//! converted on first open (see [`convert`]).
+//!
+//! # Crash safety
+//!
+//! Snapshots are synced before `head` moves; `head` and the trash counter are replaced atomically;
+//! log lines are single appends followed by fsync, and a torn last line is ignored. A delete logs
+//! first and then renames (an unfinished delete leaves the file where it was, and a finished one
+//! is always listed); a restore and a move rename first and then log. Two processes never
+//! interleave mutations: each one holds the exclusive `flock` on `.lock`.
+
+// `durable`, `layout`, `log` and `versions` are crate-visible so `filesystem check` reads the
+// store with the store's own layout knowledge instead of a second copy of it.
+pub mod convert;
+pub mod durable;
+mod import;
+mod index;
+pub mod layout;
+pub mod log;
+mod story;
+pub mod trash;
+pub mod versions;
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use import::ImportReport;
+pub use story::{Story, StoryEvent, Whereabouts};
+pub use trash::{EntryKind, RestoreReport, TrashEntry};
+
+use crate::guard::display_relative;
+use crate::{Stat, Workspace};
+use durable::occupied;
+use log::{field_path, path_field, LogFile, PendingNote};
+
+/// Why a history operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// Nothing at the path, or no such trash id / version.
+    #[error("{0}")]
+    NotFound(String),
+    /// The destination is occupied.
+    #[error("{0}")]
+    AlreadyExists(String),
+    /// The request cannot work (e.g. undo past the first version).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The operating system refused.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The OS error.
+        source: io::Error,
+    },
+}
+
+/// Builds an `Io` error with a context naming what was being done.
+fn io_err(context: impl Into<String>) -> impl FnOnce(io::Error) -> HistoryError {
+    let context = context.into();
+    move |source| HistoryError::Io { context, source }
+}
+
+/// What a write did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteReport {
+    /// Bytes written.
+    pub bytes: u64,
+    /// True when the file did not exist before.
+    pub created: bool,
+    /// The version number the write became under `--backup`.
+    pub version: Option<u64>,
+}
+
+/// What an undo or redo did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepReport {
+    /// The version the file is at now.
+    pub version: u64,
+    /// The newest version kept (redo can return to it).
+    pub newest: u64,
+    /// Bytes of the file now.
+    pub bytes: u64,
+    /// When the file had been changed outside the server, the version its content was saved as
+    /// before stepping.
+    pub saved_outside_change: Option<u64>,
+}
+
+/// What a move did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveReport {
+    /// What was moved.
+    pub kind: EntryKind,
+    /// True when a version history moved along.
+    pub history_moved: bool,
+}
+
+/// Proof that the store's lock is held; every mutation takes one. Dropping it releases the lock.
+pub struct StoreLock {
+    _file: Option<File>,
+}
+
+/// The history store of one workspace root.
+///
+/// Every path it handles is relative to the root, and every operation goes through the
+/// workspace layer ([`Workspace`]): relative to directory descriptors opened beneath the root,
+/// refusing any symlink, so neither a link planted inside `.filesystem/` nor a directory swapped
+/// for one while a call runs can carry a snapshot, a trashed file or a log line elsewhere.
+pub struct Store {
+    ws: Workspace,
+    backup: bool,
+    /// The logs' index, built on first use and brought up to date before each question.
+    index: std::sync::Mutex<index::Index>,
+    /// Set once this process has found (or made) the store in the current layout, so the
+    /// check (a couple of `stat`s, see [`convert`]) runs under the first lock only.
+    layout_checked: std::sync::atomic::AtomicBool,
+}
+
+impl Store {
+    /// The store of workspace `ws`. Nothing is created on disk until the first mutation.
+    pub fn new(ws: Workspace, backup: bool) -> Store {
+        Store {
+            ws,
+            backup,
+            index: std::sync::Mutex::new(index::Index::default()),
+            layout_checked: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The index of the move and delete logs in `state`, brought up to date with what was
+    /// appended since it was last asked (by this process or another server on the root).
+    fn index(&self, state: &Path) -> Result<std::sync::MutexGuard<'_, index::Index>, HistoryError> {
+        self.index_part(state, index::Part::History)
+    }
+
+    /// The index with its `part` brought up to date.
+    fn index_part(
+        &self,
+        state: &Path,
+        part: index::Part,
+    ) -> Result<std::sync::MutexGuard<'_, index::Index>, HistoryError> {
+        let mut index = match self.index.lock() {
+            Ok(i) => i,
+            // A panic while it was being updated may have left it half-read: start over.
+            Err(poisoned) => {
+                let mut i = poisoned.into_inner();
+                *i = index::Index::default();
+                i
+            }
+        };
+        if let Err(e) = index.refresh(&self.ws, state, part) {
+            index.reset(part);
+            return Err(io_err("cannot read the store's logs")(e));
+        }
+        Ok(index)
+    }
+
+    /// The workspace layer the store acts through.
+    pub fn workspace(&self) -> &Workspace {
+        &self.ws
+    }
+
+    /// `.filesystem/`, root-relative — refused if something other than a real directory sits
+    /// there (a symlink planted in a checked-out repository must not redirect the store).
+    fn state_dir(&self, create: bool) -> Result<PathBuf, HistoryError> {
+        let dir = PathBuf::from(crate::guard::STATE_DIRS[0]);
+        match self.ws.stat(&dir) {
+            Ok(Some(m)) if m.is_dir() => Ok(dir),
+            Ok(Some(_)) => Err(HistoryError::Io {
+                context: format!(
+                    "the history store {} is not a plain directory (a symlink or a file)",
+                    dir.display()
+                ),
+                source: io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "move it out of the workspace so the server can create its own",
+                ),
+            }),
+            Ok(None) if create => {
+                self.ws
+                    .create_dirs(&dir)
+                    .map_err(io_err("cannot create the history store"))?;
+                Ok(dir)
+            }
+            Ok(None) => Ok(dir),
+            Err(e) => Err(io_err("cannot open the history store")(e)),
+        }
+    }
+
+    /// True when `.filesystem/` exists as a directory.
+    fn has_state_dir(&self) -> bool {
+        matches!(self.ws.stat(Path::new(crate::guard::STATE_DIRS[0])), Ok(Some(m)) if m.is_dir())
+    }
+
+    /// The append-only log `name` inside the store.
+    fn log(&self, state: &Path, name: &str) -> LogFile {
+        LogFile::new(self.ws.clone(), state.join(name))
+    }
+
+    /// The pending-operation note `name` inside the store.
+    fn note(&self, state: &Path, name: &str) -> PendingNote {
+        PendingNote::new(self.ws.clone(), state.join(name))
+    }
+
+    /// Takes the store's exclusive lock (blocking), so two server processes on one root never
+    /// interleave mutations.
+    pub fn lock(&self) -> Result<StoreLock, HistoryError> {
+        let state = self.state_dir(true)?;
+        // A regular file only: a FIFO planted as `.lock` would otherwise block the open forever.
+        let file = self
+            .ws
+            .open_regular(
+                &state.join(layout::LOCK_FILE),
+                rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CREATE,
+                rustix::fs::Mode::from_raw_mode(0o644),
+            )
+            .map_err(io_err(format!(
+                "cannot open the history store's lock file {}",
+                state.join(layout::LOCK_FILE).display()
+            )))?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|e| io_err("cannot lock the history store")(e.into()))?;
+        let lock = StoreLock { _file: Some(file) };
+        // A store in the previous layout is converted before anything reads or changes it.
+        use std::sync::atomic::Ordering;
+        if !self.layout_checked.load(Ordering::Acquire) {
+            convert::ensure(&self.ws, &state)?;
+            self.layout_checked.store(true, Ordering::Release);
+        }
+        self.finish_pending_move(&state)?;
+        self.finish_pending_delete(&state)?;
+        Ok(lock)
+    }
+
+    /// The lock for a call that only reads the store, or `None` when there is no store yet (a
+    /// read must not create one, and there is nothing half-done to see). Taking it finishes a move
+    /// or delete a crash cut short, and while it is held no other server is in the middle of
+    /// changing the store: a read never sees half of a move or a delete.
+    pub fn lock_for_reading(&self) -> Result<Option<StoreLock>, HistoryError> {
+        if !self.has_state_dir() {
+            return Ok(None);
+        }
+        self.lock().map(Some)
+    }
+
+    /// Completes a move a crash cut short (see [`layout::PENDING_MOVE`]). If the workspace entry
+    /// reached its destination, its history follows and the move is logged (unless it already
+    /// was); if it did not, nothing moved and the note is simply dropped.
+    fn finish_pending_move(&self, state: &Path) -> Result<(), HistoryError> {
+        let note = self.note(state, layout::PENDING_MOVE);
+        let Some(fields) = note
+            .read()
+            .map_err(io_err("cannot read the pending-move note"))?
+        else {
+            return Ok(());
+        };
+        if let [from, to] = fields.as_slice() {
+            let (from, to) = (field_path(from), field_path(to));
+            if let (false, Ok(Some(_))) = (occupied(&self.ws, &from), self.ws.stat(&to)) {
+                self.move_history(state, &from, &to)?;
+                let logged = self
+                    .index(state)?
+                    .last_move()
+                    .is_some_and(|m| m.from == from && m.to == to);
+                if !logged {
+                    self.log(state, layout::MOVES_LOG)
+                        .append(&[log::now().as_bytes(), path_field(&from), path_field(&to)])
+                        .map_err(io_err("cannot append to the move log"))?;
+                }
+            }
+        }
+        note.clear()
+            .map_err(io_err("cannot remove the pending-move note"))
+    }
+
+    /// Checks that `rel` is a plain root-relative path and that it does not lead into the
+    /// store itself: the store only ever acts on workspace paths the guard produced.
+    fn checked<'a>(&self, rel: &'a Path) -> Result<&'a Path, HistoryError> {
+        layout::components(rel)?;
+        if crate::guard::PathGuard::is_state_path(rel).is_some() {
+            return Err(HistoryError::InvalidArgument(format!(
+                "'{}' is inside the server's own store",
+                rel.display()
+            )));
+        }
+        Ok(rel)
+    }
+
+    /// Replaces (or creates) the file at root-relative `rel` with `content`, atomically, keeping
+    /// its mode and creating missing parent directories. With `create_new`, fails with
+    /// `AlreadyExists` if anything is at `rel`. Under `--backup` the content becomes a new
+    /// version; a file that existed without history (or was changed outside the server) has its
+    /// current content saved as a version first, so it can always be undone back to.
+    pub fn write(
+        &self,
+        _lock: &StoreLock,
+        rel: &Path,
+        content: &[u8],
+        create_new: bool,
+    ) -> Result<WriteReport, HistoryError> {
+        let path = self.checked(rel)?;
+        let shown = display_relative(rel);
+        // For create, anything at all in the way (directory, symlink…) is AlreadyExists.
+        if create_new && occupied(&self.ws, path) {
+            return Err(HistoryError::AlreadyExists(format!(
+                "{shown} already exists; use write_file to replace it or pick another name"
+            )));
+        }
+        let meta = self.regular_file_or_nothing(path, &shown)?;
+        let mut version = None;
+        if self.backup {
+            let v = versions::for_path(&self.ws, &self.state_dir(true)?, rel)?;
+            let mut head = v.head()?;
+            if meta.is_some() {
+                let known = match head {
+                    Some(h) => v.matches_file(h, path)?,
+                    None => false,
+                };
+                if !known {
+                    let current = self
+                        .ws
+                        .read(path)
+                        .map_err(io_err(format!("cannot read {shown}")))?;
+                    head = Some(v.append(head, &current)?);
+                }
+            }
+            version = Some(v.append(head, content)?.current);
+        }
+        self.make_parent(path, &shown)?;
+        let mode = meta.as_ref().map(|m| m.mode);
+        self.ws
+            .replace_file(path, content, mode, create_new)
+            .map_err(|e| {
+                if e.kind() == io::ErrorKind::AlreadyExists {
+                    HistoryError::AlreadyExists(format!(
+                        "{shown} appeared while writing; nothing was changed"
+                    ))
+                } else {
+                    io_err(format!("cannot write {shown}"))(e)
+                }
+            })?;
+        Ok(WriteReport {
+            bytes: content.len() as u64,
+            created: meta.is_none(),
+            version,
+        })
+    }
+
+    /// Steps the file at `rel` back `steps` versions.
+    pub fn undo(
+        &self,
+        lock: &StoreLock,
+        rel: &Path,
+        steps: u64,
+    ) -> Result<StepReport, HistoryError> {
+        self.step(lock, rel, steps, false)
+    }
+
+    /// Steps the file at `rel` forward `steps` versions after an undo.
+    pub fn redo(
+        &self,
+        lock: &StoreLock,
+        rel: &Path,
+        steps: u64,
+    ) -> Result<StepReport, HistoryError> {
+        self.step(lock, rel, steps, true)
+    }
+
+    fn step(
+        &self,
+        _lock: &StoreLock,
+        rel: &Path,
+        steps: u64,
+        forward: bool,
+    ) -> Result<StepReport, HistoryError> {
+        let (verb, direction) = if forward {
+            ("redo", "forward")
+        } else {
+            ("undo", "back")
+        };
+        let path = self.checked(rel)?;
+        let shown = display_relative(rel);
+        if steps == 0 {
+            return Err(HistoryError::InvalidArgument(format!(
+                "steps must be at least 1 to {verb} {shown}"
+            )));
+        }
+        let meta = self.regular_file_or_nothing(path, &shown)?;
+        let v = versions::for_path(&self.ws, &self.state_dir(false)?, rel)?;
+        let Some(head) = v.head()? else {
+            return Err(HistoryError::NotFound(format!(
+                "{shown} has no version history; only files written through this server with --backup can be undone"
+            )));
+        };
+        v.settle(Some(head))?;
+        // The top of the redo chain: a few `stat`s, never a listing.
+        let top = v.newest(head)?;
+        // An outside change is saved as a new version before stepping, so undo never destroys
+        // work. A missing file is simply recreated from the version stepped to.
+        let changed = meta.is_some() && !v.matches_file(head, path)?;
+        let current = if changed {
+            Some(
+                self.ws
+                    .read(path)
+                    .map_err(io_err(format!("cannot read {shown}")))?,
+            )
+        } else {
+            None
+        };
+        // With an undone future (head below the top), the outside change is recorded after the
+        // top version, preceded by a copy of the head's version, so the undone versions stay
+        // reachable and one undo still returns to the version the server last wrote. (A crash
+        // in the middle of a redo leaves exactly this: newer content in the file, the head
+        // unmoved.)
+        let keep_future = changed && head.current < top;
+        let (at, newest) = match (changed, keep_future) {
+            (false, _) => (head.current, top),
+            (true, false) => (head.current + 1, head.current + 1),
+            (true, true) => (top + 2, top + 2),
+        };
+        let possible = if forward { newest - at } else { at - 1 };
+        if steps > possible {
+            let note = if changed {
+                " (counting its unsaved outside change as the newest version)"
+            } else {
+                ""
+            };
+            return Err(HistoryError::InvalidArgument(format!(
+                "cannot {verb} {steps} step(s) of {shown}: it is at version {at} of {newest}{note}, so at most {possible} step(s) {direction} are possible"
+            )));
+        }
+        let mut head = head;
+        let mut saved = None;
+        if let (true, Some(c)) = (changed, &current) {
+            if keep_future {
+                let last_written = v.snapshot(head.current)?.ok_or_else(|| {
+                    HistoryError::NotFound(format!(
+                        "version {} of {shown} is missing from the store",
+                        head.current
+                    ))
+                })?;
+                let end = versions::Head { current: top };
+                head = v.append(Some(end), &last_written)?;
+            }
+            head = v.append(Some(head), c)?;
+            saved = Some(head.current);
+        }
+        let target = if forward { at + steps } else { at - steps };
+        let content = v.snapshot(target)?.ok_or_else(|| {
+            HistoryError::NotFound(format!(
+            "version {target} of {shown} is missing from the store; try a different number of steps"
+        ))
+        })?;
+        // The file is written before the head moves. The other order loses work on a crash in
+        // between: the file would still hold the newer content while the head already named an
+        // older version, so the next call would take that content for an outside change and
+        // record it right after the head, overwriting (and dropping) the versions the undo
+        // skipped. In this order a crash leaves the head where it was and the file at an older
+        // version, which the next call saves as a new version: nothing is dropped.
+        self.make_parent(path, &shown)?;
+        let mode = meta.as_ref().map(|m| m.mode);
+        self.ws
+            .replace_file(path, &content, mode, false)
+            .map_err(io_err(format!("cannot write {shown}")))?;
+        let head = v.move_head(target)?;
+        Ok(StepReport {
+            version: head.current,
+            newest,
+            bytes: content.len() as u64,
+            saved_outside_change: saved,
+        })
+    }
+
+    /// Moves the file, directory or symlink at `from` to `to` (never following a final symlink),
+    /// carrying its version history along, and logs the move in `.moves`.
+    pub fn rename(
+        &self,
+        _lock: &StoreLock,
+        from: &Path,
+        to: &Path,
+    ) -> Result<MoveReport, HistoryError> {
+        let (src, dst) = (self.checked(from)?, self.checked(to)?);
+        let (from_s, to_s) = (display_relative(from), display_relative(to));
+        if to.starts_with(from) {
+            return Err(HistoryError::InvalidArgument(format!(
+                "cannot move {from_s} to {to_s}: the destination is {from_s} itself or inside it; pick a destination outside it"
+            )));
+        }
+        let meta = self.entry(src, &from_s, "move")?;
+        if occupied(&self.ws, dst) {
+            return Err(HistoryError::AlreadyExists(format!(
+                "{to_s} already exists; move or delete it first, or pick another destination"
+            )));
+        }
+        let kind = EntryKind::of(&meta);
+        self.make_parent(dst, &to_s)?;
+        // The entry, its history and the log line move in three steps; the note makes them one
+        // for a crash (the next lock finishes what was started).
+        let state = self.state_dir(true)?;
+        let note = self.note(&state, layout::PENDING_MOVE);
+        note.write(&[path_field(from), path_field(to)])
+            .map_err(io_err("cannot record the move before making it"))?;
+        if let Err(e) = self.ws.rename_no_replace(src, dst) {
+            let _ = note.clear();
+            return Err(already_exists_or_io(
+                e,
+                &to_s,
+                &format!("cannot move {from_s} to {to_s}"),
+            ));
+        }
+        let history_moved = self.move_history(&state, from, to)?;
+        self.log(&state, layout::MOVES_LOG)
+            .append(&[log::now().as_bytes(), path_field(from), path_field(to)])
+            .map_err(io_err("cannot append to the move log"))?;
+        note.clear()
+            .map_err(io_err("cannot remove the pending-move note"))?;
+        Ok(MoveReport {
+            kind,
+            history_moved,
+        })
+    }
+
+    /// Moves the history tree of `from` (a file's versions, a directory's children's trees) to
+    /// `to`.
+    fn move_history(&self, state: &Path, from: &Path, to: &Path) -> Result<bool, HistoryError> {
+        let src = history_of(state, from)?;
+        let dst = history_of(state, to)?;
+        self.place_history(state, &src, &dst)
+    }
+
+    /// Renames a history `src` to `dst`, first moving any stale history at `dst` aside into
+    /// `.orphans/` (it belongs to something no longer at that path; it is kept, not deleted).
+    fn place_history(&self, state: &Path, src: &Path, dst: &Path) -> Result<bool, HistoryError> {
+        let ws = &self.ws;
+        if !occupied(ws, src) {
+            return Ok(false);
+        }
+        let ctx = "cannot move a version history";
+        if occupied(ws, dst) {
+            let orphans = state.join(layout::ORPHANS_DIR);
+            ws.create_dirs(&orphans).map_err(io_err(ctx))?;
+            let base = format!("{}-{}", log::now(), std::process::id());
+            let mut aside = orphans.join(&base);
+            let mut n = 1;
+            while occupied(ws, &aside) {
+                n += 1;
+                aside = orphans.join(format!("{base}-{n}"));
+            }
+            ws.rename_no_replace(dst, &aside).map_err(io_err(ctx))?;
+        }
+        if let Some(parent) = dst.parent() {
+            ws.create_dirs(parent).map_err(io_err(ctx))?;
+        }
+        ws.rename_no_replace(src, dst).map_err(io_err(ctx))?;
+        Ok(true)
+    }
+}
+
+/// Where the history of `rel` lives: its whole tree, whatever it is. A file's snapshots and a
+/// directory's children's trees share one directory, so moving or trashing either is one rename.
+fn history_of(state: &Path, rel: &Path) -> Result<PathBuf, HistoryError> {
+    layout::history_tree(state, rel)
+}
+
+impl Store {
+    /// What is at the regular file `path`, `None` if nothing is there, and `InvalidArgument` for
+    /// anything that is not a regular file: writing through a symlink or onto a directory, FIFO or
+    /// device is never what the caller meant.
+    fn regular_file_or_nothing(
+        &self,
+        path: &Path,
+        shown: &str,
+    ) -> Result<Option<Stat>, HistoryError> {
+        match self.ws.stat(path) {
+            Ok(Some(m)) if m.is_file() => Ok(Some(m)),
+            Ok(Some(m)) => Err(HistoryError::InvalidArgument(format!(
+                "{shown} is a {}, not a regular file; name the file itself",
+                EntryKind::of(&m).name()
+            ))),
+            Ok(None) => Ok(None),
+            Err(e) => Err(io_err(format!("cannot inspect {shown}"))(e)),
+        }
+    }
+
+    /// What is at `path` (not following a final symlink), for an operation `verb` that needs
+    /// something there: `NotFound` when nothing is.
+    fn entry(&self, path: &Path, shown: &str, verb: &str) -> Result<Stat, HistoryError> {
+        match self.ws.stat(path) {
+            Ok(Some(m)) => Ok(m),
+            Ok(None) => Err(not_found_or_io(io::ErrorKind::NotFound.into(), shown, verb)),
+            Err(e) => Err(not_found_or_io(e, shown, verb)),
+        }
+    }
+
+    /// Creates the missing parents of `path` (never through a symlink).
+    fn make_parent(&self, path: &Path, shown: &str) -> Result<(), HistoryError> {
+        match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => self
+                .ws
+                .create_dirs(parent)
+                .map(|_| ())
+                .map_err(io_err(format!("cannot create the parent of {shown}"))),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn not_found_or_io(e: io::Error, shown: &str, verb: &str) -> HistoryError {
+    if e.kind() == io::ErrorKind::NotFound {
+        HistoryError::NotFound(format!(
+            "nothing at {shown} to {verb}; check the path with list_directory, or ask search_file where it went"
+        ))
+    } else {
+        io_err(format!("cannot {verb} {shown}"))(e)
+    }
+}
+
+fn already_exists_or_io(e: io::Error, shown: &str, context: &str) -> HistoryError {
+    if e.kind() == io::ErrorKind::AlreadyExists {
+        HistoryError::AlreadyExists(format!(
+            "{shown} already exists; move or delete it first, or pick another destination"
+        ))
+    } else {
+        io_err(context)(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(backup: bool) -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        (
+            dir,
+            Store::new(Workspace::open(&root).expect("workspace"), backup),
+        )
+    }
+
+    /// A `--backup` store whose file `a` has versions "one" and "two".
+    fn store_with_two_versions_of_a() -> (tempfile::TempDir, Store) {
+        let (dir, s) = store(true);
+        {
+            let lock = s.lock().expect("lock");
+            s.write(&lock, Path::new("a"), b"one", false)
+                .expect("write");
+            s.write(&lock, Path::new("a"), b"two", false)
+                .expect("write");
+        }
+        (dir, s)
+    }
+
+    #[test]
+    fn a_move_cut_short_after_the_file_moved_is_finished_under_the_next_lock() {
+        let (dir, s) = store_with_two_versions_of_a();
+        // The crash state: the note written, the file renamed, nothing else.
+        let state = dir.path().join(".filesystem");
+        std::fs::write(state.join(layout::PENDING_MOVE), "a\tb\n").expect("note");
+        std::fs::rename(dir.path().join("a"), dir.path().join("b")).expect("rename");
+        let lock = s.lock().expect("lock");
+        assert!(!state.join(layout::PENDING_MOVE).exists());
+        let moves = s.index(Path::new(".filesystem")).expect("moves");
+        assert_eq!(
+            moves.last_move().map(|m| (m.from, m.to)),
+            Some((PathBuf::from("a"), PathBuf::from("b")))
+        );
+        drop(moves);
+        s.undo(&lock, Path::new("b"), 1)
+            .expect("the history followed the file");
+        assert_eq!(std::fs::read(dir.path().join("b")).expect("read"), b"one");
+    }
+
+    #[test]
+    fn a_move_cut_short_before_the_file_moved_leaves_everything_in_place() {
+        let (dir, s) = store_with_two_versions_of_a();
+        let state = dir.path().join(".filesystem");
+        std::fs::write(state.join(layout::PENDING_MOVE), "a\tb\n").expect("note");
+        let lock = s.lock().expect("lock");
+        assert!(!state.join(layout::PENDING_MOVE).exists());
+        assert!(s
+            .index(Path::new(".filesystem"))
+            .expect("moves")
+            .last_move()
+            .is_none());
+        s.undo(&lock, Path::new("a"), 1)
+            .expect("history still at a");
+        assert_eq!(std::fs::read(dir.path().join("a")).expect("read"), b"one");
+    }
+
+    #[test]
+    fn a_delete_cut_short_after_the_file_went_to_the_trash_takes_its_history_along() {
+        let (dir, s) = store_with_two_versions_of_a();
+        // The crash state: logged, noted, the file in its slot, the history still behind.
+        let state = dir.path().join(".filesystem");
+        std::fs::create_dir_all(state.join(layout::TRASH_DIR)).expect("trash");
+        s.log(Path::new(".filesystem"), layout::DELETES_LOG)
+            .append(&[log::now().as_bytes(), b"delete", b"1", b"a"])
+            .expect("log");
+        std::fs::write(state.join(layout::PENDING_DELETE), "1\ta\n").expect("note");
+        std::fs::rename(
+            dir.path().join("a"),
+            state.join(layout::TRASH_DIR).join("00001"),
+        )
+        .expect("rename");
+        let lock = s.lock().expect("lock");
+        assert!(!state.join(layout::PENDING_DELETE).exists());
+        // A new file at the old path starts a history of its own...
+        let created = s
+            .write(&lock, Path::new("a"), b"new", false)
+            .expect("write");
+        assert_eq!(created.version, Some(1));
+        s.trash(&lock, Path::new("a")).expect("trash the new one");
+        // ...and the old one comes back with its versions.
+        s.restore(&lock, 1, None).expect("restore");
+        s.undo(&lock, Path::new("a"), 1)
+            .expect("its history came along");
+        assert_eq!(std::fs::read(dir.path().join("a")).expect("read"), b"one");
+    }
+
+    #[test]
+    fn trash_ids_survive_a_lost_counter_file() {
+        let (dir, s) = store(false);
+        let lock = s.lock().expect("lock");
+        for name in ["a", "b"] {
+            std::fs::write(dir.path().join(name), name).expect("seed");
+        }
+        let first = s.trash(&lock, Path::new("a")).expect("trash");
+        s.restore(&lock, first.id, None).expect("restore");
+        std::fs::remove_file(dir.path().join(".filesystem/.next-trash-id")).expect("lose it");
+        let second = s.trash(&lock, Path::new("b")).expect("trash");
+        assert!(second.id > first.id, "{} after {}", second.id, first.id);
+    }
+
+    #[test]
+    fn a_stray_snapshot_from_a_crash_is_overwritten_not_trusted() {
+        let (dir, s) = store(true);
+        let lock = s.lock().expect("lock");
+        s.write(&lock, Path::new("f"), b"one", false)
+            .expect("write");
+        // A crash after writing snapshot 2 but before moving the head leaves this behind.
+        let versions = dir.path().join(".filesystem/f");
+        std::fs::write(versions.join("00002"), "torn").expect("stray");
+        let r = s
+            .write(&lock, Path::new("f"), b"two", false)
+            .expect("write");
+        assert_eq!(r.version, Some(2));
+        assert_eq!(std::fs::read(versions.join("00002")).expect("read"), b"two");
+        s.undo(&lock, Path::new("f"), 1).expect("undo");
+        assert_eq!(std::fs::read(dir.path().join("f")).expect("read"), b"one");
+    }
+
+    #[test]
+    fn writing_onto_a_directory_or_symlink_is_refused() {
+        let (dir, s) = store(true);
+        let lock = s.lock().expect("lock");
+        std::fs::create_dir(dir.path().join("d")).expect("mkdir");
+        std::os::unix::fs::symlink("d", dir.path().join("l")).expect("link");
+        for p in ["d", "l"] {
+            assert!(matches!(
+                s.write(&lock, Path::new(p), b"x", false),
+                Err(HistoryError::InvalidArgument(_))
+            ));
+        }
+        assert!(matches!(
+            s.write(&lock, Path::new("d"), b"x", true),
+            Err(HistoryError::AlreadyExists(_))
+        ));
+    }
+}

@@ -1,0 +1,342 @@
+//! The trash: deleting moves things into `.trash/NNNNN` (and their history into
+//! `NNNNN.history/`), restoring moves them back. `.deletes` is the record of both.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::durable::occupied;
+use super::log::{field_path, path_field, LogFile};
+use super::{
+    already_exists_or_io, history_of, io_err, layout, log, HistoryError, Store, StoreLock,
+};
+use crate::guard::display_relative;
+use crate::Stat;
+
+/// How many entries the size of a trashed directory may add up before it is given as it stands:
+/// listing the trash must not walk a huge tree.
+const SIZE_BUDGET: usize = 100_000;
+
+/// What kind of thing an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A directory (with everything in it).
+    Directory,
+    /// A symbolic link (the link itself, never its target).
+    Symlink,
+    /// A FIFO, socket or device node.
+    Other,
+}
+
+impl EntryKind {
+    /// The kind of what `meta` (not following a final symlink) describes.
+    pub fn of(meta: &Stat) -> EntryKind {
+        if meta.is_symlink() {
+            EntryKind::Symlink
+        } else if meta.is_dir() {
+            EntryKind::Directory
+        } else if meta.is_file() {
+            EntryKind::File
+        } else {
+            EntryKind::Other
+        }
+    }
+
+    /// The word shown to clients.
+    pub fn name(self) -> &'static str {
+        match self {
+            EntryKind::File => "file",
+            EntryKind::Directory => "directory",
+            EntryKind::Symlink => "symlink",
+            EntryKind::Other => "special file",
+        }
+    }
+}
+
+/// One thing waiting in the trash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrashEntry {
+    /// The id `restore` takes; never reused.
+    pub id: u64,
+    /// Where it was when deleted (root-relative).
+    pub path: PathBuf,
+    /// When it was deleted (RFC 3339, UTC).
+    pub deleted_at: String,
+    /// File, directory, symlink…
+    pub kind: EntryKind,
+    /// Bytes: a file's length, or the total of the files inside a directory.
+    pub size: u64,
+}
+
+/// What a restore did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoreReport {
+    /// The trash id restored.
+    pub id: u64,
+    /// Where it was put back (root-relative).
+    pub path: PathBuf,
+    /// What it is.
+    pub kind: EntryKind,
+    /// True when a version history came back with it.
+    pub history_restored: bool,
+}
+
+/// A `.deletes` entry.
+#[derive(Debug, Clone)]
+pub struct DeleteEvent {
+    pub restore: bool,
+    pub id: u64,
+    pub path: PathBuf,
+}
+
+/// The entries of a delete log.
+pub fn read_deletes(log: &LogFile) -> Result<Vec<DeleteEvent>, HistoryError> {
+    let lines = log.read().map_err(io_err("cannot read the delete log"))?;
+    Ok(lines
+        .into_iter()
+        .filter_map(|f| match f.as_slice() {
+            [_time, action, id, path] => Some(DeleteEvent {
+                restore: match action.as_slice() {
+                    b"delete" => false,
+                    b"restore" => true,
+                    _ => return None,
+                },
+                id: std::str::from_utf8(id).ok()?.parse().ok()?,
+                path: field_path(path),
+            }),
+            _ => None,
+        })
+        .collect())
+}
+
+impl Store {
+    fn trash_dir(&self, state: &Path) -> PathBuf {
+        state.join(layout::TRASH_DIR)
+    }
+
+    /// Reserves the next trash id. The counter is saved before the id is used, and the id also
+    /// skips anything already in `.trash/` or named in `.deletes`, so ids never repeat even if the
+    /// counter file were lost.
+    fn next_trash_id(&self, state: &Path, trash: &Path) -> Result<u64, HistoryError> {
+        let counter = state.join(layout::TRASH_COUNTER);
+        let saved = match self.ws.read(&counter) {
+            Ok(t) => String::from_utf8_lossy(&t).trim().parse::<u64>().ok(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io_err("cannot read the trash counter")(e)),
+        };
+        let exhausted = || {
+            HistoryError::InvalidArgument(
+                "the trash has used every id a 64-bit counter can give, so nothing more can be deleted into it; move .filesystem/ aside to start a new store".into(),
+            )
+        };
+        let mut id = match saved {
+            Some(n) => n.max(1),
+            // No (readable) counter: never reuse an id the log already knows.
+            None => match self.index(state)?.max_id {
+                Some(max) => max.checked_add(1).ok_or_else(exhausted)?,
+                None => 1,
+            },
+        };
+        while occupied(&self.ws, &trash.join(layout::trash_name(id))) {
+            id = id.checked_add(1).ok_or_else(exhausted)?;
+        }
+        let after = id.checked_add(1).ok_or_else(exhausted)?;
+        self.ws
+            .replace_file(&counter, format!("{after}\n").as_bytes(), None, false)
+            .map_err(io_err("cannot update the trash counter"))?;
+        Ok(id)
+    }
+
+    /// Moves the history tree of `rel` (now trash entry `id`) beside it.
+    fn trash_history(&self, state: &Path, id: u64, rel: &Path) -> Result<(), HistoryError> {
+        let history = history_of(state, rel)?;
+        if occupied(&self.ws, &history) {
+            let dest = self.trash_dir(state).join(layout::trash_history_name(id));
+            self.ws
+                .rename_no_replace(&history, &dest)
+                .map_err(io_err(format!(
+                    "cannot move the history of {} into the trash",
+                    display_relative(rel)
+                )))?;
+        }
+        Ok(())
+    }
+
+    /// Completes a delete a crash cut short (see [`layout::PENDING_DELETE`]): if the entry
+    /// reached its trash slot, its history follows; if not, nothing moved.
+    pub fn finish_pending_delete(&self, state: &Path) -> Result<(), HistoryError> {
+        let note = self.note(state, layout::PENDING_DELETE);
+        let Some(fields) = note
+            .read()
+            .map_err(io_err("cannot read the pending-delete note"))?
+        else {
+            return Ok(());
+        };
+        if let [id, rel] = fields.as_slice() {
+            let id = String::from_utf8_lossy(id).parse::<u64>().ok();
+            let rel = field_path(rel);
+            let slot = id.map(|id| (id, self.trash_dir(state).join(layout::trash_name(id))));
+            if let Some((id, Ok(Some(_)))) = slot.map(|(id, p)| (id, self.ws.stat(&p))) {
+                if !occupied(&self.ws, &rel) {
+                    self.trash_history(state, id, &rel)?;
+                }
+            }
+        }
+        note.clear()
+            .map_err(io_err("cannot remove the pending-delete note"))
+    }
+
+    /// Moves the file, directory or symlink at `rel` (never what a symlink points to) into the
+    /// trash with its history, logs it in `.deletes`, and returns its entry.
+    pub fn trash(&self, _lock: &StoreLock, rel: &Path) -> Result<TrashEntry, HistoryError> {
+        let path = self.checked(rel)?;
+        let shown = display_relative(rel);
+        let meta = self.entry(path, &shown, "delete")?;
+        let kind = EntryKind::of(&meta);
+        let state = self.state_dir(true)?;
+        let trash = self.trash_dir(&state);
+        self.ws
+            .create_dirs(&trash)
+            .map_err(io_err("cannot create the trash"))?;
+        let id = self.next_trash_id(&state, &trash)?;
+        let deleted_at = log::now();
+        // Logged before the rename: a delete cut short leaves the file in place (and the log
+        // line is ignored because the trash slot is empty), a finished one is always listed.
+        self.log(&state, layout::DELETES_LOG)
+            .append(&[
+                deleted_at.as_bytes(),
+                b"delete",
+                id.to_string().as_bytes(),
+                path_field(rel),
+            ])
+            .map_err(io_err("cannot append to the delete log"))?;
+        let slot = trash.join(layout::trash_name(id));
+        let note = self.note(&state, layout::PENDING_DELETE);
+        note.write(&[id.to_string().as_bytes(), path_field(rel)])
+            .map_err(io_err("cannot record the delete before making it"))?;
+        if let Err(e) = self.ws.rename_no_replace(path, &slot) {
+            let _ = note.clear();
+            return Err(io_err(format!(
+                "cannot move {shown} into the trash (is it on another file system?)"
+            ))(e));
+        }
+        self.trash_history(&state, id, rel)?;
+        note.clear()
+            .map_err(io_err("cannot remove the pending-delete note"))?;
+        // Measured in the trash, where nothing else changes it: what was deleted, whatever was
+        // at the path when the call began.
+        let size = self.ws.tree_size(&slot, SIZE_BUDGET);
+        Ok(TrashEntry {
+            id,
+            path: rel.to_path_buf(),
+            deleted_at,
+            kind,
+            size,
+        })
+    }
+
+    /// Every entry still in the trash, oldest first. The index knows which deletes were never
+    /// restored, so this looks at the trash entries themselves and nothing else: its time grows
+    /// with what is in the trash, not with the length of the logs. A directory's size is
+    /// measured once (within [`SIZE_BUDGET`] entries) and remembered while it stays in the trash,
+    /// where nothing changes it.
+    pub fn list_trash(&self) -> Result<Vec<TrashEntry>, HistoryError> {
+        let state = self.state_dir(false)?;
+        let trash = self.trash_dir(&state);
+        let mut index = self.index(&state)?;
+        let waiting: Vec<(u32, u64)> = index.in_trash.iter().map(|(&n, &id)| (n, id)).collect();
+        let mut out = Vec::with_capacity(waiting.len());
+        for (n, id) in waiting {
+            let slot = trash.join(layout::trash_name(id));
+            let Ok(Some(meta)) = self.ws.stat(&slot) else {
+                continue;
+            };
+            let size = if meta.is_dir() {
+                match index.sizes.get(&id) {
+                    Some(&(dev, ino, size)) if (dev, ino) == (meta.dev, meta.ino) => size,
+                    _ => {
+                        let size = self.ws.tree_size(&slot, SIZE_BUDGET);
+                        index.sizes.insert(id, (meta.dev, meta.ino, size));
+                        size
+                    }
+                }
+            } else {
+                meta.size
+            };
+            let e = index.deletion(n);
+            out.push(TrashEntry {
+                id,
+                path: e.path,
+                deleted_at: e.time,
+                kind: EntryKind::of(&meta),
+                size,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Puts trash entry `id` back at its original path, or at `dest_rel`, with its history, and
+    /// logs the restore. Occupied → `AlreadyExists`; unknown or already restored → `NotFound`.
+    pub fn restore(
+        &self,
+        _lock: &StoreLock,
+        id: u64,
+        dest_rel: Option<&Path>,
+    ) -> Result<RestoreReport, HistoryError> {
+        let state = self.state_dir(false)?;
+        let trash = self.trash_dir(&state);
+        let deleted = {
+            let index = self.index(&state)?;
+            let Some(deleted) = index.first_delete(id) else {
+                return Err(HistoryError::NotFound(format!(
+                    "there is no trash entry {id}; list_trash shows the ids that can be restored"
+                )));
+            };
+            if let Some(r) = index.first_restore(id) {
+                return Err(HistoryError::NotFound(format!(
+                    "trash entry {id} was already restored to {} at {}; search_file tells where it is now",
+                    display_relative(&r.path),
+                    r.time
+                )));
+            }
+            deleted
+        };
+        let slot = trash.join(layout::trash_name(id));
+        let meta = self.ws.stat(&slot).ok().flatten().ok_or_else(|| {
+            HistoryError::NotFound(format!(
+                "trash entry {id} is not in the trash (its delete did not complete, so {} was never moved); list_trash shows what can be restored",
+                display_relative(&deleted.path)
+            ))
+        })?;
+        let kind = EntryKind::of(&meta);
+        let rel = dest_rel.unwrap_or(&deleted.path).to_path_buf();
+        let path = self.checked(&rel)?;
+        let shown = display_relative(&rel);
+        if occupied(&self.ws, path) {
+            return Err(HistoryError::AlreadyExists(format!(
+                "{shown} is occupied; restore to another place with 'destination', or move what is there first"
+            )));
+        }
+        self.make_parent(path, &shown)?;
+        self.ws
+            .rename_no_replace(&slot, path)
+            .map_err(|e| already_exists_or_io(e, &shown, &format!("cannot restore {shown}")))?;
+        let history = trash.join(layout::trash_history_name(id));
+        let history_restored = self.place_history(&state, &history, &history_of(&state, &rel)?)?;
+        self.log(&state, layout::DELETES_LOG)
+            .append(&[
+                log::now().as_bytes(),
+                b"restore",
+                id.to_string().as_bytes(),
+                path_field(&rel),
+            ])
+            .map_err(io_err("cannot append to the delete log"))?;
+        Ok(RestoreReport {
+            id,
+            path: rel,
+            kind,
+            history_restored,
+        })
+    }
+}

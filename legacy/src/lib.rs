@@ -1,0 +1,966 @@
+//! The shelpa generation (`--legacy-pipe`): a virtual pipeline shell.
+//!
+//! A call flows `parse` → `policy` (→ a [`plan::Plan`]) → `exec` / `tee` / `session` /
+//! `listing`, and every failure is turned into shelpa's error object in [`failure`]. What shelpa
+//! shows (tool names and descriptions, help, instructions, server name, which tools are served)
+//! is chosen in [`surface`], with the reconstruction choices; every tool of every set runs the
+//! code below, whatever the surface.
+
+// A `Failure` is built at most once per call, at the edge, and carries the partial output the
+// model needs; boxing it everywhere would cost clarity for no measurable gain.
+#![allow(clippy::result_large_err)]
+
+pub mod audit;
+pub mod exec;
+pub mod failure;
+pub mod fence;
+pub mod help;
+pub mod limits;
+pub mod listing;
+pub mod parse;
+pub mod plan;
+pub mod policy;
+pub mod scratch;
+pub mod session;
+pub mod surface;
+pub mod tee;
+pub mod tools;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use exec::{ExecLimits, Outcome, RunResult, StepMeta};
+use failure::{Failure, EXEC_FAILED, GUARD_VIOLATION, INVALID_ARGUMENT};
+use limits::{Limit, StageLimits};
+use mcp_core::toolset::{Args, CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
+use plan::{Plan, Step};
+use session::{Session, SessionError};
+use surface::{ShelpaTools, Surface};
+use tee::{TeeError, TeeLimits, TeeMode, TeeReport};
+use tools::ToolPaths;
+use workspace::guard::{GuardError, PathGuard};
+
+/// Settings of the legacy pipe mode.
+#[derive(Clone, Debug)]
+pub struct PipeOptions {
+    /// Wall-clock limit of one call, in seconds.
+    pub timeout_secs: u64,
+    /// Writes larger than this many bytes need `confirm_oversize: true`.
+    pub approve_above: u64,
+    /// Writes are cut to this many bytes.
+    pub max_write_bytes: usize,
+    /// The returned stdout is cut to this many bytes.
+    pub max_output_bytes: usize,
+    /// Memory limit of each pipeline stage, in bytes (`--stage-memory`; 0: none). It also
+    /// bounds each stage's scratch files (see [`limits`]).
+    pub stage_memory: u64,
+    /// Which texts, names and server name shelpa shows (`--surface`); behaviour is the same.
+    pub surface: Surface,
+    /// Which of shelpa's tool sets is served (`--shelpa-tools`).
+    pub tool_set: ShelpaTools,
+}
+
+impl Default for PipeOptions {
+    fn default() -> Self {
+        PipeOptions {
+            timeout_secs: 30,
+            approve_above: 2 * 1024,
+            max_write_bytes: 1024 * 1024,
+            max_output_bytes: 1024 * 1024,
+            stage_memory: limits::DEFAULT_STAGE_MEMORY,
+            surface: Surface::default(),
+            tool_set: ShelpaTools::default(),
+        }
+    }
+}
+
+/// Most bytes of each stage's stderr kept.
+const STDERR_CAP: usize = 64 * 1024;
+
+/// Builds legacy pipe toolsets.
+pub struct PipeFactory {
+    /// The mode's settings.
+    pub options: PipeOptions,
+    tools: Arc<ToolPaths>,
+}
+
+impl PipeFactory {
+    /// Prepares the mode: resolves the pipeline commands once.
+    pub fn new(options: PipeOptions) -> Self {
+        PipeFactory {
+            options,
+            tools: Arc::new(ToolPaths::discover()),
+        }
+    }
+}
+
+/// shelpa's `--help` text in `surface`, for the tools of `set`.
+pub fn help_text(surface: Surface, set: ShelpaTools) -> String {
+    help::help_for(surface, set, &ToolPaths::discover())
+}
+
+/// One line for `filesystem tools` naming pipeline commands that are missing on this machine
+/// (empty when all are present).
+pub fn tool_status_line() -> String {
+    help::status_line(&ToolPaths::discover())
+}
+
+/// The tools of `set` in `surface`'s words (see [`surface::definitions`]); the output schema
+/// below is shared by every tool and surface.
+fn definitions(surface: Surface, set: ShelpaTools) -> Vec<ToolDef> {
+    let step = json!({
+        "type": "object",
+        "properties": {
+            "command": {"type": "string"},
+            "output_size": {"type": "integer", "description": "bytes the stage wrote to its stdout"},
+            "truncated": {"type": "boolean"},
+            "execution_time_ms": {"type": "integer"},
+            "exit_code": {"type": ["integer", "null"]}
+        },
+        "required": ["command", "output_size", "truncated", "execution_time_ms", "exit_code"]
+    });
+    let tee = json!({
+        "anyOf": [
+            {"type": "null"},
+            {"type": "object",
+             "properties": {
+                "paths": {"type": "array", "items": {"type": "string"}},
+                "bytes": {"type": "integer"},
+                "mode": {"type": "string", "enum": ["overwrite", "append", "mixed"]},
+                "mirror": {"type": "array", "items": {"type": "string"}},
+                "truncated": {"type": "boolean"}
+             },
+             "required": ["paths", "bytes", "mode", "mirror", "truncated"]}
+        ]
+    });
+    let output = json!({
+        "type": "object",
+        "properties": {
+            "stdout": {"type": "string"},
+            "stderr": {"type": "string", "description": "the stages' stderr, when any wrote some"},
+            "meta": {
+                "type": "object",
+                "properties": {"steps": {"type": "array", "items": step}, "tee": tee},
+                "required": ["steps", "tee"]
+            }
+        },
+        "required": ["stdout", "meta"]
+    });
+    surface::definitions(surface, set, &output)
+}
+
+impl ToolsetFactory<PathGuard> for PipeFactory {
+    fn mode(&self) -> String {
+        "legacy-pipe".into()
+    }
+    fn instructions(&self) -> String {
+        help::instructions(self.options.surface, self.options.tool_set)
+    }
+    fn definitions(&self) -> Vec<ToolDef> {
+        definitions(self.options.surface, self.options.tool_set)
+    }
+    fn build(&self, guard: PathGuard) -> std::io::Result<Box<dyn Toolset>> {
+        Ok(Box::new(PipeToolset {
+            guard,
+            options: self.options.clone(),
+            tools: self.tools.clone(),
+            session: Session::new(),
+        }))
+    }
+}
+
+/// The pipe tools for one root: its guard, its session directory, the resolved commands.
+pub struct PipeToolset {
+    guard: PathGuard,
+    options: PipeOptions,
+    tools: Arc<ToolPaths>,
+    session: Session,
+}
+
+/// The log facts of a call (stage names and count).
+#[derive(Default)]
+struct CallLog {
+    stages: Vec<String>,
+    /// Set when the session directory vanished and the call ran in its nearest existing
+    /// ancestor: returned to the model as the result's `note` (success or failure alike).
+    note: Option<String>,
+}
+
+/// Adds the call's `note` (see [`CallLog::note`]) to its result: a new top-level field beside
+/// `stdout`/`meta` or beside `error`, so clients that parse the recorded shape are unaffected.
+fn with_note(result: Result<Value, Failure>, note: Option<String>) -> Result<Value, Failure> {
+    let Some(note) = note else {
+        return result;
+    };
+    match result {
+        Ok(mut value) => {
+            if let Some(obj) = value.as_object_mut() {
+                obj.insert("note".into(), json!(note));
+            }
+            Ok(value)
+        }
+        Err(mut failure) => {
+            failure.partial.insert("note".into(), json!(note));
+            Err(failure)
+        }
+    }
+}
+
+impl Toolset for PipeToolset {
+    fn mode(&self) -> String {
+        "legacy-pipe".into()
+    }
+    /// Sweeps the scratch folders of pipe servers that ended mid-call, in the background and once
+    /// per process: a server as it starts; the daemon, which starts no root's toolset, and a
+    /// one-off `filesystem call` at their first pipe call (see [`scratch::sweep_in_background`]).
+    fn started(&self) {
+        scratch::sweep_in_background();
+    }
+    fn instructions(&self) -> String {
+        help::instructions(self.options.surface, self.options.tool_set)
+    }
+    fn tools(&self) -> Vec<ToolDef> {
+        definitions(self.options.surface, self.options.tool_set)
+    }
+    /// `shelpa-mcp` in the original surface, as shelpa announced itself.
+    fn server_name(&self) -> String {
+        match self.options.surface {
+            Surface::Original => surface::ORIGINAL_SERVER_NAME.into(),
+            Surface::Modern => "filesystem".into(),
+        }
+    }
+    fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput {
+        scratch::sweep_in_background();
+        let mut log = CallLog::default();
+        // Only the tools of the served set answer: the server checks too, but a one-off
+        // `filesystem call` or a combined toolset must not reach a tool this set does not have.
+        let served = self.options.tool_set.names();
+        let result = match name {
+            _ if !served.contains(&name) => Err(Failure::new(
+                INVALID_ARGUMENT,
+                "UNKNOWN_TOOL",
+                format!("there is no tool '{name}'."),
+                format!("Use {}.", served.join(" or ")),
+            )),
+            surface::PIPE => self.pipe(args, ctx, &mut log),
+            surface::WRITE => {
+                log.stages.push("tee".into());
+                self.write(args, ctx, &mut log)
+            }
+            surface::TEE => {
+                log.stages.push("tee".into());
+                self.tee_tool(args, ctx, &mut log)
+            }
+            surface::NAV => self.navigate(args, ctx, &mut log),
+            other => Err(Failure::new(
+                INVALID_ARGUMENT,
+                "UNKNOWN_TOOL",
+                format!("there is no tool '{other}'."),
+                format!("Use {}.", served.join(" or ")),
+            )),
+        };
+        let result = with_note(result, log.note.take());
+        let mut output = match result {
+            Ok(value) => ToolOutput::structured(value.to_string(), value),
+            Err(failure) => {
+                let mut out =
+                    ToolOutput::error(failure.reason.clone(), failure.to_json().to_string());
+                if let Some(token) = &failure.token {
+                    out.log.insert("token".into(), json!(token));
+                }
+                out
+            }
+        };
+        output
+            .log
+            .insert("stage_count".into(), json!(log.stages.len()));
+        output.log.insert("stages".into(), json!(log.stages));
+        output
+    }
+}
+
+fn bad_argument(e: mcp_core::toolset::ArgError) -> Failure {
+    Failure::new(
+        INVALID_ARGUMENT,
+        "BAD_ARGUMENT",
+        format!("{e}."),
+        "Fix the tool arguments and call again.",
+    )
+}
+
+fn check_unknown(args: &Args<'_>, known: &[&str]) -> Result<(), Failure> {
+    let unknown = args.unknown(known);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::new(
+        INVALID_ARGUMENT,
+        "BAD_ARGUMENT",
+        format!("unknown argument(s): {}.", unknown.join(", ")),
+        format!("The arguments are: {}.", known.join(", ")),
+    ))
+}
+
+/// True for a lone `cd` or `pwd`: the commands that must work even when the session directory
+/// cannot be entered.
+fn is_navigation(stages: &[plan::Stage]) -> bool {
+    matches!(stages, [only] if only.words.first().is_some_and(|w| w.text == "cd" || w.text == "pwd"))
+}
+
+/// What to do when a directory was swapped for a link while a call ran.
+const SWAPPED_SUGGESTION: &str =
+    "Run the command again; if it keeps failing, check what replaced the directory.";
+
+fn session_failure(e: SessionError) -> Failure {
+    let (code, reason, suggestion, token) = match &e {
+        SessionError::Escape(token, _) => (
+            GUARD_VIOLATION,
+            "PATH_ESCAPE",
+            "Use a directory inside the workspace (relative to it, or absolute inside it).",
+            token,
+        ),
+        SessionError::NotADirectory(token) => (
+            INVALID_ARGUMENT,
+            "NOT_A_DIRECTORY",
+            "Name an existing directory; `ls` shows what is there.",
+            token,
+        ),
+        SessionError::Swapped(token) => (GUARD_VIOLATION, "PATH_ESCAPE", SWAPPED_SUGGESTION, token),
+        SessionError::SessionSwapped(token) => (
+            GUARD_VIOLATION,
+            "PATH_ESCAPE",
+            "`cd` into a directory of the workspace (cd and pwd still work), or pass `cwd` to run \
+             one call elsewhere; check what replaced the directory.",
+            token,
+        ),
+        SessionError::Refused(inner) => return guard_failure(inner, ""),
+    };
+    Failure::new(code, reason, e.to_string(), suggestion).with_token(token.clone())
+}
+
+fn guard_failure(e: &GuardError, token: &str) -> Failure {
+    let (code, reason, suggestion) = match e {
+        GuardError::Protected { .. } | GuardError::Repository(_) => (
+            GUARD_VIOLATION,
+            "PROTECTED_PATH",
+            "Write somewhere outside .shelpa/, .filesystem/ and .git/.",
+        ),
+        // A NUL byte is refused as the parser refuses one in a command (the contract's
+        // GUARD_VIOLATION/PARSE_ERROR), whether it came in `cwd` or shelpa_write's `path`.
+        GuardError::Nul => (
+            GUARD_VIOLATION,
+            "PARSE_ERROR",
+            "Remove the NUL byte; file names cannot contain one.",
+        ),
+        GuardError::Empty => (
+            INVALID_ARGUMENT,
+            "BAD_ARGUMENT",
+            "Name a file relative to the session directory.",
+        ),
+        GuardError::Io { .. } => (EXEC_FAILED, "WRITE_FAILED", "Check the path and try again."),
+        _ => (
+            GUARD_VIOLATION,
+            "PATH_ESCAPE",
+            "Use a path inside the workspace.",
+        ),
+    };
+    let detail = match e {
+        GuardError::Protected { path, dir } => {
+            format!("'{path}' is inside {dir}/, shelpa's protected state.")
+        }
+        other => other.to_string(),
+    };
+    let mut f = Failure::new(code, reason, detail, suggestion);
+    if !token.is_empty() {
+        f.token = Some(token.to_string());
+    }
+    f
+}
+
+/// A step's metadata; `command` is the stage as the caller wrote it (`text`).
+fn step_json(meta: &StepMeta, text: &str) -> Value {
+    json!({
+        "command": text,
+        "output_size": meta.output_size,
+        "truncated": meta.truncated,
+        "execution_time_ms": meta.execution_time_ms,
+        "exit_code": meta.exit_code,
+    })
+}
+
+/// Metadata of a single built-in step (`pwd`, `cd`, `ls`, `shelpa_write`'s tee).
+fn builtin_step(command: &str, output_size: u64, truncated: bool, started: Instant) -> Value {
+    json!({
+        "command": command,
+        "output_size": output_size,
+        "truncated": truncated,
+        "execution_time_ms": started.elapsed().as_millis() as u64,
+        "exit_code": 0,
+    })
+}
+
+fn success(stdout: String, steps: Vec<Value>, tee: Value, stderr: &str) -> Value {
+    let mut out = json!({"stdout": stdout, "meta": {"steps": steps, "tee": tee}});
+    if !stderr.is_empty() {
+        out["stderr"] = json!(stderr);
+    }
+    out
+}
+
+/// Cuts `bytes` to `cap` and turns them into text for the model.
+fn capped_text(bytes: &[u8], cap: usize) -> (String, bool) {
+    let cut = bytes.len() > cap;
+    let kept = &bytes[..bytes.len().min(cap)];
+    (String::from_utf8_lossy(kept).into_owned(), cut)
+}
+
+impl PipeToolset {
+    /// The root-relative form of a directory or file the policy checked (it works in absolute
+    /// paths inside the root, for stage arguments); the server acts only on this form.
+    fn relative_of(&self, checked: &std::path::Path) -> Result<std::path::PathBuf, Failure> {
+        tee::relative_target(&self.guard, checked).map_err(|e| e.to_failure())
+    }
+
+    fn limits(&self) -> TeeLimits {
+        TeeLimits {
+            approve_above: self.options.approve_above,
+            hard_limit: self.options.max_write_bytes,
+        }
+    }
+
+    fn pipe(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &CallContext,
+        log: &mut CallLog,
+    ) -> Result<Value, Failure> {
+        let started = Instant::now();
+        let a = Args(args);
+        check_unknown(&a, &["command", "cwd", "confirm_oversize"])?;
+        let command = a.str("command").map_err(bad_argument)?;
+        let cwd_arg = a.opt_str("cwd").map_err(bad_argument)?;
+        let confirmed = a
+            .opt_bool("confirm_oversize")
+            .map_err(bad_argument)?
+            .unwrap_or(false);
+
+        let stages = parse::parse(command)?;
+        log.stages = stages
+            .iter()
+            .filter_map(|s| s.words.first().map(|w| w.text.clone()))
+            .collect();
+        let cwd_rel = match self.session.current(&self.guard, cwd_arg) {
+            Ok(current) => {
+                log.note = current.fallback.as_ref().map(session::Fallback::note);
+                current.relative
+            }
+            // The session directory cannot be entered (replaced by a symlink: refused, never
+            // followed). `cd` and `pwd` must still work, or the session is stuck: they need the
+            // directory only as a lexical base (the policy joins `cd`'s argument to it and the
+            // guard then resolves the result like any path argument, refusing escapes), so they
+            // run on the stored path and say why every other command is refused.
+            Err(e) if cwd_arg.is_none() && is_navigation(&stages) => {
+                log.note = Some(format!(
+                    "{} Only `cd` and `pwd` work until the session leaves it (or pass `cwd`).",
+                    session_failure(e).detail
+                ));
+                self.session.stored()
+            }
+            Err(e) => return Err(session_failure(e)),
+        };
+        // The policy builds stage arguments relative to the session directory as an absolute
+        // path (lexical work only); every operation the server itself does uses `cwd_rel`.
+        let cwd = session::absolute(&self.guard, &cwd_rel);
+        let cx = policy::PolicyContext {
+            guard: &self.guard,
+            cwd: &cwd,
+            tools: &self.tools,
+        };
+        // The stage as written names the step of a built-in (`ls -la src`, `cd ..`).
+        let written = |name| {
+            stages
+                .first()
+                .map_or(name, |s: &plan::Stage| s.text.as_str())
+        };
+        match policy::check(&stages, &cx)? {
+            Plan::Pwd => {
+                let text = format!("{}\n", cwd.display());
+                let step = builtin_step(written("pwd"), text.len() as u64, false, started);
+                Ok(success(text, vec![step], Value::Null, ""))
+            }
+            Plan::Cd(dir) => {
+                let rel = self.relative_of(&dir)?;
+                self.session
+                    .change(&self.guard, &rel)
+                    .map_err(session_failure)?;
+                let step = builtin_step(written("cd"), 0, false, started);
+                Ok(success(String::new(), vec![step], Value::Null, ""))
+            }
+            Plan::BuiltinLs { target, all, long } => {
+                let rel = self.relative_of(&target)?;
+                let listing =
+                    listing::list(self.guard.workspace(), &rel, all, long).map_err(|e| {
+                        let shown = workspace::guard::display_relative(&rel);
+                        let mut f = Failure::new(
+                            EXEC_FAILED,
+                            "NONZERO_EXIT",
+                            format!("ls: cannot list '{shown}': {e}."),
+                            "Check the path with `ls` on its directory.",
+                        );
+                        f.token = Some(shown);
+                        f.extra.insert("exit_code".into(), json!(2));
+                        f
+                    })?;
+                let (text, cut) = capped_text(listing.as_bytes(), self.options.max_output_bytes);
+                let step = builtin_step(written("ls"), text.len() as u64, cut, started);
+                Ok(success(text, vec![step], Value::Null, ""))
+            }
+            Plan::Pipeline(steps) => self.run_pipeline(&steps, &stages, confirmed, ctx),
+        }
+    }
+
+    fn run_pipeline(
+        &self,
+        steps: &[Step],
+        stages: &[plan::Stage],
+        confirmed: bool,
+        ctx: &CallContext,
+    ) -> Result<Value, Failure> {
+        // 0 is "no limit" for both, as for the call's own --timeout.
+        let timeout =
+            (self.options.timeout_secs > 0).then(|| Duration::from_secs(self.options.timeout_secs));
+        let memory = (self.options.stage_memory > 0).then_some(self.options.stage_memory);
+        let limits = ExecLimits {
+            timeout,
+            output_cap: self.options.max_output_bytes,
+            stderr_cap: STDERR_CAP,
+            tee_limit: self.options.max_write_bytes,
+            stage: StageLimits::new(memory, timeout),
+        };
+        let run = exec::run(steps, self.guard.workspace(), &limits, ctx).map_err(|e| {
+            if workspace::is_swap(&e.source) {
+                // The stage's directory turned into a symlink after the checks: nothing ran.
+                return Failure::new(
+                    GUARD_VIOLATION,
+                    "PATH_ESCAPE",
+                    format!("'{}' was not started: {}.", e.command, e.source),
+                    SWAPPED_SUGGESTION,
+                )
+                .with_token(e.command.to_string());
+            }
+            let mut f = Failure::new(
+                EXEC_FAILED,
+                "SPAWN_FAILED",
+                e.to_string(),
+                "The command is installed but could not be started; check `filesystem --legacy-pipe --help` for missing commands.",
+            );
+            f.token = Some(e.command.to_string());
+            f
+        })?;
+        let steps_json: Vec<Value> = run
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, meta)| {
+                // The policy makes one step of each stage; the name is only a fallback.
+                let text = stages.get(i).map_or(meta.command.as_str(), |s| &s.text);
+                step_json(meta, text)
+            })
+            .collect();
+        let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+        let stderr: String = run.stderr.iter().map(|(_, s)| s.as_str()).collect();
+        let partial = |tee: Value| {
+            let mut m = Map::new();
+            m.insert("stdout".into(), json!(stdout));
+            m.insert("meta".into(), json!({"steps": steps_json, "tee": tee}));
+            m
+        };
+        match run.outcome {
+            Outcome::Timeout(limit) => {
+                let limit = limit.or(timeout).map_or("its time limit".to_string(), |l| {
+                    format!("{} s", l.as_secs_f64())
+                });
+                let mut f = Failure::new(
+                    EXEC_FAILED,
+                    "TIMEOUT",
+                    format!("the pipeline ran longer than {limit} and was stopped; nothing was written."),
+                    "Narrow the input (head, tail -n, a more specific rg pattern or path) and run it again.",
+                );
+                f.extra.insert("limit".into(), json!(Limit::Time.as_str()));
+                f.partial = partial(Value::Null);
+                return Err(f);
+            }
+            Outcome::Cancelled => {
+                let mut f = Failure::new(
+                    EXEC_FAILED,
+                    "CANCELLED",
+                    "the call was cancelled by the client; every stage was stopped and nothing was written.",
+                    "Run it again if it is still needed.",
+                );
+                f.partial = partial(Value::Null);
+                return Err(f);
+            }
+            Outcome::ResourceLimit {
+                step,
+                command,
+                limit,
+                stderr,
+            } => {
+                let first_line = stderr.lines().next().unwrap_or("").trim();
+                let said = if first_line.is_empty() {
+                    String::new()
+                } else {
+                    format!(" It said: {first_line}")
+                };
+                let mut f = Failure::new(
+                    EXEC_FAILED,
+                    "RESOURCE_LIMIT",
+                    format!(
+                        "'{}' (stage {} of {}) was stopped: {}. Nothing was written.{said}",
+                        command.as_str(),
+                        step + 1,
+                        steps.len(),
+                        limit.what(memory),
+                    ),
+                    limit.suggestion(),
+                );
+                f.token = Some(command.as_str().to_string());
+                f.extra.insert("limit".into(), json!(limit.as_str()));
+                f.extra.insert("stage".into(), json!(step + 1));
+                if let Some(m) = memory.filter(|_| matches!(limit, Limit::Memory | Limit::FileSize))
+                {
+                    f.extra.insert("limit_bytes".into(), json!(m));
+                }
+                f.extra.insert("stderr".into(), json!(stderr));
+                f.partial = partial(Value::Null);
+                return Err(f);
+            }
+            Outcome::Completed | Outcome::NonZeroExit(_) => {}
+        }
+        let reports = self.commit_tees(&run, confirmed)?;
+        let tee_json = TeeReport::merged_json(&reports);
+        if let Outcome::NonZeroExit(code) = run.outcome {
+            let last = run
+                .steps
+                .last()
+                .map(|m| m.command.as_str())
+                .unwrap_or("pipeline");
+            let first_line = run.last_stderr.lines().next().unwrap_or("").trim();
+            let mut f = Failure::new(
+                EXEC_FAILED,
+                "NONZERO_EXIT",
+                if first_line.is_empty() {
+                    format!("'{last}' exited with status {code}.")
+                } else {
+                    format!("'{last}' exited with status {code}: {first_line}")
+                },
+                "Read the stderr, fix the arguments of the failing stage and run it again.",
+            );
+            f.token = Some(last.to_string());
+            f.extra.insert("exit_code".into(), json!(code));
+            f.extra.insert("stderr".into(), json!(run.last_stderr));
+            f.partial = partial(tee_json);
+            return Err(f);
+        }
+        Ok(success(
+            stdout.clone(),
+            steps_json.clone(),
+            tee_json,
+            &stderr,
+        ))
+    }
+
+    /// Passes every tee through the approval gate, then writes them all: a refused gate leaves
+    /// every file (and mirror) untouched.
+    fn commit_tees(&self, run: &RunResult, confirmed: bool) -> Result<Vec<TeeReport>, Failure> {
+        let limits = self.limits();
+        let relative = |capture: &exec::TeeCapture| {
+            capture
+                .targets
+                .iter()
+                .map(|t| tee::relative_target(&self.guard, t))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_failure())
+        };
+        for capture in run.tees.iter().filter(|c| !c.targets.is_empty()) {
+            let targets = relative(capture)?;
+            let first = targets
+                .first()
+                .map(|t| workspace::guard::display_relative(t))
+                .unwrap_or_default();
+            tee::gate(capture.total, confirmed, &limits, &first).map_err(|e| e.to_failure())?;
+        }
+        let mut reports = Vec::new();
+        for capture in run.tees.iter().filter(|c| !c.targets.is_empty()) {
+            let mode = if capture.append {
+                TeeMode::Append
+            } else {
+                TeeMode::Overwrite
+            };
+            let report = tee::commit(
+                self.guard.workspace(),
+                &relative(capture)?,
+                &capture.data,
+                mode,
+                capture.truncated,
+            )
+            .map_err(|e| e.to_failure())?;
+            reports.push(report);
+        }
+        Ok(reports)
+    }
+
+    fn write(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &CallContext,
+        log: &mut CallLog,
+    ) -> Result<Value, Failure> {
+        let started = Instant::now();
+        let a = Args(args);
+        check_unknown(&a, &["path", "content", "append", "confirm_oversize"])?;
+        let path = a.str("path").map_err(bad_argument)?;
+        let content = a.str("content").map_err(bad_argument)?;
+        let append = a.opt_bool("append").map_err(bad_argument)?.unwrap_or(false);
+        let confirmed = a
+            .opt_bool("confirm_oversize")
+            .map_err(bad_argument)?
+            .unwrap_or(false);
+
+        let current = self
+            .session
+            .current(&self.guard, None)
+            .map_err(session_failure)?;
+        log.note = current.fallback.as_ref().map(session::Fallback::note);
+        let cwd_rel = current.relative;
+        // Joined to the root-relative session directory (an absolute `path` replaces it), so
+        // every refusal quotes a root-relative path or the caller's own, never the host's.
+        let joined = cwd_rel.join(path);
+        let resolved = self
+            .guard
+            .resolve_for_change(&joined.to_string_lossy())
+            .map_err(|e| guard_failure(&e, path))?;
+        let shown = resolved.display();
+        let write = DirectWrite {
+            content,
+            append,
+            confirmed,
+            started,
+        };
+        self.write_content(&[resolved.relative], &shown, &write, ctx)
+    }
+
+    /// The last part of every direct write (shelpa_write, shelpa_tee), shared with the tees of a
+    /// pipeline: the approval gate on the whole content, the cut at the hard limit, then
+    /// [`tee::commit`] (the write and its `.shelpa/` mirror). `targets` are root-relative and
+    /// already checked; `shown` names the first one in a refusal. A call cancelled or out of time
+    /// by then writes nothing.
+    fn write_content(
+        &self,
+        targets: &[std::path::PathBuf],
+        shown: &str,
+        write: &DirectWrite<'_>,
+        ctx: &CallContext,
+    ) -> Result<Value, Failure> {
+        let limits = self.limits();
+        let bytes = write.content.as_bytes();
+        tee::gate(bytes.len() as u64, write.confirmed, &limits, shown)
+            .map_err(|e| e.to_failure())?;
+        let truncated = bytes.len() > limits.hard_limit;
+        let data = &bytes[..bytes.len().min(limits.hard_limit)];
+        ctx.check().map_err(stopped_write)?;
+        let mode = if write.append {
+            TeeMode::Append
+        } else {
+            TeeMode::Overwrite
+        };
+        let report = tee::commit(self.guard.workspace(), targets, data, mode, truncated)
+            .map_err(|e: TeeError| e.to_failure())?;
+        let step = builtin_step("tee", data.len() as u64, truncated, write.started);
+        Ok(success(
+            String::new(),
+            vec![step],
+            TeeReport::merged_json(&[report]),
+            "",
+        ))
+    }
+
+    /// shelpa_tee: `content` written to `paths` as the stage `tee [-a] -- PATH…` would write its
+    /// input. The targets go through the policy as that stage (the same guard and target checks
+    /// as a tee typed into shelpa_pipe: no globs, no symlink/directory/special targets, no append
+    /// through a hard link, nothing protected), then through [`Self::write_content`]. The stage is
+    /// built from words, never from a string, so no quoting of a path can change its meaning;
+    /// `--` keeps a path that starts with `-` a path.
+    fn tee_tool(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &CallContext,
+        log: &mut CallLog,
+    ) -> Result<Value, Failure> {
+        let started = Instant::now();
+        let a = Args(args);
+        check_unknown(&a, &["content", "paths", "append", "confirm_oversize"])?;
+        let content = a.str("content").map_err(bad_argument)?;
+        let paths = tee_paths(args)?;
+        let append = a.opt_bool("append").map_err(bad_argument)?.unwrap_or(false);
+        let confirmed = a
+            .opt_bool("confirm_oversize")
+            .map_err(bad_argument)?
+            .unwrap_or(false);
+
+        let word = |text: &str| plan::Word {
+            text: text.to_string(),
+            quoted: true,
+            glob_chars: Vec::new(),
+        };
+        let mut words = vec![word("tee")];
+        if append {
+            words.push(word("-a"));
+        }
+        words.push(word("--"));
+        words.extend(paths.iter().map(|p| word(p)));
+        // What a model would have typed for the same write, for messages that quote the stage.
+        let text = shell_words::join(words.iter().map(|w| w.text.as_str()));
+        let stages = [plan::Stage { words, text }];
+
+        let current = self
+            .session
+            .current(&self.guard, None)
+            .map_err(session_failure)?;
+        log.note = current.fallback.as_ref().map(session::Fallback::note);
+        let cwd = session::absolute(&self.guard, &current.relative);
+        let cx = policy::PolicyContext {
+            guard: &self.guard,
+            cwd: &cwd,
+            tools: &self.tools,
+        };
+        let targets = match policy::check(&stages, &cx)? {
+            Plan::Pipeline(steps) => match steps.as_slice() {
+                [Step::Tee { targets, .. }] => targets.clone(),
+                _ => return Err(not_a_tee()),
+            },
+            _ => return Err(not_a_tee()),
+        };
+        let relative = targets
+            .iter()
+            .map(|t| self.relative_of(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        let shown = relative
+            .first()
+            .map(|t| workspace::guard::display_relative(t))
+            .unwrap_or_default();
+        let write = DirectWrite {
+            content,
+            append,
+            confirmed,
+            started,
+        };
+        self.write_content(&relative, &shown, &write, ctx)
+    }
+
+    /// shelpa: one navigation command (`cd`, `pwd`, `ls`) on its own, run by the same code as
+    /// through shelpa_pipe. A pipeline, or any other command, is refused before anything runs
+    /// and pointed at shelpa_pipe.
+    fn navigate(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &CallContext,
+        log: &mut CallLog,
+    ) -> Result<Value, Failure> {
+        let a = Args(args);
+        check_unknown(&a, &["command"])?;
+        let command = a.str("command").map_err(bad_argument)?;
+        let stages = parse::parse(command)?;
+        let first = |s: &plan::Stage| s.words.first().map(|w| w.text.clone()).unwrap_or_default();
+        if stages.len() > 1 {
+            return Err(plan::Refusal::new(
+                plan::GuardReason::NavInPipeline,
+                stages.first().map(first).unwrap_or_default(),
+                "shelpa runs one navigation command (cd, pwd or ls) on its own, not a pipeline.",
+                "Send pipelines to shelpa_pipe.",
+            )
+            .into());
+        }
+        let name = stages.first().map(first).unwrap_or_default();
+        if !NAVIGATION_COMMANDS.contains(&name.as_str()) {
+            return Err(plan::Refusal::new(
+                plan::GuardReason::DisallowedCmd,
+                name.as_str(),
+                format!("shelpa runs only cd, pwd and ls; '{name}' is not a navigation command."),
+                "Run other commands with shelpa_pipe.",
+            )
+            .into());
+        }
+        self.pipe(args, ctx, log)
+    }
+}
+
+/// A direct write's request (shelpa_write, shelpa_tee): the bytes, the mode, the approval, and
+/// when the call started (for the step's `execution_time_ms`).
+struct DirectWrite<'a> {
+    content: &'a str,
+    append: bool,
+    confirmed: bool,
+    started: Instant,
+}
+
+/// A direct write stopped before its commit: nothing was written, in the pipe's own words.
+fn stopped_write(stop: mcp_core::toolset::Stop) -> Failure {
+    let (reason, suggestion) = match stop {
+        mcp_core::toolset::Stop::Cancelled => ("CANCELLED", "Run it again if it is still needed."),
+        mcp_core::toolset::Stop::TimedOut(_) => (
+            "TIMEOUT",
+            "Run it again; if it keeps timing out, raise --timeout.",
+        ),
+    };
+    Failure::new(
+        EXEC_FAILED,
+        reason,
+        format!("{stop}; nothing was written."),
+        suggestion,
+    )
+}
+
+/// What the shelpa tool runs.
+const NAVIGATION_COMMANDS: [&str; 3] = ["cd", "pwd", "ls"];
+
+/// shelpa_tee's `paths`: a non-empty array of strings (a lone string is refused with the fix, so
+/// a model learns the declared shape rather than a tolerated one).
+fn tee_paths(args: &Map<String, Value>) -> Result<Vec<String>, Failure> {
+    let bad = |problem: &str| {
+        bad_argument(mcp_core::toolset::ArgError::BadValue {
+            name: "paths".into(),
+            problem: problem.into(),
+        })
+    };
+    match args.get("paths") {
+        None => Err(bad_argument(mcp_core::toolset::ArgError::Missing(
+            "paths".into(),
+        ))),
+        Some(Value::Array(items)) if items.is_empty() => {
+            Err(bad("must name at least one file, e.g. [\"out.txt\"]"))
+        }
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| bad("must be an array of strings, e.g. [\"out.txt\"]"))
+            })
+            .collect(),
+        Some(_) => Err(bad("must be an array of strings, e.g. [\"out.txt\"]")),
+    }
+}
+
+/// The policy turned shelpa_tee's stage into something other than one tee step: cannot happen
+/// (the stage is built as `tee …`), answered rather than trusted.
+fn not_a_tee() -> Failure {
+    Failure::new(
+        EXEC_FAILED,
+        "WRITE_FAILED",
+        "the targets could not be checked as a tee stage.",
+        "Use shelpa_pipe with `... | tee FILE` instead.",
+    )
+}

@@ -1,0 +1,361 @@
+//! Which face shelpa shows: the surface the design notes record (`--surface original`, the
+//! default) or this reconstruction's rewritten texts (`--surface modern`), and which of the tool
+//! sets shelpa had over its life (`--shelpa-tools pipe|help|all`).
+//!
+//! Why it exists: adoption studies compare how models take to an interface. An interface whose
+//! names, descriptions and help were rewritten is a different interface, so the one that was
+//! retired must be reproducible as it was. Only texts, names and the set of tools change between
+//! surfaces; every tool runs the same code in both (same policy, same guard, same results).
+//!
+//! # What is recorded and what is reconstructed
+//!
+//! The notes are public articles (see README, "shelpa's original surface"); the copies reachable
+//! here hold each article's opening only. Recorded verbatim and used as such:
+//!
+//! - the help's first eight lines, up to "cwd defaults to the workspace root if no";
+//! - the descriptions `Execute a virtual pipeline string or navigation command` (shelpa_pipe) and
+//!   `Execute a virtual safety tee (auto guard, save override history)` (shelpa_write), as
+//!   issue #14 quotes them from the notes;
+//! - the server name `shelpa-mcp`, the four tool names and their roles, the whitelist
+//!   (`pipeline_cmds`, with the three companion tools) and the navigation list (`nav_cmds`).
+//!
+//! Reconstructed, in the recorded style, and marked `RECONSTRUCTED` below: the rest of the help
+//! (the end of the cwd line and the sections the issue names: Tools, "Allowed pipeline commands",
+//! "Navigation commands (single-stage only)", "Pipes only. No redirects…", the `CRITICAL:`
+//! lines), every property description, and the descriptions of shelpa_tee and shelpa.
+//!
+//! # Reconstruction choices
+//!
+//! - The recorded help is the text of the two-tool version (`help`, the default). It is served
+//!   unchanged with every set, so under `pipe` it still names shelpa_write and under `all` it
+//!   does not name shelpa_tee or shelpa; `--help` says after its separator which tools are served.
+//! - The help and the instructions keep the recorded words where this reconstruction differs:
+//!   "cwd defaults to the workspace root" (here: the session directory, which is the root until a
+//!   `cd`), the companion tools in the whitelist (here: `MISSING_TOOL`), and `ls` (listed as a
+//!   pipeline command, as recorded after its reclassification; alone it is also the built-in
+//!   listing).
+//! - Tool titles: the recorded definitions have none; the original surface sets each tool's
+//!   title to its name, which is what clients show when a title is absent. Annotations and
+//!   output schemas are the same in both surfaces: they describe behaviour, which is shared.
+//! - shelpa_tee takes `content`, `paths` (one or more files, as `tee` takes several), `append`
+//!   and `confirm_oversize`; it is checked exactly as a `tee` stage is (the policy's target
+//!   checks), then passes the same approval gate and the same commit (write plus `.shelpa/`
+//!   mirror) as pipeline tees and shelpa_write. Like shelpa_write it returns empty stdout.
+//! - shelpa takes `command`: `cd DIR`, `pwd` or `ls …` alone, run by the same code as through
+//!   shelpa_pipe; a pipeline is refused `NAV_IN_PIPELINE` and any other command
+//!   `DISALLOWED_CMD`, both pointing to shelpa_pipe.
+
+use serde_json::{json, Value};
+
+use mcp_core::toolset::{Effects, ToolDef};
+
+/// The two surfaces (`--surface`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Surface {
+    /// The names, descriptions, help and server name the design notes record.
+    #[default]
+    Original,
+    /// This reconstruction's own, rewritten texts.
+    Modern,
+}
+
+/// The tool sets shelpa had (`--shelpa-tools`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ShelpaTools {
+    /// shelpa_pipe alone: the first version.
+    Pipe,
+    /// shelpa_pipe and shelpa_write: the two tools the recorded help lists.
+    #[default]
+    Help,
+    /// shelpa_pipe, shelpa_tee, shelpa_write and shelpa: every tool the notes name.
+    All,
+}
+
+impl ShelpaTools {
+    /// The tool names of the set, in the order `tools/list` gives them.
+    pub fn names(self) -> &'static [&'static str] {
+        match self {
+            ShelpaTools::Pipe => &[PIPE],
+            ShelpaTools::Help => &[PIPE, WRITE],
+            ShelpaTools::All => &[PIPE, TEE, WRITE, NAV],
+        }
+    }
+
+    /// The flag's spelling (`pipe`, `help`, `all`), for help texts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShelpaTools::Pipe => "pipe",
+            ShelpaTools::Help => "help",
+            ShelpaTools::All => "all",
+        }
+    }
+}
+
+/// Pipelines and navigation.
+pub const PIPE: &str = "shelpa_pipe";
+/// File writes through tee.
+pub const TEE: &str = "shelpa_tee";
+/// Direct write, a tee wrapper.
+pub const WRITE: &str = "shelpa_write";
+/// Navigation: cd, pwd, ls alone.
+pub const NAV: &str = "shelpa";
+
+/// The server name (`serverInfo.name`) shelpa announced.
+pub const ORIGINAL_SERVER_NAME: &str = "shelpa-mcp";
+
+/// The help text, printed by `--help` and sent as the `instructions` of `initialize` in the
+/// original surface. Lines 1–8 up to "if no" are recorded verbatim; the rest is RECONSTRUCTED
+/// from the section titles the notes give (see the module documentation). Golden-tested.
+pub const RECORDED_HELP: &str = "\
+shelpa-mcp (MCP stdio server)
+Usage:
+  shelpa-mcp [--root <ROOT>] [--help]
+Notes:
+  - This binary speaks MCP over stdio. It does not serve HTTP.
+  - Use your MCP client to call tools below.
+  - --root sets the workspace root directory for all tool calls.
+  - cwd defaults to the workspace root if not provided.
+Tools:
+  - shelpa_pipe: Execute a virtual pipeline string or navigation command
+  - shelpa_write: Execute a virtual safety tee (auto guard, save override history)
+Allowed pipeline commands:
+  tail, rg, awk, sed, tr, jq, wc, tee, fd, ls, head, sort, ctree_check, ctree_generate, serena_find_symbol
+Navigation commands (single-stage only):
+  pwd, cd
+Pipes only. No redirects (>, >>, <), no command chaining (;, &&, ||), no subshells.
+CRITICAL: Never use standard file editing tools (write_file, edit_file) on this workspace.
+CRITICAL: Write files only with shelpa_pipe (... | tee FILE) or shelpa_write, so every write is mirrored to .shelpa/.
+";
+
+/// The line `--help` prints between the recorded text and what only this machine can say
+/// (missing commands, the kernel's fence): everything above it is fixed and golden-tested,
+/// everything below it may differ between machines.
+pub const STATUS_SEPARATOR: &str =
+    "---- this reconstruction, on this machine (not part of the recorded help) ----";
+
+/// The input schema of shelpa_pipe: the same properties in both surfaces (the calls are parsed
+/// by one function), described in the surface's words.
+fn pipe_input(surface: Surface) -> Value {
+    let (command, cwd, confirm) = match surface {
+        Surface::Modern => (
+            "e.g. tail -n 100 app.log | rg ERROR | awk '{print $3}' | sort -u",
+            "run in this directory for this call only (relative to the workspace root, or absolute inside it); the session directory is unchanged",
+            "allow a tee write larger than the approval threshold",
+        ),
+        // RECONSTRUCTED: the recorded definition's property descriptions are not retrievable.
+        Surface::Original => (
+            "Pipeline string (commands joined by |) or a navigation command (cd, pwd)",
+            "Working directory for this call, relative to the workspace root",
+            "Approve a tee write larger than the guard threshold",
+        ),
+    };
+    json!({
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": command},
+            "cwd": {"type": "string", "description": cwd},
+            "confirm_oversize": {"type": "boolean", "description": confirm}
+        },
+        "required": ["command"]
+    })
+}
+
+fn write_input(surface: Surface) -> Value {
+    let (path, content, append, confirm) = match surface {
+        Surface::Modern => (
+            "file to write, relative to the session directory",
+            None,
+            "add to the end instead of replacing",
+            "allow a write larger than the approval threshold",
+        ),
+        // RECONSTRUCTED.
+        Surface::Original => (
+            "File path, relative to cwd",
+            Some("Content to write"),
+            "Append instead of overwrite",
+            "Approve a write larger than the guard threshold",
+        ),
+    };
+    let mut content_schema = json!({"type": "string"});
+    if let Some(text) = content {
+        content_schema["description"] = json!(text);
+    }
+    json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": path},
+            "content": content_schema,
+            "append": {"type": "boolean", "description": append},
+            "confirm_oversize": {"type": "boolean", "description": confirm}
+        },
+        "required": ["path", "content"]
+    })
+}
+
+fn tee_input(surface: Surface) -> Value {
+    let (content, paths, append, confirm) = match surface {
+        Surface::Modern => (
+            "the bytes tee writes (its input)",
+            "the files, as tee FILE… names them: relative to the session directory",
+            "add to the end of every file instead of replacing it (tee -a)",
+            "allow a write larger than the approval threshold",
+        ),
+        // RECONSTRUCTED.
+        Surface::Original => (
+            "Content piped into tee",
+            "Target file paths, relative to cwd",
+            "Append (tee -a) instead of overwrite",
+            "Approve a write larger than the guard threshold",
+        ),
+    };
+    json!({
+        "type": "object",
+        "properties": {
+            "content": {"type": "string", "description": content},
+            "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": paths},
+            "append": {"type": "boolean", "description": append},
+            "confirm_oversize": {"type": "boolean", "description": confirm}
+        },
+        "required": ["content", "paths"]
+    })
+}
+
+fn nav_input(surface: Surface) -> Value {
+    let command = match surface {
+        Surface::Modern => "cd DIR, pwd, or ls [-a] [-l] [PATH], on its own",
+        // RECONSTRUCTED.
+        Surface::Original => "Navigation command: cd <DIR>, pwd or ls",
+    };
+    json!({
+        "type": "object",
+        "properties": {"command": {"type": "string", "description": command}},
+        "required": ["command"]
+    })
+}
+
+/// Writes files: may replace what was there.
+const WRITES: Effects = Effects {
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+};
+
+/// Navigation changes no file, but `cd` with a relative path moves on every call.
+const NAVIGATES: Effects = Effects {
+    read_only: true,
+    destructive: false,
+    idempotent: false,
+};
+
+/// The tools of `set` in `surface`'s words. `output` is the shared output schema (stdout, meta
+/// with steps and tee), identical for every tool and surface.
+pub fn definitions(surface: Surface, set: ShelpaTools, output: &Value) -> Vec<ToolDef> {
+    set.names()
+        .iter()
+        .map(|name| definition(surface, name, output))
+        .collect()
+}
+
+fn definition(surface: Surface, name: &str, output: &Value) -> ToolDef {
+    let (title, description, input, effects) = match (name, surface) {
+        (PIPE, Surface::Modern) => (
+            "Run a pipeline",
+            "Run a command line in the workspace: whitelisted commands (tail rg awk sed tr jq wc tee fd ls head sort) joined by `|`, or `cd DIR` / `pwd` / `ls` alone. No shell: no redirections, `;`, `&&`. Save output with `tee FILE` or `tee -a FILE`; writes over 2 KiB need confirm_oversize.",
+            pipe_input(surface),
+            WRITES,
+        ),
+        (PIPE, Surface::Original) => (
+            PIPE,
+            "Execute a virtual pipeline string or navigation command",
+            pipe_input(surface),
+            WRITES,
+        ),
+        (WRITE, Surface::Modern) => (
+            "Write a file (through tee)",
+            "Write `content` to a file in the workspace (overwrite atomically, or append with append: true), through the same checks and audit mirror as tee. Writes over 2 KiB need confirm_oversize.",
+            write_input(surface),
+            WRITES,
+        ),
+        (WRITE, Surface::Original) => (
+            WRITE,
+            "Execute a virtual safety tee (auto guard, save override history)",
+            write_input(surface),
+            WRITES,
+        ),
+        (TEE, Surface::Modern) => (
+            "Write files through tee",
+            "Write `content` to one or more files exactly as `… | tee FILE…` would (overwrite atomically, or append with append: true): the same target checks, approval gate and .shelpa/ audit mirror. Writes over 2 KiB need confirm_oversize.",
+            tee_input(surface),
+            WRITES,
+        ),
+        // RECONSTRUCTED from the role the notes give ("File writing (via tee)").
+        (TEE, Surface::Original) => (
+            TEE,
+            "Execute a virtual tee: write content to files (auto guard, save override history)",
+            tee_input(surface),
+            WRITES,
+        ),
+        (NAV, Surface::Modern) => (
+            "Navigate",
+            "Run one navigation command on its own: `cd DIR` (the directory persists between calls), `pwd`, or `ls [-a] [-l] [PATH]`. Pipelines go to shelpa_pipe.",
+            nav_input(surface),
+            NAVIGATES,
+        ),
+        // RECONSTRUCTED from the role the notes give ("Navigation (cd, pwd)").
+        (NAV, Surface::Original) => (
+            NAV,
+            "Execute a navigation command (cd, pwd, ls) as a single stage",
+            nav_input(surface),
+            NAVIGATES,
+        ),
+        // `names()` yields only the four names above.
+        (other, _) => (other, "", json!({"type": "object"}), WRITES),
+    };
+    ToolDef {
+        name: name.to_string(),
+        title: title.to_string(),
+        description: description.to_string(),
+        input_schema: input,
+        output_schema: Some(output.clone()),
+        effects,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_set_and_surface_defines_each_named_tool_with_a_description() {
+        for surface in [Surface::Original, Surface::Modern] {
+            for set in [ShelpaTools::Pipe, ShelpaTools::Help, ShelpaTools::All] {
+                let defs = definitions(surface, set, &json!({"type": "object"}));
+                let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
+                assert_eq!(names, set.names());
+                assert!(defs.iter().all(|d| !d.description.is_empty()));
+            }
+        }
+    }
+
+    #[test]
+    fn both_surfaces_take_the_same_arguments() {
+        let props = |v: Value| {
+            let mut keys: Vec<String> = v["properties"]
+                .as_object()
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default();
+            keys.sort();
+            (keys, v["required"].clone())
+        };
+        for f in [pipe_input, write_input, tee_input, nav_input] {
+            assert_eq!(props(f(Surface::Original)), props(f(Surface::Modern)));
+        }
+    }
+
+    #[test]
+    fn the_recorded_opening_is_kept_verbatim() {
+        let recorded = "shelpa-mcp (MCP stdio server)\nUsage:\n  shelpa-mcp [--root <ROOT>] [--help]\nNotes:\n  - This binary speaks MCP over stdio. It does not serve HTTP.\n  - Use your MCP client to call tools below.\n  - --root sets the workspace root directory for all tool calls.\n  - cwd defaults to the workspace root if no";
+        assert!(RECORDED_HELP.starts_with(recorded));
+        assert!(!RECORDED_HELP.contains(STATUS_SEPARATOR));
+    }
+}
