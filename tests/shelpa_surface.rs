@@ -36,7 +36,7 @@ Notes:
   - --root sets the workspace root directory for all tool calls.
   - cwd defaults to the workspace root if no";
 
-/// The separator between the recorded help and the machine's status (see `legacy/surface.rs`).
+/// The separator between the recorded help and the machine's status (see `legacy/src/surface.rs`).
 const SEPARATOR: &str =
     "---- this reconstruction, on this machine (not part of the recorded help) ----";
 

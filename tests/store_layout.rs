@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_filesystem");
 
-/// The conversion's test hook (see `src/history/convert.rs`).
+/// The conversion's test hook (see `crates/workspace/src/history/convert.rs`).
 const STOP_AFTER: &str = "FILESYSTEM_TEST_CONVERSION_STOP_AFTER";
 
 fn workspace() -> (tempfile::TempDir, PathBuf) {
