@@ -1,0 +1,278 @@
+//! A tiny toolset and a session driver for the core's unit tests.
+//!
+//! The core's tests pin the exact bytes a client receives, so they run the real server loop
+//! ([`serve`]) in-process over byte buffers and pipes, with tools that do nothing but what a test
+//! needs: answer, fail, or wait to be cancelled. Integration tests elsewhere start the binary
+//! with the real toolsets; these stay below the toolsets, where the protocol is decided.
+
+use std::io::{self, BufReader, Cursor, Write};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::server::{serve, ServerConfig};
+use crate::toolset::{CallContext, Effects, ToolDef, ToolOutput, Toolset};
+
+/// Three tools: `echo` (returns its `text`, with structured content), `fail` (a tool error) and
+/// `wait` (says it has started, then runs until cancelled or out of time).
+pub struct Tiny {
+    started: Mutex<Option<mpsc::Sender<()>>>,
+}
+
+impl Tiny {
+    /// The toolset, and a receiver that hears each time `wait` starts running.
+    pub fn new() -> (Self, mpsc::Receiver<()>) {
+        let (tx, rx) = mpsc::channel();
+        (
+            Tiny {
+                started: Mutex::new(Some(tx)),
+            },
+            rx,
+        )
+    }
+}
+
+fn tool(name: &str, effects: Effects) -> ToolDef {
+    ToolDef {
+        name: name.into(),
+        title: name.to_uppercase(),
+        description: format!("the {name} tool"),
+        input_schema: json!({"type": "object"}),
+        output_schema: (name == "echo").then(|| json!({"type": "object"})),
+        effects,
+    }
+}
+
+impl Toolset for Tiny {
+    fn mode(&self) -> String {
+        "tiny".into()
+    }
+
+    fn instructions(&self) -> String {
+        "Tools for tests.".into()
+    }
+
+    fn tools(&self) -> Vec<ToolDef> {
+        vec![
+            tool("echo", Effects::READ_ONLY),
+            tool("fail", Effects::default()),
+            tool("wait", Effects::READ_ONLY),
+        ]
+    }
+
+    fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput {
+        match name {
+            "echo" => {
+                let text = args.get("text").and_then(Value::as_str).unwrap_or_default();
+                ToolOutput::structured(text, json!({ "echoed": text }))
+            }
+            "wait" => {
+                if let Some(tx) = self.started.lock().ok().and_then(|g| g.clone()) {
+                    let _ = tx.send(());
+                }
+                loop {
+                    if let Err(stop) = ctx.check() {
+                        return ToolOutput::stopped(stop, "wait");
+                    }
+                    thread::sleep(Duration::from_millis(1));
+                }
+            }
+            _ => ToolOutput::error("NotFound", "fail: nothing here"),
+        }
+    }
+}
+
+/// A writer the test keeps a handle on after the server has taken it.
+#[derive(Clone, Default)]
+pub struct SharedOutput(Arc<Mutex<Vec<u8>>>);
+
+impl SharedOutput {
+    /// Everything written so far, as text.
+    pub fn text(&self) -> String {
+        let bytes = self.0.lock().map(|b| b.clone()).unwrap_or_default();
+        String::from_utf8(bytes).expect("the server writes UTF-8")
+    }
+}
+
+impl Write for SharedOutput {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0
+            .lock()
+            .map_err(|_| io::Error::other("poisoned"))?
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The settings the tests run with: pages of two tools, no time limit.
+pub fn config() -> ServerConfig {
+    ServerConfig {
+        page_size: 2,
+        call_timeout: None,
+        ..ServerConfig::default()
+    }
+}
+
+/// Serves `input` (every message already written, then end of input) and returns the output.
+pub fn session(input: &str) -> String {
+    let (tools, _started) = Tiny::new();
+    let out = SharedOutput::default();
+    let result = serve(
+        Arc::new(tools),
+        config(),
+        None,
+        Cursor::new(input.as_bytes().to_vec()),
+        out.clone(),
+    );
+    assert!(result.is_ok(), "the session ended with {result:?}");
+    out.text()
+}
+
+/// The `initialize` request of a session opened with `revision`.
+pub fn initialize(revision: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{revision}","capabilities":{{}},"clientInfo":{{"name":"unit","version":"9"}}}}}}"#
+    ) + "\n"
+}
+
+/// Output lines after the first (the answer to `initialize`).
+pub fn after_initialize(output: &str) -> Vec<&str> {
+    output.lines().skip(1).collect()
+}
+
+/// A live session over a pipe: the test writes messages one at a time and can wait for a call
+/// to be running before it sends the next.
+pub struct Live {
+    input: Option<os_pipe::PipeWriter>,
+    /// Hears each time the `wait` tool starts.
+    pub started: mpsc::Receiver<()>,
+    output: SharedOutput,
+    server: thread::JoinHandle<io::Result<()>>,
+}
+
+impl Live {
+    /// Starts a server whose calls may run for at most `timeout` (a bound on a test that goes
+    /// wrong, not a measurement).
+    pub fn start(timeout: Duration) -> Self {
+        let (reader, writer) = os_pipe::pipe().expect("a pipe");
+        let (tools, started) = Tiny::new();
+        let output = SharedOutput::default();
+        let config = ServerConfig {
+            call_timeout: Some(timeout),
+            ..config()
+        };
+        let server = {
+            let output = output.clone();
+            thread::spawn(move || {
+                serve(
+                    Arc::new(tools),
+                    config,
+                    None,
+                    BufReader::new(reader),
+                    output,
+                )
+            })
+        };
+        Live {
+            input: Some(writer),
+            started,
+            output,
+            server,
+        }
+    }
+
+    /// Writes raw bytes to the server's input.
+    pub fn send(&mut self, text: &str) {
+        if let Some(input) = &mut self.input {
+            input.write_all(text.as_bytes()).expect("the server reads");
+        }
+    }
+
+    /// Ends the input, waits for the server to finish, and returns everything it wrote.
+    pub fn finish(mut self) -> String {
+        drop(self.input.take());
+        let result = self.server.join().expect("the server thread");
+        assert!(result.is_ok(), "the session ended with {result:?}");
+        self.output.text()
+    }
+}
+
+#[cfg(test)]
+mod scratch {
+    use super::*;
+    #[test]
+    fn dump() {
+        let init = |v: &str| initialize(v);
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"s","version":"2"}}"#;
+        let cases: Vec<(&str, String)> = vec![
+            ("init-2024", init("2024-11-05")),
+            ("init-2025-03", init("2025-03-26")),
+            ("init-2025-06", init("2025-06-18")),
+            ("init-2025-11", init("2025-11-25")),
+            ("init-2026", init("2026-07-28")),
+            ("init-unknown", init("1999-01-01")),
+            ("discover", r#"{"jsonrpc":"2.0","id":1,"method":"server/discover"}"#.to_string() + "\n"),
+            ("list-paging", init("2025-11-25") + r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"tools:2"}}
+{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"tools:9"}}
+"#),
+            ("list-2024", init("2024-11-05") + r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}
+"#),
+            ("list-stateless", format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{{{meta}}}}}\n")),
+            ("ping", init("2025-06-18") + r#"{"jsonrpc":"2.0","id":"p","method":"ping"}
+"#),
+            ("ping-stateless", format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{{meta}}}}}\n")),
+            ("ping-before-init", r#"{"jsonrpc":"2.0","id":1,"method":"ping"}
+"#.to_string()),
+            ("unknown", init("2025-06-18") + r#"{"jsonrpc":"2.0","id":1,"method":"resources/list"}
+"#),
+            ("before-init", r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}
+"#.to_string()),
+            ("malformed", init("2025-06-18") + r#"{"jsonrpc":"2.0","id":1
+{"jsonrpc":"2.0","id":2}
+{"jsonrpc":"2.0","id":null,"method":"ping"}
+"#),
+            ("batch", init("2025-03-26") + r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}},{"jsonrpc":"2.0","method":"notifications/progress"},{"jsonrpc":"2.0","id":3,"method":"initialize","params":{}}]
+[{"jsonrpc":"2.0","id":4,"method":"ping"}]
+[]
+"#),
+            ("batch-forbidden", init("2025-06-18") + r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]
+"#),
+            ("call", init("2025-06-18") + r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a\"b"}}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fail"}}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope"}}
+"#),
+            ("call-2024", init("2024-11-05") + r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}
+"#),
+            ("call-stateless", format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"x\"}},{meta}}}}}\n")),
+            ("meta-unsupported", r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2030-01-01"}}}
+{"jsonrpc":"2.0","id":2,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":5}}}
+"#.to_string()),
+            ("reinit", init("2025-06-18") + &init("2025-11-25")),
+            ("headers", "Content-Length: 46\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}".to_string()),
+        ];
+        for (name, input) in cases {
+            println!("=== {name}\n{}", session(&input));
+        }
+        let mut live = Live::start(Duration::from_secs(20));
+        live.send(&init("2025-06-18"));
+        live.send(
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait"}}
+"#,
+        );
+        live.started.recv().expect("started");
+        live.send(
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}
+{"jsonrpc":"2.0","id":8,"method":"ping"}
+"#,
+        );
+        println!("=== cancel\n{}", live.finish());
+    }
+}
