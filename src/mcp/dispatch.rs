@@ -353,3 +353,161 @@ fn stamp(mut result: Value, revision: Option<Revision>) -> Value {
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::mcp::testkit::{after_initialize, session, wire, STATELESS_META};
+
+    #[test]
+    fn tools_list_pages_by_cursor_and_refuses_a_cursor_it_did_not_give() {
+        let input = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"tools:2"}}
+{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"tools:9"}}
+{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"cursor":2}}
+"#;
+        assert_eq!(
+            after_initialize("2025-11-25", input),
+            wire(&[
+                r#"{"id":1,"jsonrpc":"2.0","result":{"nextCursor":"tools:2","tools":[{"annotations":{"idempotentHint":true,"openWorldHint":false,"readOnlyHint":true,"title":"ECHO"},"description":"the echo tool","inputSchema":{"type":"object"},"name":"echo","outputSchema":{"type":"object"},"title":"ECHO"},{"annotations":{"destructiveHint":false,"idempotentHint":false,"openWorldHint":false,"readOnlyHint":false,"title":"FAIL"},"description":"the fail tool","inputSchema":{"type":"object"},"name":"fail","title":"FAIL"}]}}"#,
+                r#"{"id":2,"jsonrpc":"2.0","result":{"tools":[{"annotations":{"idempotentHint":true,"openWorldHint":false,"readOnlyHint":true,"title":"WAIT"},"description":"the wait tool","inputSchema":{"type":"object"},"name":"wait","title":"WAIT"}]}}"#,
+                r#"{"error":{"code":-32602,"message":"invalid cursor \"tools:9\": pass back a nextCursor from a previous tools/list, or omit it to start over"},"id":3,"jsonrpc":"2.0"}"#,
+                r#"{"error":{"code":-32602,"message":"cursor must be a string"},"id":4,"jsonrpc":"2.0"}"#,
+            ]),
+        );
+    }
+
+    #[test]
+    fn tools_list_shows_only_the_fields_of_the_clients_revision() {
+        assert_eq!(
+            after_initialize(
+                "2024-11-05",
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n"
+            ),
+            wire(&[
+                r#"{"id":1,"jsonrpc":"2.0","result":{"nextCursor":"tools:2","tools":[{"description":"the echo tool","inputSchema":{"type":"object"},"name":"echo"},{"description":"the fail tool","inputSchema":{"type":"object"},"name":"fail"}]}}"#
+            ]),
+        );
+        let stateless =
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{{{STATELESS_META}}}}}\n");
+        assert_eq!(
+            session(&stateless),
+            wire(&[
+                r#"{"id":1,"jsonrpc":"2.0","result":{"cacheScope":"public","nextCursor":"tools:2","resultType":"complete","tools":[{"annotations":{"idempotentHint":true,"openWorldHint":false,"readOnlyHint":true,"title":"ECHO"},"description":"the echo tool","inputSchema":{"type":"object"},"name":"echo","outputSchema":{"type":"object"},"title":"ECHO"},{"annotations":{"destructiveHint":false,"idempotentHint":false,"openWorldHint":false,"readOnlyHint":false,"title":"FAIL"},"description":"the fail tool","inputSchema":{"type":"object"},"name":"fail","title":"FAIL"}],"ttlMs":60000}}"#
+            ]),
+        );
+    }
+
+    #[test]
+    fn ping_is_answered_in_every_state_and_stamped_for_stateless_clients() {
+        assert_eq!(
+            after_initialize(
+                "2025-06-18",
+                "{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"method\":\"ping\"}\n"
+            ),
+            wire(&[r#"{"id":"p","jsonrpc":"2.0","result":{}}"#]),
+        );
+        assert_eq!(
+            session("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n"),
+            wire(&[r#"{"id":1,"jsonrpc":"2.0","result":{}}"#]),
+        );
+        let stateless =
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{{STATELESS_META}}}}}\n");
+        assert_eq!(
+            session(&stateless),
+            wire(&[r#"{"id":1,"jsonrpc":"2.0","result":{"resultType":"complete"}}"#]),
+        );
+    }
+
+    #[test]
+    fn an_unknown_method_is_method_not_found_once_a_session_is_open() {
+        let input = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/list\"}\n";
+        assert_eq!(
+            after_initialize("2025-06-18", input),
+            wire(&[
+                r#"{"error":{"code":-32601,"message":"method 'resources/list' is not supported; this server offers tools only (tools/list, tools/call)"},"id":1,"jsonrpc":"2.0"}"#
+            ]),
+        );
+        // Before the session is open, it is told to open one first.
+        assert_eq!(
+            session(input),
+            wire(&[
+                r#"{"error":{"code":-32600,"message":"'resources/list' sent before initialize: open the session with an initialize request first (or, for protocol 2026-07-28, send the protocol version in each request's _meta)"},"id":1,"jsonrpc":"2.0"}"#
+            ]),
+        );
+    }
+
+    #[test]
+    fn malformed_messages_are_parse_errors_or_invalid_requests() {
+        let input = r#"{"jsonrpc":"2.0","id":1
+{"jsonrpc":"2.0","id":2}
+{"jsonrpc":"2.0","id":null,"method":"ping"}
+"just a string"
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":9,"result":{}}
+"#;
+        assert_eq!(
+            after_initialize("2025-06-18", input),
+            wire(&[
+                r#"{"error":{"code":-32700,"message":"not valid JSON: EOF while parsing an object at line 1 column 23"},"id":null,"jsonrpc":"2.0"}"#,
+                r#"{"error":{"code":-32600,"message":"a request needs a \"method\""},"id":2,"jsonrpc":"2.0"}"#,
+                r#"{"error":{"code":-32600,"message":"\"id\" must be a string or an integer (MCP forbids null ids)"},"id":null,"jsonrpc":"2.0"}"#,
+                r#"{"error":{"code":-32600,"message":"a JSON-RPC message must be an object"},"id":null,"jsonrpc":"2.0"}"#,
+            ]),
+        );
+    }
+
+    #[test]
+    fn a_batch_of_2025_03_26_is_answered_as_one_array_in_member_order() {
+        let batch = r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}},{"jsonrpc":"2.0","method":"notifications/progress"},{"jsonrpc":"2.0","id":3,"method":"initialize","params":{}}]
+"#;
+        assert_eq!(
+            after_initialize("2025-03-26", batch),
+            wire(&[
+                r#"[{"id":1,"jsonrpc":"2.0","result":{}},{"id":2,"jsonrpc":"2.0","result":{"content":[{"text":"hi","type":"text"}],"isError":false}},{"error":{"code":-32600,"message":"initialize must not be part of a batch"},"id":3,"jsonrpc":"2.0"}]"#
+            ]),
+        );
+        // Without calls it is answered by the reader, at once.
+        assert_eq!(
+            after_initialize(
+                "2025-03-26",
+                "[{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}]\n[]\n"
+            ),
+            wire(&[
+                r#"[{"id":4,"jsonrpc":"2.0","result":{}}]"#,
+                r#"{"error":{"code":-32600,"message":"empty batch"},"id":null,"jsonrpc":"2.0"}"#,
+            ]),
+        );
+    }
+
+    #[test]
+    fn a_batch_outside_2025_03_26_is_refused_whole() {
+        for revision in ["2024-11-05", "2025-06-18", "2025-11-25"] {
+            assert_eq!(
+                after_initialize(
+                    revision,
+                    "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]\n"
+                ),
+                wire(&[
+                    r#"{"error":{"code":-32600,"message":"JSON-RPC batches are only part of protocol 2025-03-26; send one message at a time"},"id":null,"jsonrpc":"2.0"}"#
+                ]),
+                "{revision}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_call_to_an_unknown_tool_or_with_bad_params_is_invalid_params() {
+        let input = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope"}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":[1]}}
+"#;
+        assert_eq!(
+            after_initialize("2025-06-18", input),
+            wire(&[
+                r#"{"error":{"code":-32602,"message":"Unknown tool: nope. Available tools: echo, fail, wait"},"id":1,"jsonrpc":"2.0"}"#,
+                r#"{"error":{"code":-32602,"message":"tools/call needs params.name (a string naming a tool from tools/list)"},"id":2,"jsonrpc":"2.0"}"#,
+                r#"{"error":{"code":-32602,"message":"tools/call params.arguments must be an object"},"id":3,"jsonrpc":"2.0"}"#,
+            ]),
+        );
+    }
+}

@@ -242,3 +242,87 @@ impl Executor {
         let _ = out.send(Out::Flush);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::mcp::testkit::{after_initialize, initialize, session, wire, Live, STATELESS_META};
+
+    /// Long enough that a test that goes wrong shows a timeout reply instead of hanging; never
+    /// reached when it goes right.
+    const BOUND: Duration = Duration::from_secs(20);
+
+    #[test]
+    fn a_tool_result_carries_structured_content_from_2025_06_18() {
+        let call = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"a\\\"b\"}}}\n";
+        assert_eq!(
+            after_initialize("2025-06-18", call),
+            wire(&[
+                r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a\"b"}],"structuredContent":{"echoed":"a\"b"},"isError":false}}"#
+            ]),
+        );
+        assert_eq!(
+            after_initialize("2024-11-05", call),
+            wire(&[
+                r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a\"b"}],"isError":false}}"#
+            ]),
+        );
+        let stateless = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"x\"}},{STATELESS_META}}}}}\n");
+        assert_eq!(
+            session(&stateless),
+            wire(&[
+                r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}],"structuredContent":{"echoed":"x"},"isError":false,"resultType":"complete"}}"#
+            ]),
+        );
+    }
+
+    #[test]
+    fn a_tool_failure_is_a_result_with_is_error_not_a_protocol_error() {
+        let call = "{\"jsonrpc\":\"2.0\",\"id\":\"f\",\"method\":\"tools/call\",\"params\":{\"name\":\"fail\"}}\n";
+        assert_eq!(
+            after_initialize("2025-06-18", call),
+            wire(&[
+                r#"{"jsonrpc":"2.0","id":"f","result":{"content":[{"type":"text","text":"fail: nothing here"}],"isError":true}}"#
+            ]),
+        );
+    }
+
+    #[test]
+    fn a_cancelled_call_gets_no_reply_and_the_session_goes_on() {
+        let mut live = Live::start(BOUND);
+        live.send(&initialize("2025-06-18"));
+        live.send("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"wait\"}}\n");
+        live.started.recv().expect("the call starts");
+        // While it runs, its id is taken.
+        live.send("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}\n");
+        live.send("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":7}}\n");
+        live.send("{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}\n");
+        let output = live.finish();
+        let rest = output.split_once('\n').map(|(_, rest)| rest);
+        assert_eq!(
+            rest,
+            Some(
+                wire(&[
+                    r#"{"error":{"code":-32600,"message":"request id 7 is already used by a call in progress; give every request its own id"},"id":7,"jsonrpc":"2.0"}"#,
+                    r#"{"id":8,"jsonrpc":"2.0","result":{}}"#,
+                ])
+                .as_str()
+            ),
+        );
+    }
+
+    #[test]
+    fn a_call_that_runs_out_of_time_is_answered_as_stopped() {
+        let mut live = Live::start(Duration::from_millis(1));
+        live.send(&initialize("2025-06-18"));
+        live.send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"wait\"}}\n");
+        let output = live.finish();
+        assert_eq!(
+            output.lines().nth(1),
+            Some(
+                r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Timeout: wait stopped: the call ran longer than the time limit of 0.001 s; nothing was changed. Narrow it (a smaller path, fewer edits, a head or tail limit) or raise --timeout."}],"isError":true}}"#
+            ),
+        );
+    }
+}

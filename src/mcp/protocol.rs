@@ -261,7 +261,7 @@ pub fn discover(toolset: &dyn Toolset, instructions: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::testkit::{initialize, session};
+    use crate::mcp::testkit::{after_initialize, initialize, session, wire};
 
     #[test]
     fn revisions_parse_from_their_wire_spelling_and_order_by_release() {
@@ -288,5 +288,79 @@ mod tests {
         // The stateless revision is not opened with initialize.
         assert_eq!(Revision::negotiate("2026-07-28"), Revision::V2025_11_25);
         assert_eq!(Revision::negotiate("1999-01-01"), Revision::V2025_11_25);
+    }
+
+    #[test]
+    fn initialize_answers_each_handshake_revision_in_its_own_shape() {
+        // Before 2025-06-18 serverInfo has no title.
+        for revision in ["2024-11-05", "2025-03-26"] {
+            assert_eq!(
+                session(&initialize(revision)),
+                wire(&[&format!(
+                    r#"{{"id":0,"jsonrpc":"2.0","result":{{"capabilities":{{"tools":{{"listChanged":false}}}},"instructions":"Tools for tests.","protocolVersion":"{revision}","serverInfo":{{"name":"filesystem","version":"{{VERSION}}"}}}}}}"#
+                )]),
+            );
+        }
+        for revision in ["2025-06-18", "2025-11-25"] {
+            assert_eq!(
+                session(&initialize(revision)),
+                wire(&[&format!(
+                    r#"{{"id":0,"jsonrpc":"2.0","result":{{"capabilities":{{"tools":{{"listChanged":false}}}},"instructions":"Tools for tests.","protocolVersion":"{revision}","serverInfo":{{"name":"filesystem","title":"filesystem (tiny)","version":"{{VERSION}}"}}}}}}"#
+                )]),
+            );
+        }
+    }
+
+    #[test]
+    fn initialize_with_an_unknown_or_the_stateless_revision_is_answered_with_the_latest() {
+        for requested in ["1999-01-01", "2026-07-28", ""] {
+            assert_eq!(
+                session(&initialize(requested)),
+                wire(&[
+                    r#"{"id":0,"jsonrpc":"2.0","result":{"capabilities":{"tools":{"listChanged":false}},"instructions":"Tools for tests.","protocolVersion":"2025-11-25","serverInfo":{"name":"filesystem","title":"filesystem (tiny)","version":"{VERSION}"}}}"#
+                ]),
+                "requested {requested:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn initialize_is_refused_a_second_time_and_without_a_version() {
+        assert_eq!(
+            after_initialize("2025-06-18", &initialize("2025-11-25")),
+            wire(&[
+                r#"{"error":{"code":-32600,"message":"the session is already initialized (protocol 2025-06-18); initialize is allowed once per session — start a new server process to negotiate again"},"id":0,"jsonrpc":"2.0"}"#
+            ]),
+        );
+        assert_eq!(
+            session("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\n"),
+            wire(&[
+                r#"{"error":{"code":-32602,"message":"initialize needs params.protocolVersion (a string such as \"2025-11-25\")"},"id":1,"jsonrpc":"2.0"}"#
+            ]),
+        );
+    }
+
+    #[test]
+    fn server_discover_names_the_stateless_revision_and_the_server() {
+        assert_eq!(
+            session("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\"}\n"),
+            wire(&[
+                r#"{"id":1,"jsonrpc":"2.0","result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"filesystem","title":"filesystem (tiny)","version":"{VERSION}"}},"cacheScope":"public","capabilities":{"tools":{"listChanged":false}},"instructions":"Tools for tests.","resultType":"complete","supportedVersions":["2026-07-28"],"ttlMs":60000}}"#
+            ]),
+        );
+    }
+
+    #[test]
+    fn a_stateless_request_naming_another_revision_is_refused_with_what_is_supported() {
+        let input = r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2030-01-01"}}}
+{"jsonrpc":"2.0","id":2,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":5}}}
+"#;
+        assert_eq!(
+            session(input),
+            wire(&[
+                r#"{"error":{"code":-32022,"data":{"requested":"2030-01-01","supported":["2026-07-28"]},"message":"unsupported protocol version \"2030-01-01\"; this server's stateless revision is 2026-07-28, or open the session with initialize for 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25"},"id":1,"jsonrpc":"2.0"}"#,
+                r#"{"error":{"code":-32602,"message":"_meta[\"io.modelcontextprotocol/protocolVersion\"] must be a string"},"id":2,"jsonrpc":"2.0"}"#,
+            ]),
+        );
     }
 }

@@ -263,3 +263,44 @@ fn send(tx: &mpsc::SyncSender<Out>, framing: Framing, value: &Value) -> bool {
     }
     tx.send(Out::Frame(framed)).is_ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::mcp::testkit::{after_initialize, session, wire};
+
+    #[test]
+    fn content_length_framing_is_answered_in_kind() {
+        let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"é"}}}"#;
+        let init = crate::mcp::testkit::initialize("2025-06-18");
+        let init = init.trim_end();
+        let input: String = [init, ping, call]
+            .iter()
+            .map(|m| format!("Content-Length: {}\r\n\r\n{m}", m.len()))
+            .collect();
+        let output = session(&input);
+        let bodies: Vec<&str> = output.split("Content-Length: ").skip(1).collect();
+        assert_eq!(bodies.len(), 3, "{output}");
+        let pong = r#"{"id":1,"jsonrpc":"2.0","result":{}}"#;
+        assert_eq!(bodies[1], format!("{}\r\n\r\n{pong}", pong.len()));
+        let body = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"é"}],"structuredContent":{"echoed":"é"},"isError":false}}"#;
+        assert_eq!(bodies[2], format!("{}\r\n\r\n{body}", body.len()));
+    }
+
+    #[test]
+    fn empty_input_ends_the_session_without_a_word() {
+        assert_eq!(session(""), "");
+    }
+
+    #[test]
+    fn pipelined_calls_are_answered_in_the_order_they_were_sent() {
+        let calls: String = (1..=300)
+            .map(|n| format!("{{\"jsonrpc\":\"2.0\",\"id\":{n},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"{n}\"}}}}}}\n"))
+            .collect();
+        let expected: Vec<String> = (1..=300)
+            .map(|n| format!(r#"{{"jsonrpc":"2.0","id":{n},"result":{{"content":[{{"type":"text","text":"{n}"}}],"isError":false}}}}"#))
+            .collect();
+        let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
+        assert_eq!(after_initialize("2024-11-05", &calls), wire(&expected));
+    }
+}

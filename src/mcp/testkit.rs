@@ -142,10 +142,31 @@ pub fn initialize(revision: &str) -> String {
     ) + "\n"
 }
 
-/// Output lines after the first (the answer to `initialize`).
-pub fn after_initialize(output: &str) -> Vec<&str> {
-    output.lines().skip(1).collect()
+/// Opens a session with `revision`, sends `input` after the `initialize`, and returns the
+/// output lines after the answer to it (which [`initialized`] pins), with their newlines.
+pub fn after_initialize(revision: &str, input: &str) -> String {
+    let output = session(&(initialize(revision) + input));
+    let Some((first, rest)) = output.split_once('\n') else {
+        panic!("no answer to initialize in {output:?}");
+    };
+    assert!(
+        first.starts_with(r#"{"id":0,"jsonrpc":"2.0","result":{"capabilities""#),
+        "{first}"
+    );
+    rest.to_string()
 }
+
+/// Expected output: each line as it goes on the wire, with `{VERSION}` standing for this
+/// crate's version (it is in every `serverInfo`).
+pub fn wire(lines: &[&str]) -> String {
+    lines
+        .iter()
+        .map(|l| l.replace("{VERSION}", env!("CARGO_PKG_VERSION")) + "\n")
+        .collect()
+}
+
+/// The `_meta` of a stateless (2026-07-28) request, as the members of an object.
+pub const STATELESS_META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"s","version":"2"}}"#;
 
 /// A live session over a pipe: the test writes messages one at a time and can wait for a call
 /// to be running before it sends the next.
@@ -201,78 +222,5 @@ impl Live {
         let result = self.server.join().expect("the server thread");
         assert!(result.is_ok(), "the session ended with {result:?}");
         self.output.text()
-    }
-}
-
-#[cfg(test)]
-mod scratch {
-    use super::*;
-    #[test]
-    fn dump() {
-        let init = |v: &str| initialize(v);
-        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"s","version":"2"}}"#;
-        let cases: Vec<(&str, String)> = vec![
-            ("init-2024", init("2024-11-05")),
-            ("init-2025-03", init("2025-03-26")),
-            ("init-2025-06", init("2025-06-18")),
-            ("init-2025-11", init("2025-11-25")),
-            ("init-2026", init("2026-07-28")),
-            ("init-unknown", init("1999-01-01")),
-            ("discover", r#"{"jsonrpc":"2.0","id":1,"method":"server/discover"}"#.to_string() + "\n"),
-            ("list-paging", init("2025-11-25") + r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}
-{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"tools:2"}}
-{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"tools:9"}}
-"#),
-            ("list-2024", init("2024-11-05") + r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}
-"#),
-            ("list-stateless", format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{{{meta}}}}}\n")),
-            ("ping", init("2025-06-18") + r#"{"jsonrpc":"2.0","id":"p","method":"ping"}
-"#),
-            ("ping-stateless", format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{{meta}}}}}\n")),
-            ("ping-before-init", r#"{"jsonrpc":"2.0","id":1,"method":"ping"}
-"#.to_string()),
-            ("unknown", init("2025-06-18") + r#"{"jsonrpc":"2.0","id":1,"method":"resources/list"}
-"#),
-            ("before-init", r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}
-"#.to_string()),
-            ("malformed", init("2025-06-18") + r#"{"jsonrpc":"2.0","id":1
-{"jsonrpc":"2.0","id":2}
-{"jsonrpc":"2.0","id":null,"method":"ping"}
-"#),
-            ("batch", init("2025-03-26") + r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}},{"jsonrpc":"2.0","method":"notifications/progress"},{"jsonrpc":"2.0","id":3,"method":"initialize","params":{}}]
-[{"jsonrpc":"2.0","id":4,"method":"ping"}]
-[]
-"#),
-            ("batch-forbidden", init("2025-06-18") + r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]
-"#),
-            ("call", init("2025-06-18") + r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a\"b"}}}
-{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fail"}}
-{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope"}}
-"#),
-            ("call-2024", init("2024-11-05") + r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}
-"#),
-            ("call-stateless", format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"x\"}},{meta}}}}}\n")),
-            ("meta-unsupported", r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2030-01-01"}}}
-{"jsonrpc":"2.0","id":2,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":5}}}
-"#.to_string()),
-            ("reinit", init("2025-06-18") + &init("2025-11-25")),
-            ("headers", "Content-Length: 46\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}".to_string()),
-        ];
-        for (name, input) in cases {
-            println!("=== {name}\n{}", session(&input));
-        }
-        let mut live = Live::start(Duration::from_secs(20));
-        live.send(&init("2025-06-18"));
-        live.send(
-            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait"}}
-"#,
-        );
-        live.started.recv().expect("started");
-        live.send(
-            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}
-{"jsonrpc":"2.0","id":8,"method":"ping"}
-"#,
-        );
-        println!("=== cancel\n{}", live.finish());
     }
 }
