@@ -1,5 +1,12 @@
 //! The Model Context Protocol core: framing on the wire and the JSON-RPC lifecycle. It knows
 //! nothing about files; tools come from a [`crate::toolset::Toolset`].
+//!
+//! One job per module, in the order a message meets them: [`wire`] splits the byte stream into
+//! frames, [`message`] classifies JSON-RPC messages, [`dispatch`] decides what each method does
+//! (with [`protocol`] settling the revision), [`schedule`] orders tool calls into lanes,
+//! [`executor`] runs them on worker threads, [`reply`] writes a call's result, and [`output`]
+//! batches replies and writes them after the call log has them. [`server`] starts the threads
+//! and joins them with channels.
 
 pub mod dispatch;
 pub mod executor;

@@ -42,6 +42,9 @@ impl Revision {
         Revision::V2025_11_25,
     ];
 
+    /// The revision offered to a handshake that asks for one this server does not speak.
+    pub const LATEST_HANDSHAKE: Revision = Revision::V2025_11_25;
+
     /// The revision served to clients that send `_meta` instead of `initialize`.
     pub const STATELESS: Revision = Revision::V2026_07_28;
 
@@ -84,7 +87,7 @@ impl Revision {
         Revision::HANDSHAKE
             .into_iter()
             .find(|r| r.as_str() == requested)
-            .unwrap_or(Revision::V2025_11_25)
+            .unwrap_or(Revision::LATEST_HANDSHAKE)
     }
 
     /// The handshake revisions as a human reads them in an error message.
