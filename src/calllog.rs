@@ -247,7 +247,7 @@ impl CallLog {
                 name: record.client.name.as_deref().map(cut_token),
                 version: record.client.version.as_deref().map(cut_token),
             },
-            protocol: cut_token(&record.client.protocol_version),
+            protocol: cut_token(record.client.revision.as_str()),
             tool: record.tool,
             outcome: if output.is_error { "error" } else { "ok" },
             error_kind: output.error_kind.as_deref().map(cut_token),

@@ -16,7 +16,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::server::CallObserver;
+use super::executor::CallObserver;
 use super::wire::{write_frame, Framing};
 
 /// Longest a finished reply may wait in the outbox for company before the writer sends it.
@@ -33,6 +33,21 @@ pub enum Out {
     Pending,
     /// Send the outbox now: no call is waiting, so nothing is gained by holding replies.
     Flush,
+}
+
+impl Out {
+    /// What the writer must hear after a worker has put a reply in the outbox: send now when no
+    /// call is waiting (nothing is gained by holding the reply), start the hold clock when the
+    /// reply is the first in an empty outbox, and nothing when the clock is already running.
+    pub fn after_append(was_empty: bool, queue_idle: bool) -> Option<Out> {
+        if queue_idle {
+            Some(Out::Flush)
+        } else if was_empty {
+            Some(Out::Pending)
+        } else {
+            None
+        }
+    }
 }
 
 /// Replies the workers have finished but the writer has not yet taken.

@@ -8,22 +8,17 @@
 
 use serde_json::Value;
 
+use super::protocol::Revision;
 use crate::toolset::ToolOutput;
 
 /// The first revision whose `CallToolResult` has `structuredContent`.
-const STRUCTURED_SINCE: &str = "2025-06-18";
+const STRUCTURED_SINCE: Revision = Revision::V2025_06_18;
 
 /// Appends the JSON-RPC success response that carries `output` as the result of request `id`.
 ///
-/// `protocol_version` decides whether `structuredContent` is included; `modern` (a 2026-07-28
-/// request) adds its `resultType`. The output is one JSON object with no trailing newline.
-pub fn write_call_response(
-    out: &mut Vec<u8>,
-    id: &Value,
-    output: &ToolOutput,
-    protocol_version: &str,
-    modern: bool,
-) {
+/// `revision` decides whether `structuredContent` is included and, for the stateless revision,
+/// adds its `resultType`. The output is one JSON object with no trailing newline.
+pub fn write_call_response(out: &mut Vec<u8>, id: &Value, output: &ToolOutput, revision: Revision) {
     // Headroom for the escaped text and the fixed fields, so the text is escaped in place.
     out.reserve(output.text.len() + 160);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
@@ -32,7 +27,7 @@ pub fn write_call_response(
     json_escape_simd::escape_into(&output.text, out);
     out.extend_from_slice(b"}]");
     if let Some(structured) = &output.structured {
-        if protocol_version >= STRUCTURED_SINCE {
+        if revision >= STRUCTURED_SINCE {
             out.extend_from_slice(br#","structuredContent":"#);
             write_value(out, structured);
         }
@@ -42,7 +37,7 @@ pub fn write_call_response(
     } else {
         br#","isError":false"#
     });
-    if modern {
+    if revision.is_stateless() {
         out.extend_from_slice(br#","resultType":"complete""#);
     }
     out.extend_from_slice(b"}}");
@@ -65,14 +60,14 @@ mod tests {
     proptest! {
         #[test]
         fn any_text_survives(text in any::<String>()) {
-            let got = reply(&ToolOutput::text(text.clone()), "2025-06-18", false);
+            let got = reply(&ToolOutput::text(text.clone()), Revision::V2025_06_18);
             prop_assert_eq!(&got["result"]["content"][0]["text"], &json!(text));
         }
     }
 
-    fn reply(output: &ToolOutput, version: &str, modern: bool) -> Value {
+    fn reply(output: &ToolOutput, revision: Revision) -> Value {
         let mut out = Vec::new();
-        write_call_response(&mut out, &json!(7), output, version, modern);
+        write_call_response(&mut out, &json!(7), output, revision);
         serde_json::from_slice(&out).expect("the reply is valid JSON")
     }
 
@@ -80,7 +75,7 @@ mod tests {
     fn text_round_trips_through_escaping() {
         let nasty: String =
             (0u8..0x80).map(char::from).collect::<String>() + "\u{2028}\u{2029}é漢🙂\"\\/";
-        let got = reply(&ToolOutput::text(nasty.clone()), "2025-06-18", false);
+        let got = reply(&ToolOutput::text(nasty.clone()), Revision::V2025_06_18);
         assert_eq!(
             got,
             json!({"jsonrpc": "2.0", "id": 7, "result": {
@@ -95,11 +90,11 @@ mod tests {
             is_error: true,
             ..ToolOutput::text("x")
         };
-        let new = reply(&output, "2025-06-18", true);
+        let new = reply(&output, Revision::V2026_07_28);
         assert_eq!(new["result"]["structuredContent"], json!({"a": [1, "two"]}));
         assert_eq!(new["result"]["isError"], json!(true));
         assert_eq!(new["result"]["resultType"], json!("complete"));
-        let old = reply(&output, "2025-03-26", false);
+        let old = reply(&output, Revision::V2025_03_26);
         assert!(old["result"].get("structuredContent").is_none());
         assert!(old["result"].get("resultType").is_none());
     }
@@ -111,8 +106,7 @@ mod tests {
             &mut out,
             &json!("a\"b"),
             &ToolOutput::text(""),
-            "2024-11-05",
-            false,
+            Revision::V2024_11_05,
         );
         let v: Value = serde_json::from_slice(&out).expect("valid JSON");
         assert_eq!(v["id"], json!("a\"b"));

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
+use crate::protocol::Revision;
+
 /// What a tool does to the world, as MCP tool annotations. Every tool of this server acts only on
 /// its workspace, so `openWorldHint` is always false and not configurable.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -50,14 +52,14 @@ pub struct ToolDef {
 }
 
 impl ToolDef {
-    /// Renders the definition for a client speaking `protocol_version`: fields newer than the
+    /// Renders the definition for a client speaking `revision`: fields newer than the
     /// negotiated revision are left out so older clients see exactly what their schema expects.
-    pub fn to_json(&self, protocol_version: &str) -> Value {
+    pub fn to_json(&self, revision: Revision) -> Value {
         let mut tool = Map::new();
         tool.insert("name".into(), json!(self.name));
         tool.insert("description".into(), json!(self.description));
         tool.insert("inputSchema".into(), self.input_schema.clone());
-        if protocol_version >= "2025-03-26" {
+        if revision >= Revision::V2025_03_26 {
             let mut annotations = json!({
                 "title": self.title,
                 "readOnlyHint": self.effects.read_only,
@@ -69,7 +71,7 @@ impl ToolDef {
             annotations["idempotentHint"] = json!(self.effects.idempotent);
             tool.insert("annotations".into(), annotations);
         }
-        if protocol_version >= "2025-06-18" {
+        if revision >= Revision::V2025_06_18 {
             tool.insert("title".into(), json!(self.title));
             if let Some(schema) = &self.output_schema {
                 tool.insert("outputSchema".into(), schema.clone());
@@ -578,12 +580,12 @@ mod tests {
             output_schema: Some(json!({"type": "object"})),
             effects: Effects::READ_ONLY,
         };
-        let old = def.to_json("2024-11-05");
+        let old = def.to_json(Revision::V2024_11_05);
         assert!(old.get("annotations").is_none() && old.get("outputSchema").is_none());
-        let mid = def.to_json("2025-03-26");
+        let mid = def.to_json(Revision::V2025_03_26);
         assert_eq!(mid["annotations"]["readOnlyHint"], json!(true));
         assert!(mid.get("outputSchema").is_none());
-        let new = def.to_json("2025-11-25");
+        let new = def.to_json(Revision::V2025_11_25);
         assert_eq!(new["title"], json!("T"));
         assert_eq!(new["annotations"]["openWorldHint"], json!(false));
         assert!(new.get("outputSchema").is_some());
