@@ -290,19 +290,6 @@ fn bad_argument(e: mcp_core::toolset::ArgError) -> Failure {
     )
 }
 
-fn check_unknown(args: &Args<'_>, known: &[&str]) -> Result<(), Failure> {
-    let unknown = args.unknown(known);
-    if unknown.is_empty() {
-        return Ok(());
-    }
-    Err(Failure::new(
-        INVALID_ARGUMENT,
-        "BAD_ARGUMENT",
-        format!("unknown argument(s): {}.", unknown.join(", ")),
-        format!("The arguments are: {}.", known.join(", ")),
-    ))
-}
-
 /// True for a lone `cd` or `pwd`: the commands that must work even when the session directory
 /// cannot be entered.
 fn is_navigation(stages: &[plan::Stage]) -> bool {
@@ -438,7 +425,8 @@ impl PipeToolset {
     ) -> Result<Value, Failure> {
         let started = Instant::now();
         let a = Args(args);
-        check_unknown(&a, &["command", "cwd", "confirm_oversize"])?;
+        a.check_names(&["command", "cwd", "confirm_oversize"])
+            .map_err(bad_argument)?;
         let command = a.str("command").map_err(bad_argument)?;
         let cwd_arg = a.opt_str("cwd").map_err(bad_argument)?;
         let confirmed = a
@@ -720,7 +708,8 @@ impl PipeToolset {
     ) -> Result<Value, Failure> {
         let started = Instant::now();
         let a = Args(args);
-        check_unknown(&a, &["path", "content", "append", "confirm_oversize"])?;
+        a.check_names(&["path", "content", "append", "confirm_oversize"])
+            .map_err(bad_argument)?;
         let path = a.str("path").map_err(bad_argument)?;
         let content = a.str("content").map_err(bad_argument)?;
         let append = a.opt_bool("append").map_err(bad_argument)?.unwrap_or(false);
@@ -801,7 +790,8 @@ impl PipeToolset {
     ) -> Result<Value, Failure> {
         let started = Instant::now();
         let a = Args(args);
-        check_unknown(&a, &["content", "paths", "append", "confirm_oversize"])?;
+        a.check_names(&["content", "paths", "append", "confirm_oversize"])
+            .map_err(bad_argument)?;
         let content = a.str("content").map_err(bad_argument)?;
         let paths = tee_paths(args)?;
         let append = a.opt_bool("append").map_err(bad_argument)?.unwrap_or(false);
@@ -870,7 +860,7 @@ impl PipeToolset {
         log: &mut CallLog,
     ) -> Result<Value, Failure> {
         let a = Args(args);
-        check_unknown(&a, &["command"])?;
+        a.check_names(&["command"]).map_err(bad_argument)?;
         let command = a.str("command").map_err(bad_argument)?;
         let stages = parse::parse(command)?;
         let first = |s: &plan::Stage| s.words.first().map(|w| w.text.clone()).unwrap_or_default();

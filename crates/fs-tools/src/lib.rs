@@ -59,25 +59,10 @@ fn all_definitions(options: &FsOptions) -> Vec<ToolDef> {
     defs
 }
 
-/// Refuses arguments the tool does not know, so a typo (`old_text`) is reported, not ignored.
+/// Refuses arguments the tool does not know, so a typo (`old_text`) is reported, not ignored:
+/// the core's one checker ([`Args::check_names`]) in this mode's `InvalidArgument` kind.
 pub(crate) fn reject_unknown(args: &Map<String, Value>, known: &[&str]) -> Result<(), FsError> {
-    let unknown = Args(args).unknown(known);
-    if unknown.is_empty() {
-        return Ok(());
-    }
-    Err(FsError::InvalidArgument(format!(
-        "unknown argument(s) {}; this tool takes {}",
-        unknown
-            .iter()
-            .map(|u| format!("'{u}'"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        known
-            .iter()
-            .map(|k| format!("'{k}'"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    )))
+    Ok(Args(args).check_names(known)?)
 }
 
 /// The argument a gateway injects into every call: meaningful in `--server` mode (where the

@@ -8,7 +8,7 @@
 use serde_json::{json, Map, Value};
 
 use super::error::FsError;
-use super::{FsContext, FsOptions};
+use super::{reject_unknown, FsContext, FsOptions};
 use mcp_core::toolset::{Args, Effects, ToolDef, ToolOutput};
 use workspace::guard::{display_relative, Resolved};
 use workspace::history::{Story, StoryEvent, TrashEntry, Whereabouts};
@@ -129,19 +129,6 @@ pub fn call(cx: &FsContext, name: &str, args: &Map<String, Value>) -> Option<Too
     Some(result.unwrap_or_else(FsError::into_output))
 }
 
-fn check_known(args: &Map<String, Value>, known: &[&str]) -> Result<(), FsError> {
-    let unknown = Args(args).unknown(known);
-    if unknown.is_empty() {
-        Ok(())
-    } else {
-        Err(FsError::InvalidArgument(format!(
-            "unknown argument(s) {}; this tool takes {}",
-            unknown.join(", "),
-            known.join(", ")
-        )))
-    }
-}
-
 /// A path argument through the guard for a change (not following a final symlink, nothing in
 /// `.git/`), and not the root itself. Callers resolve under the store lock, so no other server
 /// on the root changes the store between the check and the change it allows.
@@ -157,7 +144,7 @@ fn target(cx: &FsContext, args: &Map<String, Value>, name: &str) -> Result<Resol
 }
 
 fn move_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
-    check_known(args, &["source", "destination"])?;
+    reject_unknown(args, &["source", "destination"])?;
     let lock = cx.store.lock()?;
     let from = target(cx, args, "source")?;
     let to = target(cx, args, "destination")?;
@@ -176,7 +163,7 @@ fn move_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, Fs
 }
 
 fn delete_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
-    check_known(args, &["path"])?;
+    reject_unknown(args, &["path"])?;
     let lock = cx.store.lock()?;
     let path = target(cx, args, "path")?;
     let entry = cx.store.trash(&lock, &path.relative)?;
@@ -215,7 +202,7 @@ fn trash_entry_json(e: &TrashEntry) -> Value {
 }
 
 fn list_trash(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
-    check_known(args, &[])?;
+    reject_unknown(args, &[])?;
     let _lock = cx.store.lock_for_reading()?;
     let entries = cx.store.list_trash()?;
     let text = if entries.is_empty() {
@@ -266,7 +253,7 @@ fn trash_id(args: &Map<String, Value>) -> Result<u64, FsError> {
 }
 
 fn restore_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
-    check_known(args, &["id", "destination"])?;
+    reject_unknown(args, &["id", "destination"])?;
     let id = trash_id(args)?;
     let lock = cx.store.lock()?;
     let destination = match Args(args).opt_str("destination")? {
@@ -419,7 +406,7 @@ fn story_output(story: &Story) -> ToolOutput {
 }
 
 fn search_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
-    check_known(args, &["path"])?;
+    reject_unknown(args, &["path"])?;
     let _lock = cx.store.lock_for_reading()?;
     // A question, not a change: a path inside .git/ may be asked about.
     let path = cx.guard.resolve_no_follow(Args(args).str("path")?)?;
@@ -433,7 +420,7 @@ fn search_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, 
 }
 
 fn step(cx: &FsContext, args: &Map<String, Value>, forward: bool) -> Result<ToolOutput, FsError> {
-    check_known(args, &["path", "steps"])?;
+    reject_unknown(args, &["path", "steps"])?;
     let steps = Args(args).opt_u64("steps")?.unwrap_or(1);
     let lock = cx.store.lock()?;
     let path = target(cx, args, "path")?;
