@@ -42,6 +42,9 @@ use tee::{TeeError, TeeLimits, TeeMode, TeeReport};
 use tools::ToolPaths;
 use workspace::guard::{GuardError, PathGuard};
 
+/// shelpa's table of tools (names and classes), for readers such as the adoption report.
+pub use surface::TOOLS;
+
 /// Settings of the legacy pipe mode.
 #[derive(Clone, Debug)]
 pub struct PipeOptions {

@@ -2,8 +2,8 @@
 //! shared guard, with every mutation going through the history store so that it can be undone.
 //!
 //! This module only dispatches; each tool family lives in its own module (`read`, `write`,
-//! `edit`, `list`), their definitions in `schema`, and the recovery tools (move, trash, restore,
-//! search, undo, redo) in `recovery`.
+//! `edit`, `list`), their names in the table of `tools`, their definitions in `schema`, and the
+//! recovery tools (move, trash, restore, search, undo, redo) in `recovery`.
 
 mod edit;
 pub mod error;
@@ -12,12 +12,15 @@ mod read;
 pub mod recovery;
 mod schema;
 mod target;
+pub mod tools;
 mod write;
 
 use error::FsError;
 use mcp_core::toolset::{Args, CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 use serde_json::{Map, Value};
 use workspace::guard::PathGuard;
+
+pub use tools::TOOLS;
 
 /// Settings of the filesystem mode.
 #[derive(Clone, Debug)]
@@ -145,13 +148,13 @@ impl Toolset for FsToolset {
             None => args,
         };
         let result = match name {
-            schema::READ_TEXT_FILE => read::read_text_file(cx, args, ctx),
-            schema::CREATE_FILE => write::create_file(cx, args, ctx),
-            schema::WRITE_FILE => write::write_file(cx, args, ctx),
-            schema::EDIT_FILE => edit::edit_file(cx, args, ctx),
-            schema::CREATE_DIRECTORY => write::create_directory(cx, args, ctx),
-            schema::LIST_DIRECTORY => list::list_directory(cx, args),
-            schema::DIRECTORY_TREE => list::directory_tree(cx, args, ctx),
+            tools::READ_TEXT_FILE => read::read_text_file(cx, args, ctx),
+            tools::CREATE_FILE => write::create_file(cx, args, ctx),
+            tools::WRITE_FILE => write::write_file(cx, args, ctx),
+            tools::EDIT_FILE => edit::edit_file(cx, args, ctx),
+            tools::CREATE_DIRECTORY => write::create_directory(cx, args, ctx),
+            tools::LIST_DIRECTORY => list::list_directory(cx, args),
+            tools::DIRECTORY_TREE => list::directory_tree(cx, args, ctx),
             _ => match recovery::call(cx, name, args) {
                 Some(output) => return output,
                 None => Err(FsError::InvalidArgument(format!(

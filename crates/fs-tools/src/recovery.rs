@@ -9,6 +9,9 @@ use serde_json::{json, Map, Value};
 
 use super::error::FsError;
 use super::{reject_unknown, FsContext, FsOptions};
+use crate::tools::{
+    DELETE_FILE, LIST_TRASH, MOVE_FILE, REDO_FILE, RESTORE_FILE, SEARCH_FILE, UNDO_FILE,
+};
 use mcp_core::toolset::{Args, Effects, ToolDef, ToolOutput};
 use workspace::guard::{display_relative, Resolved};
 use workspace::history::{Story, StoryEvent, TrashEntry, Whereabouts};
@@ -18,7 +21,7 @@ pub fn definitions(options: &FsOptions) -> Vec<ToolDef> {
     let path_arg = |what: &str| json!({"type": "string", "description": what});
     let mut defs = vec![
         ToolDef {
-            name: "move_file".into(),
+            name: MOVE_FILE.into(),
             title: "Move or rename".into(),
             description: "Move or rename a file or directory (a symlink is moved itself, not its target). Fails with AlreadyExists if the destination exists. The version history moves with it and the move is logged, so search_file can find it from the old path.".into(),
             input_schema: json!({
@@ -34,7 +37,7 @@ pub fn definitions(options: &FsOptions) -> Vec<ToolDef> {
             effects: Effects { read_only: false, destructive: false, idempotent: false },
         },
         ToolDef {
-            name: "delete_file".into(),
+            name: DELETE_FILE.into(),
             title: "Delete to trash".into(),
             description: "Delete a file, directory or symlink by moving it to the trash (nothing is ever permanently deleted). Returns the trash id; restore_file brings it back with its history.".into(),
             input_schema: json!({
@@ -47,7 +50,7 @@ pub fn definitions(options: &FsOptions) -> Vec<ToolDef> {
             effects: Effects { read_only: false, destructive: false, idempotent: false },
         },
         ToolDef {
-            name: "list_trash".into(),
+            name: LIST_TRASH.into(),
             title: "List trash".into(),
             description: "List everything in the trash: id, original path, when it was deleted, file or directory, size. Use an id with restore_file.".into(),
             input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),
@@ -59,7 +62,7 @@ pub fn definitions(options: &FsOptions) -> Vec<ToolDef> {
             effects: Effects::READ_ONLY,
         },
         ToolDef {
-            name: "restore_file".into(),
+            name: RESTORE_FILE.into(),
             title: "Restore from trash".into(),
             description: "Put a trash entry back at its original path, or at 'destination', with its version history. Fails with AlreadyExists if the place is occupied, NotFound for an unknown or already restored id.".into(),
             input_schema: json!({
@@ -75,7 +78,7 @@ pub fn definitions(options: &FsOptions) -> Vec<ToolDef> {
             effects: Effects { read_only: false, destructive: false, idempotent: false },
         },
         ToolDef {
-            name: "search_file".into(),
+            name: SEARCH_FILE.into(),
             title: "Find where a path went".into(),
             description: "Tell the story of a path from the move and delete logs: whether it exists now, where it was moved (following every move, including moves of a containing directory), whether it was deleted (trash id, when) and restored. A path never seen is a normal answer, not an error.".into(),
             input_schema: json!({
@@ -90,8 +93,8 @@ pub fn definitions(options: &FsOptions) -> Vec<ToolDef> {
     ];
     if options.backup {
         for (name, title, description) in [
-            ("undo_file", "Undo file changes", "Take a file back 'steps' versions (default 1). If the file was changed outside the server since its last version, that content is saved as a new version first, so redo_file can bring it back. Going past the first version is InvalidArgument (the message says how many steps are possible)."),
-            ("redo_file", "Redo file changes", "Take a file forward 'steps' versions (default 1) after undo_file. Going past the newest version is InvalidArgument (the message says how many steps are possible)."),
+            (UNDO_FILE, "Undo file changes", "Take a file back 'steps' versions (default 1). If the file was changed outside the server since its last version, that content is saved as a new version first, so redo_file can bring it back. Going past the first version is InvalidArgument (the message says how many steps are possible)."),
+            (REDO_FILE, "Redo file changes", "Take a file forward 'steps' versions (default 1) after undo_file. Going past the newest version is InvalidArgument (the message says how many steps are possible)."),
         ] {
             defs.push(ToolDef {
                 name: name.into(),
@@ -118,12 +121,12 @@ pub fn definitions(options: &FsOptions) -> Vec<ToolDef> {
 /// own tools.
 pub fn call(cx: &FsContext, name: &str, args: &Map<String, Value>) -> Option<ToolOutput> {
     let result = match name {
-        "move_file" => move_file(cx, args),
-        "delete_file" => delete_file(cx, args),
-        "list_trash" => list_trash(cx, args),
-        "restore_file" => restore_file(cx, args),
-        "search_file" => search_file(cx, args),
-        "undo_file" | "redo_file" if cx.options.backup => step(cx, args, name == "redo_file"),
+        MOVE_FILE => move_file(cx, args),
+        DELETE_FILE => delete_file(cx, args),
+        LIST_TRASH => list_trash(cx, args),
+        RESTORE_FILE => restore_file(cx, args),
+        SEARCH_FILE => search_file(cx, args),
+        UNDO_FILE | REDO_FILE if cx.options.backup => step(cx, args, name == REDO_FILE),
         _ => return None,
     };
     Some(result.unwrap_or_else(FsError::into_output))

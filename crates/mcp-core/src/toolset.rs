@@ -401,6 +401,40 @@ impl<R> ToolsetFactory<R> for CombinedFactory<R> {
     }
 }
 
+/// What a tool does to a workspace, in the terms the adoption report counts calls by. Each
+/// toolset states it once per tool in its table of [`ToolEntry`]s, beside the name, so a reader of
+/// call logs learns what a call did from the toolset that serves it rather than from a copy of
+/// its names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ToolClass {
+    /// Reads a file's content.
+    Read,
+    /// Writes or edits a file's content: every call counts as a write.
+    Write,
+    /// Looks around the tree (lists, `cd`, `pwd`) and changes no file.
+    Navigate,
+    /// Changes where things are (a new directory, a move, a delete to trash), not what a file
+    /// holds.
+    Arrange,
+    /// Looks up or replays what happened before: the trash, the move log, version history.
+    History,
+    /// Runs a command line whose stages decide: it writes only through a `tee` stage.
+    Pipeline,
+}
+
+/// One row of a toolset's table of tools: the stable name clients call it by and its class.
+///
+/// Each toolset owns one table (the core names no tool); its `tools/list` definitions take their
+/// names from it and the adoption report classifies call logs and transcripts through it, so a
+/// tool is named in one place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolEntry {
+    /// The tool's machine name, as in `tools/list` and `tools/call`.
+    pub name: &'static str,
+    /// What the tool does, for counting.
+    pub class: ToolClass,
+}
+
 /// A malformed tool argument, described so the model can fix its call.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ArgError {
