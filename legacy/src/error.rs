@@ -1,11 +1,11 @@
 //! How each error of the layers below becomes shelpa's error object.
 //!
 //! [`crate::failure`] is the shape (`{"error":{"code","reason","detail","suggestion"}}`); this
-//! module is the mapping: a bad argument, a session directory that cannot be used, a path the
-//! guard refuses, a stage that could not start, a run stopped by a limit, a cancellation or the
-//! client, a non-zero exit. Each says what was wrong and what to do instead, in the words
-//! shelpa's clients parse. The policy's refusals convert themselves (`From<Refusal>`) and tee's
-//! errors carry their own `to_failure`, beside the rules they report.
+//! module is the mapping: a tool the set does not serve, a bad argument, a session directory that
+//! cannot be used, a path the guard refuses, a stage that could not start, a run stopped by its
+//! time limit, the client or a resource limit, a non-zero exit. Each says what was wrong and what
+//! to do instead, in the words shelpa's clients parse. The policy's refusals convert themselves
+//! (`From<Refusal>`) and tee's errors carry their own `to_failure`, beside the rules they report.
 
 use std::path::Path;
 use std::time::Duration;
@@ -27,6 +27,16 @@ pub(crate) fn bad_argument(e: ArgError) -> Failure {
         "BAD_ARGUMENT",
         format!("{e}."),
         "Fix the tool arguments and call again.",
+    )
+}
+
+/// A tool this set does not serve (`served`, in `tools/list` order), with the ones it does.
+pub(crate) fn unknown_tool(name: &str, served: &[&str]) -> Failure {
+    Failure::new(
+        INVALID_ARGUMENT,
+        "UNKNOWN_TOOL",
+        format!("there is no tool '{name}'."),
+        format!("Use {}.", served.join(" or ")),
     )
 }
 

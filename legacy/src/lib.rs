@@ -37,7 +37,7 @@ use serde_json::{json, Map, Value};
 
 use error::{bad_argument, guard_failure, not_a_tee, session_failure, stopped_write};
 use exec::{ExecLimits, Outcome, RunResult};
-use failure::{Failure, INVALID_ARGUMENT};
+use failure::Failure;
 use limits::StageLimits;
 use mcp_core::toolset::{Args, CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 use plan::{Plan, Step};
@@ -203,12 +203,7 @@ impl Toolset for PipeToolset {
         // `filesystem call` or a combined toolset must not reach a tool this set does not have.
         let served = self.options.tool_set.names();
         let result = match name {
-            _ if !served.contains(&name) => Err(Failure::new(
-                INVALID_ARGUMENT,
-                "UNKNOWN_TOOL",
-                format!("there is no tool '{name}'."),
-                format!("Use {}.", served.join(" or ")),
-            )),
+            _ if !served.contains(&name) => Err(error::unknown_tool(name, served)),
             surface::PIPE => self.pipe(args, ctx, &mut log),
             surface::WRITE => {
                 log.stages.push("tee".into());
@@ -219,12 +214,7 @@ impl Toolset for PipeToolset {
                 self.tee_tool(args, ctx, &mut log)
             }
             surface::NAV => self.navigate(args, ctx, &mut log),
-            other => Err(Failure::new(
-                INVALID_ARGUMENT,
-                "UNKNOWN_TOOL",
-                format!("there is no tool '{other}'."),
-                format!("Use {}.", served.join(" or ")),
-            )),
+            other => Err(error::unknown_tool(other, served)),
         };
         let result = with_note(result, log.note.take());
         let mut output = match result {
