@@ -6,25 +6,11 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-/// The tools this branch implements, in the order clients see them.
-const FILE_TOOLS: [&str; 7] = [
-    "read_text_file",
-    "create_file",
-    "write_file",
-    "edit_file",
-    "create_directory",
-    "list_directory",
-    "directory_tree",
-];
-
-/// The recovery tools served without `--backup`.
-const RECOVERY_TOOLS: [&str; 5] = [
-    "move_file",
-    "delete_file",
-    "list_trash",
-    "restore_file",
-    "search_file",
-];
+/// The names of the filesystem mode's table of tools, in its order (the order of `tools/list`
+/// under `--backup`).
+fn table() -> Vec<&'static str> {
+    fs_tools::TOOLS.iter().map(|t| t.name).collect()
+}
 
 /// Sends `requests` (one JSON per line) to a server on `root` and returns its replies by id.
 fn session(root: &std::path::Path, flags: &[&str], requests: &[Value]) -> Vec<Value> {
@@ -86,23 +72,16 @@ fn tools_list_shows_twelve_tools_and_fourteen_with_backup() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let plain = names(&tools(tmp.path(), &[]));
     let backup = names(&tools(tmp.path(), &["--backup"]));
-    assert_eq!(&plain[..7], &FILE_TOOLS, "the file tools come first");
-    assert_eq!(&backup[..7], &FILE_TOOLS);
-    assert!(!plain.iter().any(|n| n == "undo_file" || n == "redo_file"));
-    // Until the recovery tools are merged in, only the file tools exist; once they are, the
-    // counts must be exactly 12 and 14.
-    if plain.len() > 7 {
-        assert_eq!(plain.len(), 12, "{plain:?}");
-        for t in RECOVERY_TOOLS {
-            assert!(plain.iter().any(|n| n == t), "{t} missing: {plain:?}");
-        }
-        assert_eq!(backup.len(), 14, "{backup:?}");
-        assert!(backup.iter().any(|n| n == "undo_file"));
-        assert!(backup.iter().any(|n| n == "redo_file"));
-    } else {
-        assert_eq!(plain.len(), 7, "{plain:?}");
-        assert_eq!(backup.len(), 7, "{backup:?}");
-    }
+    assert_eq!(backup, table(), "under --backup: the whole table, in order");
+    let without: Vec<&str> = table()
+        .into_iter()
+        .filter(|n| !fs_tools::tools::BACKUP_ONLY.contains(n))
+        .collect();
+    assert_eq!(
+        plain, without,
+        "without it: the table less undo_file and redo_file"
+    );
+    assert_eq!((plain.len(), backup.len()), (12, 14));
 }
 
 #[test]
@@ -219,7 +198,8 @@ fn a_root_argument_injected_by_a_gateway_is_accepted_and_ignored_by_every_tool()
         ("undo_file", json!({"path": "a.txt"})),
         ("redo_file", json!({"path": "a.txt"})),
     ];
-    assert_eq!(calls.len(), FILE_TOOLS.len() + RECOVERY_TOOLS.len() + 2);
+    let called: Vec<&str> = calls.iter().map(|(name, _)| *name).collect();
+    assert_eq!(called, table(), "every tool of the mode is called");
     let requests: Vec<Value> = calls
         .iter()
         .enumerate()

@@ -1,16 +1,19 @@
 //! The shelpa generation (`--legacy-pipe`): a virtual pipeline shell.
 //!
 //! A call flows `parse` → `policy` (→ a [`plan::Plan`]) → `exec` / `tee` / `session` /
-//! `listing`, and every failure is turned into shelpa's error object in [`failure`]. What shelpa
-//! shows (tool names and descriptions, help, instructions, server name, which tools are served)
-//! is chosen in [`surface`], with the reconstruction choices; every tool of every set runs the
-//! code below, whatever the surface.
+//! `listing`, and every failure is turned into shelpa's error object ([`failure`] is its shape,
+//! `error` the mapping of each layer's errors to it). What shelpa shows (tool names and
+//! descriptions, help, instructions, server name, which tools are served) is chosen in
+//! [`surface`], with the reconstruction choices; `schema` assembles the definitions and the
+//! result object they declare. This file is the toolset and the orchestration of its calls;
+//! every tool of every set runs it, whatever the surface.
 
 // A `Failure` is built at most once per call, at the edge, and carries the partial output the
 // model needs; boxing it everywhere would cost clarity for no measurable gain.
 #![allow(clippy::result_large_err)]
 
 pub mod audit;
+mod error;
 pub mod exec;
 pub mod failure;
 pub mod fence;
@@ -20,6 +23,7 @@ pub mod listing;
 pub mod parse;
 pub mod plan;
 pub mod policy;
+mod schema;
 pub mod scratch;
 pub mod session;
 pub mod surface;
@@ -31,16 +35,21 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use exec::{ExecLimits, Outcome, RunResult, StepMeta};
-use failure::{Failure, EXEC_FAILED, GUARD_VIOLATION, INVALID_ARGUMENT};
-use limits::{Limit, StageLimits};
+use error::{bad_argument, guard_failure, not_a_tee, session_failure, stopped_write};
+use exec::{ExecLimits, Outcome, RunResult};
+use failure::Failure;
+use limits::StageLimits;
 use mcp_core::toolset::{Args, CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 use plan::{Plan, Step};
-use session::{Session, SessionError};
+use schema::{builtin_step, step_json, success};
+use session::Session;
 use surface::{ShelpaTools, Surface};
 use tee::{TeeError, TeeLimits, TeeMode, TeeReport};
 use tools::ToolPaths;
-use workspace::guard::{GuardError, PathGuard};
+use workspace::guard::PathGuard;
+
+/// shelpa's table of tools (names and classes), for readers such as the adoption report.
+pub use surface::TOOLS;
 
 /// Settings of the legacy pipe mode.
 #[derive(Clone, Debug)]
@@ -107,50 +116,6 @@ pub fn tool_status_line() -> String {
     help::status_line(&ToolPaths::discover())
 }
 
-/// The tools of `set` in `surface`'s words (see [`surface::definitions`]); the output schema
-/// below is shared by every tool and surface.
-fn definitions(surface: Surface, set: ShelpaTools) -> Vec<ToolDef> {
-    let step = json!({
-        "type": "object",
-        "properties": {
-            "command": {"type": "string"},
-            "output_size": {"type": "integer", "description": "bytes the stage wrote to its stdout"},
-            "truncated": {"type": "boolean"},
-            "execution_time_ms": {"type": "integer"},
-            "exit_code": {"type": ["integer", "null"]}
-        },
-        "required": ["command", "output_size", "truncated", "execution_time_ms", "exit_code"]
-    });
-    let tee = json!({
-        "anyOf": [
-            {"type": "null"},
-            {"type": "object",
-             "properties": {
-                "paths": {"type": "array", "items": {"type": "string"}},
-                "bytes": {"type": "integer"},
-                "mode": {"type": "string", "enum": ["overwrite", "append", "mixed"]},
-                "mirror": {"type": "array", "items": {"type": "string"}},
-                "truncated": {"type": "boolean"}
-             },
-             "required": ["paths", "bytes", "mode", "mirror", "truncated"]}
-        ]
-    });
-    let output = json!({
-        "type": "object",
-        "properties": {
-            "stdout": {"type": "string"},
-            "stderr": {"type": "string", "description": "the stages' stderr, when any wrote some"},
-            "meta": {
-                "type": "object",
-                "properties": {"steps": {"type": "array", "items": step}, "tee": tee},
-                "required": ["steps", "tee"]
-            }
-        },
-        "required": ["stdout", "meta"]
-    });
-    surface::definitions(surface, set, &output)
-}
-
 impl ToolsetFactory<PathGuard> for PipeFactory {
     fn mode(&self) -> String {
         "legacy-pipe".into()
@@ -159,7 +124,7 @@ impl ToolsetFactory<PathGuard> for PipeFactory {
         help::instructions(self.options.surface, self.options.tool_set)
     }
     fn definitions(&self) -> Vec<ToolDef> {
-        definitions(self.options.surface, self.options.tool_set)
+        schema::definitions(self.options.surface, self.options.tool_set)
     }
     fn build(&self, guard: PathGuard) -> std::io::Result<Box<dyn Toolset>> {
         Ok(Box::new(PipeToolset {
@@ -222,7 +187,7 @@ impl Toolset for PipeToolset {
         help::instructions(self.options.surface, self.options.tool_set)
     }
     fn tools(&self) -> Vec<ToolDef> {
-        definitions(self.options.surface, self.options.tool_set)
+        schema::definitions(self.options.surface, self.options.tool_set)
     }
     /// `shelpa-mcp` in the original surface, as shelpa announced itself.
     fn server_name(&self) -> String {
@@ -238,12 +203,7 @@ impl Toolset for PipeToolset {
         // `filesystem call` or a combined toolset must not reach a tool this set does not have.
         let served = self.options.tool_set.names();
         let result = match name {
-            _ if !served.contains(&name) => Err(Failure::new(
-                INVALID_ARGUMENT,
-                "UNKNOWN_TOOL",
-                format!("there is no tool '{name}'."),
-                format!("Use {}.", served.join(" or ")),
-            )),
+            _ if !served.contains(&name) => Err(error::unknown_tool(name, served)),
             surface::PIPE => self.pipe(args, ctx, &mut log),
             surface::WRITE => {
                 log.stages.push("tee".into());
@@ -254,12 +214,7 @@ impl Toolset for PipeToolset {
                 self.tee_tool(args, ctx, &mut log)
             }
             surface::NAV => self.navigate(args, ctx, &mut log),
-            other => Err(Failure::new(
-                INVALID_ARGUMENT,
-                "UNKNOWN_TOOL",
-                format!("there is no tool '{other}'."),
-                format!("Use {}.", served.join(" or ")),
-            )),
+            other => Err(error::unknown_tool(other, served)),
         };
         let result = with_note(result, log.note.take());
         let mut output = match result {
@@ -281,132 +236,10 @@ impl Toolset for PipeToolset {
     }
 }
 
-fn bad_argument(e: mcp_core::toolset::ArgError) -> Failure {
-    Failure::new(
-        INVALID_ARGUMENT,
-        "BAD_ARGUMENT",
-        format!("{e}."),
-        "Fix the tool arguments and call again.",
-    )
-}
-
-fn check_unknown(args: &Args<'_>, known: &[&str]) -> Result<(), Failure> {
-    let unknown = args.unknown(known);
-    if unknown.is_empty() {
-        return Ok(());
-    }
-    Err(Failure::new(
-        INVALID_ARGUMENT,
-        "BAD_ARGUMENT",
-        format!("unknown argument(s): {}.", unknown.join(", ")),
-        format!("The arguments are: {}.", known.join(", ")),
-    ))
-}
-
 /// True for a lone `cd` or `pwd`: the commands that must work even when the session directory
 /// cannot be entered.
 fn is_navigation(stages: &[plan::Stage]) -> bool {
     matches!(stages, [only] if only.words.first().is_some_and(|w| w.text == "cd" || w.text == "pwd"))
-}
-
-/// What to do when a directory was swapped for a link while a call ran.
-const SWAPPED_SUGGESTION: &str =
-    "Run the command again; if it keeps failing, check what replaced the directory.";
-
-fn session_failure(e: SessionError) -> Failure {
-    let (code, reason, suggestion, token) = match &e {
-        SessionError::Escape(token, _) => (
-            GUARD_VIOLATION,
-            "PATH_ESCAPE",
-            "Use a directory inside the workspace (relative to it, or absolute inside it).",
-            token,
-        ),
-        SessionError::NotADirectory(token) => (
-            INVALID_ARGUMENT,
-            "NOT_A_DIRECTORY",
-            "Name an existing directory; `ls` shows what is there.",
-            token,
-        ),
-        SessionError::Swapped(token) => (GUARD_VIOLATION, "PATH_ESCAPE", SWAPPED_SUGGESTION, token),
-        SessionError::SessionSwapped(token) => (
-            GUARD_VIOLATION,
-            "PATH_ESCAPE",
-            "`cd` into a directory of the workspace (cd and pwd still work), or pass `cwd` to run \
-             one call elsewhere; check what replaced the directory.",
-            token,
-        ),
-        SessionError::Refused(inner) => return guard_failure(inner, ""),
-    };
-    Failure::new(code, reason, e.to_string(), suggestion).with_token(token.clone())
-}
-
-fn guard_failure(e: &GuardError, token: &str) -> Failure {
-    let (code, reason, suggestion) = match e {
-        GuardError::Protected { .. } | GuardError::Repository(_) => (
-            GUARD_VIOLATION,
-            "PROTECTED_PATH",
-            "Write somewhere outside .shelpa/, .filesystem/ and .git/.",
-        ),
-        // A NUL byte is refused as the parser refuses one in a command (the contract's
-        // GUARD_VIOLATION/PARSE_ERROR), whether it came in `cwd` or shelpa_write's `path`.
-        GuardError::Nul => (
-            GUARD_VIOLATION,
-            "PARSE_ERROR",
-            "Remove the NUL byte; file names cannot contain one.",
-        ),
-        GuardError::Empty => (
-            INVALID_ARGUMENT,
-            "BAD_ARGUMENT",
-            "Name a file relative to the session directory.",
-        ),
-        GuardError::Io { .. } => (EXEC_FAILED, "WRITE_FAILED", "Check the path and try again."),
-        _ => (
-            GUARD_VIOLATION,
-            "PATH_ESCAPE",
-            "Use a path inside the workspace.",
-        ),
-    };
-    let detail = match e {
-        GuardError::Protected { path, dir } => {
-            format!("'{path}' is inside {dir}/, shelpa's protected state.")
-        }
-        other => other.to_string(),
-    };
-    let mut f = Failure::new(code, reason, detail, suggestion);
-    if !token.is_empty() {
-        f.token = Some(token.to_string());
-    }
-    f
-}
-
-/// A step's metadata; `command` is the stage as the caller wrote it (`text`).
-fn step_json(meta: &StepMeta, text: &str) -> Value {
-    json!({
-        "command": text,
-        "output_size": meta.output_size,
-        "truncated": meta.truncated,
-        "execution_time_ms": meta.execution_time_ms,
-        "exit_code": meta.exit_code,
-    })
-}
-
-/// Metadata of a single built-in step (`pwd`, `cd`, `ls`, `shelpa_write`'s tee).
-fn builtin_step(command: &str, output_size: u64, truncated: bool, started: Instant) -> Value {
-    json!({
-        "command": command,
-        "output_size": output_size,
-        "truncated": truncated,
-        "execution_time_ms": started.elapsed().as_millis() as u64,
-        "exit_code": 0,
-    })
-}
-
-fn success(stdout: String, steps: Vec<Value>, tee: Value, stderr: &str) -> Value {
-    let mut out = json!({"stdout": stdout, "meta": {"steps": steps, "tee": tee}});
-    if !stderr.is_empty() {
-        out["stderr"] = json!(stderr);
-    }
-    out
 }
 
 /// Cuts `bytes` to `cap` and turns them into text for the model.
@@ -438,7 +271,8 @@ impl PipeToolset {
     ) -> Result<Value, Failure> {
         let started = Instant::now();
         let a = Args(args);
-        check_unknown(&a, &["command", "cwd", "confirm_oversize"])?;
+        a.check_names(&["command", "cwd", "confirm_oversize"])
+            .map_err(bad_argument)?;
         let command = a.str("command").map_err(bad_argument)?;
         let cwd_arg = a.opt_str("cwd").map_err(bad_argument)?;
         let confirmed = a
@@ -500,19 +334,8 @@ impl PipeToolset {
             }
             Plan::BuiltinLs { target, all, long } => {
                 let rel = self.relative_of(&target)?;
-                let listing =
-                    listing::list(self.guard.workspace(), &rel, all, long).map_err(|e| {
-                        let shown = workspace::guard::display_relative(&rel);
-                        let mut f = Failure::new(
-                            EXEC_FAILED,
-                            "NONZERO_EXIT",
-                            format!("ls: cannot list '{shown}': {e}."),
-                            "Check the path with `ls` on its directory.",
-                        );
-                        f.token = Some(shown);
-                        f.extra.insert("exit_code".into(), json!(2));
-                        f
-                    })?;
+                let listing = listing::list(self.guard.workspace(), &rel, all, long)
+                    .map_err(|e| error::ls_failure(&rel, &e))?;
                 let (text, cut) = capped_text(listing.as_bytes(), self.options.max_output_bytes);
                 let step = builtin_step(written("ls"), text.len() as u64, cut, started);
                 Ok(success(text, vec![step], Value::Null, ""))
@@ -539,26 +362,8 @@ impl PipeToolset {
             tee_limit: self.options.max_write_bytes,
             stage: StageLimits::new(memory, timeout),
         };
-        let run = exec::run(steps, self.guard.workspace(), &limits, ctx).map_err(|e| {
-            if workspace::is_swap(&e.source) {
-                // The stage's directory turned into a symlink after the checks: nothing ran.
-                return Failure::new(
-                    GUARD_VIOLATION,
-                    "PATH_ESCAPE",
-                    format!("'{}' was not started: {}.", e.command, e.source),
-                    SWAPPED_SUGGESTION,
-                )
-                .with_token(e.command.to_string());
-            }
-            let mut f = Failure::new(
-                EXEC_FAILED,
-                "SPAWN_FAILED",
-                e.to_string(),
-                "The command is installed but could not be started; check `filesystem --legacy-pipe --help` for missing commands.",
-            );
-            f.token = Some(e.command.to_string());
-            f
-        })?;
+        let run =
+            exec::run(steps, self.guard.workspace(), &limits, ctx).map_err(error::spawn_failure)?;
         let steps_json: Vec<Value> = run
             .steps
             .iter()
@@ -577,90 +382,14 @@ impl PipeToolset {
             m.insert("meta".into(), json!({"steps": steps_json, "tee": tee}));
             m
         };
-        match run.outcome {
-            Outcome::Timeout(limit) => {
-                let limit = limit.or(timeout).map_or("its time limit".to_string(), |l| {
-                    format!("{} s", l.as_secs_f64())
-                });
-                let mut f = Failure::new(
-                    EXEC_FAILED,
-                    "TIMEOUT",
-                    format!("the pipeline ran longer than {limit} and was stopped; nothing was written."),
-                    "Narrow the input (head, tail -n, a more specific rg pattern or path) and run it again.",
-                );
-                f.extra.insert("limit".into(), json!(Limit::Time.as_str()));
-                f.partial = partial(Value::Null);
-                return Err(f);
-            }
-            Outcome::Cancelled => {
-                let mut f = Failure::new(
-                    EXEC_FAILED,
-                    "CANCELLED",
-                    "the call was cancelled by the client; every stage was stopped and nothing was written.",
-                    "Run it again if it is still needed.",
-                );
-                f.partial = partial(Value::Null);
-                return Err(f);
-            }
-            Outcome::ResourceLimit {
-                step,
-                command,
-                limit,
-                stderr,
-            } => {
-                let first_line = stderr.lines().next().unwrap_or("").trim();
-                let said = if first_line.is_empty() {
-                    String::new()
-                } else {
-                    format!(" It said: {first_line}")
-                };
-                let mut f = Failure::new(
-                    EXEC_FAILED,
-                    "RESOURCE_LIMIT",
-                    format!(
-                        "'{}' (stage {} of {}) was stopped: {}. Nothing was written.{said}",
-                        command.as_str(),
-                        step + 1,
-                        steps.len(),
-                        limit.what(memory),
-                    ),
-                    limit.suggestion(),
-                );
-                f.token = Some(command.as_str().to_string());
-                f.extra.insert("limit".into(), json!(limit.as_str()));
-                f.extra.insert("stage".into(), json!(step + 1));
-                if let Some(m) = memory.filter(|_| matches!(limit, Limit::Memory | Limit::FileSize))
-                {
-                    f.extra.insert("limit_bytes".into(), json!(m));
-                }
-                f.extra.insert("stderr".into(), json!(stderr));
-                f.partial = partial(Value::Null);
-                return Err(f);
-            }
-            Outcome::Completed | Outcome::NonZeroExit(_) => {}
+        if let Some(mut f) = error::stopped_run(&run.outcome, timeout, memory, steps.len()) {
+            f.partial = partial(Value::Null);
+            return Err(f);
         }
         let reports = self.commit_tees(&run, confirmed)?;
         let tee_json = TeeReport::merged_json(&reports);
         if let Outcome::NonZeroExit(code) = run.outcome {
-            let last = run
-                .steps
-                .last()
-                .map(|m| m.command.as_str())
-                .unwrap_or("pipeline");
-            let first_line = run.last_stderr.lines().next().unwrap_or("").trim();
-            let mut f = Failure::new(
-                EXEC_FAILED,
-                "NONZERO_EXIT",
-                if first_line.is_empty() {
-                    format!("'{last}' exited with status {code}.")
-                } else {
-                    format!("'{last}' exited with status {code}: {first_line}")
-                },
-                "Read the stderr, fix the arguments of the failing stage and run it again.",
-            );
-            f.token = Some(last.to_string());
-            f.extra.insert("exit_code".into(), json!(code));
-            f.extra.insert("stderr".into(), json!(run.last_stderr));
+            let mut f = error::nonzero_exit(code, &run);
             f.partial = partial(tee_json);
             return Err(f);
         }
@@ -720,7 +449,8 @@ impl PipeToolset {
     ) -> Result<Value, Failure> {
         let started = Instant::now();
         let a = Args(args);
-        check_unknown(&a, &["path", "content", "append", "confirm_oversize"])?;
+        a.check_names(&["path", "content", "append", "confirm_oversize"])
+            .map_err(bad_argument)?;
         let path = a.str("path").map_err(bad_argument)?;
         let content = a.str("content").map_err(bad_argument)?;
         let append = a.opt_bool("append").map_err(bad_argument)?.unwrap_or(false);
@@ -801,7 +531,8 @@ impl PipeToolset {
     ) -> Result<Value, Failure> {
         let started = Instant::now();
         let a = Args(args);
-        check_unknown(&a, &["content", "paths", "append", "confirm_oversize"])?;
+        a.check_names(&["content", "paths", "append", "confirm_oversize"])
+            .map_err(bad_argument)?;
         let content = a.str("content").map_err(bad_argument)?;
         let paths = tee_paths(args)?;
         let append = a.opt_bool("append").map_err(bad_argument)?.unwrap_or(false);
@@ -870,7 +601,7 @@ impl PipeToolset {
         log: &mut CallLog,
     ) -> Result<Value, Failure> {
         let a = Args(args);
-        check_unknown(&a, &["command"])?;
+        a.check_names(&["command"]).map_err(bad_argument)?;
         let command = a.str("command").map_err(bad_argument)?;
         let stages = parse::parse(command)?;
         let first = |s: &plan::Stage| s.words.first().map(|w| w.text.clone()).unwrap_or_default();
@@ -906,23 +637,6 @@ struct DirectWrite<'a> {
     started: Instant,
 }
 
-/// A direct write stopped before its commit: nothing was written, in the pipe's own words.
-fn stopped_write(stop: mcp_core::toolset::Stop) -> Failure {
-    let (reason, suggestion) = match stop {
-        mcp_core::toolset::Stop::Cancelled => ("CANCELLED", "Run it again if it is still needed."),
-        mcp_core::toolset::Stop::TimedOut(_) => (
-            "TIMEOUT",
-            "Run it again; if it keeps timing out, raise --timeout.",
-        ),
-    };
-    Failure::new(
-        EXEC_FAILED,
-        reason,
-        format!("{stop}; nothing was written."),
-        suggestion,
-    )
-}
-
 /// What the shelpa tool runs.
 const NAVIGATION_COMMANDS: [&str; 3] = ["cd", "pwd", "ls"];
 
@@ -952,15 +666,4 @@ fn tee_paths(args: &Map<String, Value>) -> Result<Vec<String>, Failure> {
             .collect(),
         Some(_) => Err(bad("must be an array of strings, e.g. [\"out.txt\"]")),
     }
-}
-
-/// The policy turned shelpa_tee's stage into something other than one tee step: cannot happen
-/// (the stage is built as `tee …`), answered rather than trusted.
-fn not_a_tee() -> Failure {
-    Failure::new(
-        EXEC_FAILED,
-        "WRITE_FAILED",
-        "the targets could not be checked as a tee stage.",
-        "Use shelpa_pipe with `... | tee FILE` instead.",
-    )
 }

@@ -47,7 +47,7 @@
 
 use serde_json::{json, Value};
 
-use mcp_core::toolset::{Effects, ToolDef};
+use mcp_core::toolset::{Effects, ToolClass, ToolDef, ToolEntry};
 
 /// The two surfaces (`--surface`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -99,6 +99,29 @@ pub const TEE: &str = "shelpa_tee";
 pub const WRITE: &str = "shelpa_write";
 /// Navigation: cd, pwd, ls alone.
 pub const NAV: &str = "shelpa";
+
+/// Every tool shelpa can serve (`--shelpa-tools all`, in that set's `tools/list` order) with its
+/// class: the one table of shelpa's tool names, which the sets above draw from and the adoption
+/// report classifies calls by. shelpa_pipe is a [`ToolClass::Pipeline`]: it writes only when a
+/// stage is `tee`.
+pub const TOOLS: [ToolEntry; 4] = [
+    ToolEntry {
+        name: PIPE,
+        class: ToolClass::Pipeline,
+    },
+    ToolEntry {
+        name: TEE,
+        class: ToolClass::Write,
+    },
+    ToolEntry {
+        name: WRITE,
+        class: ToolClass::Write,
+    },
+    ToolEntry {
+        name: NAV,
+        class: ToolClass::Navigate,
+    },
+];
 
 /// The server name (`serverInfo.name`) shelpa announced.
 pub const ORIGINAL_SERVER_NAME: &str = "shelpa-mcp";
@@ -334,6 +357,19 @@ mod tests {
                 assert_eq!(names, set.names());
                 assert!(defs.iter().all(|d| !d.description.is_empty()));
             }
+        }
+    }
+
+    #[test]
+    fn every_set_is_drawn_from_the_table_in_its_order() {
+        let table: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
+        assert_eq!(ShelpaTools::All.names(), table.as_slice());
+        for set in [ShelpaTools::Pipe, ShelpaTools::Help] {
+            let mut rows = table.iter();
+            assert!(
+                set.names().iter().all(|n| rows.any(|r| r == n)),
+                "{set:?} names a tool outside the table, or out of its order"
+            );
         }
     }
 

@@ -2,8 +2,8 @@
 //! shared guard, with every mutation going through the history store so that it can be undone.
 //!
 //! This module only dispatches; each tool family lives in its own module (`read`, `write`,
-//! `edit`, `list`), their definitions in `schema`, and the recovery tools (move, trash, restore,
-//! search, undo, redo) in `recovery`.
+//! `edit`, `list`), their names in the table of `tools`, their definitions in `schema`, and the
+//! recovery tools (move, trash, restore, search, undo, redo) in `recovery`.
 
 mod edit;
 pub mod error;
@@ -12,12 +12,15 @@ mod read;
 pub mod recovery;
 mod schema;
 mod target;
+pub mod tools;
 mod write;
 
 use error::FsError;
 use mcp_core::toolset::{Args, CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 use serde_json::{Map, Value};
 use workspace::guard::PathGuard;
+
+pub use tools::TOOLS;
 
 /// Settings of the filesystem mode.
 #[derive(Clone, Debug)]
@@ -59,25 +62,10 @@ fn all_definitions(options: &FsOptions) -> Vec<ToolDef> {
     defs
 }
 
-/// Refuses arguments the tool does not know, so a typo (`old_text`) is reported, not ignored.
+/// Refuses arguments the tool does not know, so a typo (`old_text`) is reported, not ignored:
+/// the core's one checker ([`Args::check_names`]) in this mode's `InvalidArgument` kind.
 pub(crate) fn reject_unknown(args: &Map<String, Value>, known: &[&str]) -> Result<(), FsError> {
-    let unknown = Args(args).unknown(known);
-    if unknown.is_empty() {
-        return Ok(());
-    }
-    Err(FsError::InvalidArgument(format!(
-        "unknown argument(s) {}; this tool takes {}",
-        unknown
-            .iter()
-            .map(|u| format!("'{u}'"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        known
-            .iter()
-            .map(|k| format!("'{k}'"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    )))
+    Ok(Args(args).check_names(known)?)
 }
 
 /// The argument a gateway injects into every call: meaningful in `--server` mode (where the
@@ -160,13 +148,13 @@ impl Toolset for FsToolset {
             None => args,
         };
         let result = match name {
-            schema::READ_TEXT_FILE => read::read_text_file(cx, args, ctx),
-            schema::CREATE_FILE => write::create_file(cx, args, ctx),
-            schema::WRITE_FILE => write::write_file(cx, args, ctx),
-            schema::EDIT_FILE => edit::edit_file(cx, args, ctx),
-            schema::CREATE_DIRECTORY => write::create_directory(cx, args, ctx),
-            schema::LIST_DIRECTORY => list::list_directory(cx, args),
-            schema::DIRECTORY_TREE => list::directory_tree(cx, args, ctx),
+            tools::READ_TEXT_FILE => read::read_text_file(cx, args, ctx),
+            tools::CREATE_FILE => write::create_file(cx, args, ctx),
+            tools::WRITE_FILE => write::write_file(cx, args, ctx),
+            tools::EDIT_FILE => edit::edit_file(cx, args, ctx),
+            tools::CREATE_DIRECTORY => write::create_directory(cx, args, ctx),
+            tools::LIST_DIRECTORY => list::list_directory(cx, args),
+            tools::DIRECTORY_TREE => list::directory_tree(cx, args, ctx),
             _ => match recovery::call(cx, name, args) {
                 Some(output) => return output,
                 None => Err(FsError::InvalidArgument(format!(

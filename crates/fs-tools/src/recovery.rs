@@ -8,7 +8,10 @@
 use serde_json::{json, Map, Value};
 
 use super::error::FsError;
-use super::{FsContext, FsOptions};
+use super::{reject_unknown, FsContext, FsOptions};
+use crate::tools::{
+    DELETE_FILE, LIST_TRASH, MOVE_FILE, REDO_FILE, RESTORE_FILE, SEARCH_FILE, UNDO_FILE,
+};
 use mcp_core::toolset::{Args, Effects, ToolDef, ToolOutput};
 use workspace::guard::{display_relative, Resolved};
 use workspace::history::{Story, StoryEvent, TrashEntry, Whereabouts};
@@ -18,7 +21,7 @@ pub fn definitions(options: &FsOptions) -> Vec<ToolDef> {
     let path_arg = |what: &str| json!({"type": "string", "description": what});
     let mut defs = vec![
         ToolDef {
-            name: "move_file".into(),
+            name: MOVE_FILE.into(),
             title: "Move or rename".into(),
             description: "Move or rename a file or directory (a symlink is moved itself, not its target). Fails with AlreadyExists if the destination exists. The version history moves with it and the move is logged, so search_file can find it from the old path.".into(),
             input_schema: json!({
@@ -34,7 +37,7 @@ pub fn definitions(options: &FsOptions) -> Vec<ToolDef> {
             effects: Effects { read_only: false, destructive: false, idempotent: false },
         },
         ToolDef {
-            name: "delete_file".into(),
+            name: DELETE_FILE.into(),
             title: "Delete to trash".into(),
             description: "Delete a file, directory or symlink by moving it to the trash (nothing is ever permanently deleted). Returns the trash id; restore_file brings it back with its history.".into(),
             input_schema: json!({
@@ -47,7 +50,7 @@ pub fn definitions(options: &FsOptions) -> Vec<ToolDef> {
             effects: Effects { read_only: false, destructive: false, idempotent: false },
         },
         ToolDef {
-            name: "list_trash".into(),
+            name: LIST_TRASH.into(),
             title: "List trash".into(),
             description: "List everything in the trash: id, original path, when it was deleted, file or directory, size. Use an id with restore_file.".into(),
             input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),
@@ -59,7 +62,7 @@ pub fn definitions(options: &FsOptions) -> Vec<ToolDef> {
             effects: Effects::READ_ONLY,
         },
         ToolDef {
-            name: "restore_file".into(),
+            name: RESTORE_FILE.into(),
             title: "Restore from trash".into(),
             description: "Put a trash entry back at its original path, or at 'destination', with its version history. Fails with AlreadyExists if the place is occupied, NotFound for an unknown or already restored id.".into(),
             input_schema: json!({
@@ -75,7 +78,7 @@ pub fn definitions(options: &FsOptions) -> Vec<ToolDef> {
             effects: Effects { read_only: false, destructive: false, idempotent: false },
         },
         ToolDef {
-            name: "search_file".into(),
+            name: SEARCH_FILE.into(),
             title: "Find where a path went".into(),
             description: "Tell the story of a path from the move and delete logs: whether it exists now, where it was moved (following every move, including moves of a containing directory), whether it was deleted (trash id, when) and restored. A path never seen is a normal answer, not an error.".into(),
             input_schema: json!({
@@ -90,8 +93,8 @@ pub fn definitions(options: &FsOptions) -> Vec<ToolDef> {
     ];
     if options.backup {
         for (name, title, description) in [
-            ("undo_file", "Undo file changes", "Take a file back 'steps' versions (default 1). If the file was changed outside the server since its last version, that content is saved as a new version first, so redo_file can bring it back. Going past the first version is InvalidArgument (the message says how many steps are possible)."),
-            ("redo_file", "Redo file changes", "Take a file forward 'steps' versions (default 1) after undo_file. Going past the newest version is InvalidArgument (the message says how many steps are possible)."),
+            (UNDO_FILE, "Undo file changes", "Take a file back 'steps' versions (default 1). If the file was changed outside the server since its last version, that content is saved as a new version first, so redo_file can bring it back. Going past the first version is InvalidArgument (the message says how many steps are possible)."),
+            (REDO_FILE, "Redo file changes", "Take a file forward 'steps' versions (default 1) after undo_file. Going past the newest version is InvalidArgument (the message says how many steps are possible)."),
         ] {
             defs.push(ToolDef {
                 name: name.into(),
@@ -118,28 +121,15 @@ pub fn definitions(options: &FsOptions) -> Vec<ToolDef> {
 /// own tools.
 pub fn call(cx: &FsContext, name: &str, args: &Map<String, Value>) -> Option<ToolOutput> {
     let result = match name {
-        "move_file" => move_file(cx, args),
-        "delete_file" => delete_file(cx, args),
-        "list_trash" => list_trash(cx, args),
-        "restore_file" => restore_file(cx, args),
-        "search_file" => search_file(cx, args),
-        "undo_file" | "redo_file" if cx.options.backup => step(cx, args, name == "redo_file"),
+        MOVE_FILE => move_file(cx, args),
+        DELETE_FILE => delete_file(cx, args),
+        LIST_TRASH => list_trash(cx, args),
+        RESTORE_FILE => restore_file(cx, args),
+        SEARCH_FILE => search_file(cx, args),
+        UNDO_FILE | REDO_FILE if cx.options.backup => step(cx, args, name == REDO_FILE),
         _ => return None,
     };
     Some(result.unwrap_or_else(FsError::into_output))
-}
-
-fn check_known(args: &Map<String, Value>, known: &[&str]) -> Result<(), FsError> {
-    let unknown = Args(args).unknown(known);
-    if unknown.is_empty() {
-        Ok(())
-    } else {
-        Err(FsError::InvalidArgument(format!(
-            "unknown argument(s) {}; this tool takes {}",
-            unknown.join(", "),
-            known.join(", ")
-        )))
-    }
 }
 
 /// A path argument through the guard for a change (not following a final symlink, nothing in
@@ -157,7 +147,7 @@ fn target(cx: &FsContext, args: &Map<String, Value>, name: &str) -> Result<Resol
 }
 
 fn move_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
-    check_known(args, &["source", "destination"])?;
+    reject_unknown(args, &["source", "destination"])?;
     let lock = cx.store.lock()?;
     let from = target(cx, args, "source")?;
     let to = target(cx, args, "destination")?;
@@ -176,7 +166,7 @@ fn move_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, Fs
 }
 
 fn delete_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
-    check_known(args, &["path"])?;
+    reject_unknown(args, &["path"])?;
     let lock = cx.store.lock()?;
     let path = target(cx, args, "path")?;
     let entry = cx.store.trash(&lock, &path.relative)?;
@@ -215,7 +205,7 @@ fn trash_entry_json(e: &TrashEntry) -> Value {
 }
 
 fn list_trash(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
-    check_known(args, &[])?;
+    reject_unknown(args, &[])?;
     let _lock = cx.store.lock_for_reading()?;
     let entries = cx.store.list_trash()?;
     let text = if entries.is_empty() {
@@ -266,7 +256,7 @@ fn trash_id(args: &Map<String, Value>) -> Result<u64, FsError> {
 }
 
 fn restore_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
-    check_known(args, &["id", "destination"])?;
+    reject_unknown(args, &["id", "destination"])?;
     let id = trash_id(args)?;
     let lock = cx.store.lock()?;
     let destination = match Args(args).opt_str("destination")? {
@@ -419,7 +409,7 @@ fn story_output(story: &Story) -> ToolOutput {
 }
 
 fn search_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
-    check_known(args, &["path"])?;
+    reject_unknown(args, &["path"])?;
     let _lock = cx.store.lock_for_reading()?;
     // A question, not a change: a path inside .git/ may be asked about.
     let path = cx.guard.resolve_no_follow(Args(args).str("path")?)?;
@@ -433,7 +423,7 @@ fn search_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, 
 }
 
 fn step(cx: &FsContext, args: &Map<String, Value>, forward: bool) -> Result<ToolOutput, FsError> {
-    check_known(args, &["path", "steps"])?;
+    reject_unknown(args, &["path", "steps"])?;
     let steps = Args(args).opt_u64("steps")?.unwrap_or(1);
     let lock = cx.store.lock()?;
     let path = target(cx, args, "path")?;

@@ -1,25 +1,14 @@
 //! The definitions (names, descriptions, schemas, annotations) of the file tools this module
-//! implements. Argument names follow the reference filesystem server (`oldText`, `dryRun`,
+//! implements (their names come from the table in `tools`). Argument names follow the reference filesystem server (`oldText`, `dryRun`,
 //! `excludePatterns`) so agents that know it need nothing new.
 
 use serde_json::{json, Value};
 
+use crate::tools::{
+    CREATE_DIRECTORY, CREATE_FILE, DIRECTORY_TREE, EDIT_FILE, LIST_DIRECTORY, READ_TEXT_FILE,
+    WRITE_FILE,
+};
 use mcp_core::toolset::{Effects, ToolDef};
-
-/// The tool names, in the order clients see them.
-pub const READ_TEXT_FILE: &str = "read_text_file";
-/// See [`READ_TEXT_FILE`].
-pub const CREATE_FILE: &str = "create_file";
-/// See [`READ_TEXT_FILE`].
-pub const WRITE_FILE: &str = "write_file";
-/// See [`READ_TEXT_FILE`].
-pub const EDIT_FILE: &str = "edit_file";
-/// See [`READ_TEXT_FILE`].
-pub const CREATE_DIRECTORY: &str = "create_directory";
-/// See [`READ_TEXT_FILE`].
-pub const LIST_DIRECTORY: &str = "list_directory";
-/// See [`READ_TEXT_FILE`].
-pub const DIRECTORY_TREE: &str = "directory_tree";
 
 fn path_property(what: &str) -> Value {
     json!({

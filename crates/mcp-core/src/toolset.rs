@@ -403,6 +403,40 @@ impl<R> ToolsetFactory<R> for CombinedFactory<R> {
     }
 }
 
+/// What a tool does to a workspace, in the terms the adoption report counts calls by. Each
+/// toolset states it once per tool in its table of [`ToolEntry`]s, beside the name, so a reader of
+/// call logs learns what a call did from the toolset that serves it rather than from a copy of
+/// its names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ToolClass {
+    /// Reads a file's content.
+    Read,
+    /// Writes or edits a file's content: every call counts as a write.
+    Write,
+    /// Looks around the tree (lists, `cd`, `pwd`) and changes no file.
+    Navigate,
+    /// Changes where things are (a new directory, a move, a delete to trash), not what a file
+    /// holds.
+    Arrange,
+    /// Looks up or replays what happened before: the trash, the move log, version history.
+    History,
+    /// Runs a command line whose stages decide: it writes only through a `tee` stage.
+    Pipeline,
+}
+
+/// One row of a toolset's table of tools: the stable name clients call it by and its class.
+///
+/// Each toolset owns one table (the core names no tool); its `tools/list` definitions take their
+/// names from it and the adoption report classifies call logs and transcripts through it, so a
+/// tool is named in one place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolEntry {
+    /// The tool's machine name, as in `tools/list` and `tools/call`.
+    pub name: &'static str,
+    /// What the tool does, for counting.
+    pub class: ToolClass,
+}
+
 /// A malformed tool argument, described so the model can fix its call.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ArgError {
@@ -419,6 +453,46 @@ pub enum ArgError {
     /// An argument has the right type but an unusable value.
     #[error("argument '{name}' {problem}")]
     BadValue { name: String, problem: String },
+    /// Arguments the tool does not take (a typo such as `old_text` for `oldText`, or an argument
+    /// of another tool). Refused rather than ignored: a silently dropped argument would make the
+    /// call do something other than what the model asked. Every toolset reports it through
+    /// [`Args::check_names`], so the message reads the same in every mode.
+    #[error("{}", unknown_message(unknown, allowed))]
+    Unknown {
+        /// The names sent that are not accepted, in the order the arguments map holds them.
+        unknown: Vec<String>,
+        /// Every name that is accepted, in the order the tool declares them.
+        allowed: Vec<String>,
+    },
+}
+
+/// The one wording of [`ArgError::Unknown`]: which names are wrong, which are right, and what
+/// to do about it.
+fn unknown_message(unknown: &[String], allowed: &[String]) -> String {
+    let quoted = |names: &[String]| {
+        names
+            .iter()
+            .map(|n| format!("'{n}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (noun, pronoun) = if unknown.len() == 1 {
+        ("argument", "it")
+    } else {
+        ("arguments", "them")
+    };
+    if allowed.is_empty() {
+        return format!(
+            "unknown {noun} {}; this call takes no arguments: remove {pronoun}",
+            quoted(unknown)
+        );
+    }
+    format!(
+        "unknown {noun} {}; the accepted arguments are {} (names are case-sensitive): rename or \
+         remove {pronoun}",
+        quoted(unknown),
+        quoted(allowed)
+    )
 }
 
 /// Typed access to a call's arguments with errors a model can act on.
@@ -526,14 +600,25 @@ impl<'a> Args<'a> {
             .map(Some)
     }
 
-    /// Names of arguments present but not in `known`, so a typo (`old_text` for `oldText`) is
-    /// reported instead of silently ignored.
-    pub fn unknown(&self, known: &[&str]) -> Vec<String> {
-        self.0
+    /// The one unknown-argument check of every toolset: `Ok` when every argument present is one
+    /// of `allowed`, otherwise [`ArgError::Unknown`] naming the others and listing `allowed`, so
+    /// a typo (`old_text` for `oldText`) is reported instead of silently ignored. Each toolset
+    /// wraps the error in its own shape (the filesystem mode's `InvalidArgument`, shelpa's
+    /// `INVALID_ARGUMENT` object); the wording is this one.
+    pub fn check_names(&self, allowed: &[&str]) -> Result<(), ArgError> {
+        let unknown: Vec<String> = self
+            .0
             .keys()
-            .filter(|k| !known.contains(&k.as_str()))
+            .filter(|k| !allowed.contains(&k.as_str()))
             .cloned()
-            .collect()
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        Err(ArgError::Unknown {
+            unknown,
+            allowed: allowed.iter().map(|a| a.to_string()).collect(),
+        })
     }
 }
 
@@ -564,9 +649,59 @@ mod tests {
         assert_eq!(a.opt_u64("head"), Ok(Some(2)));
         assert!(a.opt_u64("tail").is_err());
         assert!(a.opt_array("edits").is_err());
+    }
+
+    #[test]
+    fn check_names_accepts_known_and_absent_arguments() {
+        let m = map(json!({"path": "a.txt", "head": 3}));
+        assert_eq!(Args(&m).check_names(&["path", "head", "tail"]), Ok(()));
+        let empty = Map::new();
+        assert_eq!(Args(&empty).check_names(&[]), Ok(()));
+    }
+
+    #[test]
+    fn check_names_names_the_unknown_and_lists_the_accepted() {
+        let m = map(json!({"path": "a.txt", "old_text": "x"}));
+        let err = Args(&m)
+            .check_names(&["path", "edits", "dryRun"])
+            .expect_err("old_text is not an argument of this tool");
         assert_eq!(
-            a.unknown(&["path", "head", "tail"]),
-            vec!["edits".to_string()]
+            err,
+            ArgError::Unknown {
+                unknown: vec!["old_text".into()],
+                allowed: vec!["path".into(), "edits".into(), "dryRun".into()],
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "unknown argument 'old_text'; the accepted arguments are 'path', 'edits', 'dryRun' \
+             (names are case-sensitive): rename or remove it"
+        );
+    }
+
+    #[test]
+    fn check_names_is_case_sensitive_and_reports_every_unknown_name() {
+        let m = map(json!({"Path": "a.txt", "roots": "/", "path": "b"}));
+        let err = Args(&m)
+            .check_names(&["path"])
+            .expect_err("Path and roots are not path");
+        let ArgError::Unknown { unknown, .. } = &err else {
+            panic!("expected Unknown, got {err:?}");
+        };
+        assert_eq!(unknown, &["Path".to_string(), "roots".to_string()]);
+        assert!(err
+            .to_string()
+            .starts_with("unknown arguments 'Path', 'roots'; the accepted arguments are 'path'"));
+        assert!(err.to_string().ends_with("rename or remove them"));
+    }
+
+    #[test]
+    fn check_names_says_when_a_tool_takes_no_arguments() {
+        let m = map(json!({"path": "."}));
+        let err = Args(&m).check_names(&[]).expect_err("nothing is accepted");
+        assert_eq!(
+            err.to_string(),
+            "unknown argument 'path'; this call takes no arguments: remove it"
         );
     }
 

@@ -1,33 +1,31 @@
 //! Which interface a tool call went through, and whether it wrote a file.
 //!
-//! Everything here is an allow-list: a tool is this project's only if its name is one of the
-//! names this project serves, a built-in counts as a file tool only if it is named below, and a
-//! call counts as a write only if its tool is a known writer. Anything else falls into the
-//! `other` buckets rather than being guessed into a category that would flatter the numbers.
+//! Everything here is an allow-list: a tool is this project's only if its name is in one of the
+//! toolsets' own tables of tools, a built-in counts as a file tool only if it is named below, and
+//! a call counts as a write only if its tool is a known writer (for this project's tools, the
+//! class its table gives). Anything else falls into the `other` buckets rather than being guessed
+//! into a category that would flatter the numbers.
 
+use mcp_core::toolset::{ToolClass, ToolEntry};
 use serde::Serialize;
 
-/// The tools of the legacy pipe mode (shelpa): every tool of every set it can serve
-/// (`--shelpa-tools all`: pipelines, tee writes, direct writes, navigation).
-pub const PIPE_TOOLS: &[&str] = &["shelpa_pipe", "shelpa_tee", "shelpa_write", "shelpa"];
-
-/// The tools of the filesystem mode.
-pub const FILESYSTEM_TOOLS: &[&str] = &[
-    "read_text_file",
-    "create_file",
-    "write_file",
-    "edit_file",
-    "create_directory",
-    "list_directory",
-    "directory_tree",
-    "move_file",
-    "delete_file",
-    "list_trash",
-    "restore_file",
-    "search_file",
-    "undo_file",
-    "redo_file",
+/// This project's tables of tools, each with the interface it is: shelpa's (every tool of every set
+/// it can serve, `--shelpa-tools all`) and the filesystem mode's (all fourteen, `--backup` or
+/// not). The toolsets own the names and each tool's class; the report reads only these tables.
+const OUR_TABLES: [(Interface, &[ToolEntry]); 2] = [
+    (Interface::Pipe, &shelpa::TOOLS),
+    (Interface::Filesystem, &fs_tools::TOOLS),
 ];
+
+/// The interface and class of one of this project's tools, or `None` for any other name.
+fn our_tool(tool: &str) -> Option<(Interface, ToolClass)> {
+    OUR_TABLES.iter().find_map(|(interface, table)| {
+        table
+            .iter()
+            .find(|entry| entry.name == tool)
+            .map(|entry| (*interface, entry.class))
+    })
+}
 
 /// The client's own (built-in) tools that touch files. `Bash` is here because agents use it to
 /// read and write files, but it is never counted as a write: what a shell command does cannot
@@ -45,18 +43,9 @@ pub const BUILTIN_FILE_TOOLS: &[&str] = &[
     "Bash",
 ];
 
-/// Tools whose every call is a file write or edit.
-const WRITING_TOOLS: &[&str] = &[
-    "write_file",
-    "create_file",
-    "edit_file",
-    "shelpa_write",
-    "shelpa_tee",
-    "Write",
-    "Edit",
-    "MultiEdit",
-    "NotebookEdit",
-];
+/// The client's built-in tools whose every call is a file write or edit (this project's own
+/// writers are the [`ToolClass::Write`] rows of its tables).
+const BUILTIN_WRITING_TOOLS: &[&str] = &["Write", "Edit", "MultiEdit", "NotebookEdit"];
 
 /// The prefix Claude Code gives to tools served by an MCP server: `mcp__<server>__<tool>`.
 const MCP_PREFIX: &str = "mcp__";
@@ -134,14 +123,9 @@ pub fn classify_transcript_name(name: &str, servers: &ServerFilter) -> ToolName 
     if let Some(rest) = name.strip_prefix(MCP_PREFIX) {
         // Server names may themselves contain "__"; the tool is what follows the last one.
         if let Some((server, tool)) = rest.rsplit_once("__") {
-            let interface = if !servers.admits(server) {
-                Interface::OtherMcp
-            } else if PIPE_TOOLS.contains(&tool) {
-                Interface::Pipe
-            } else if FILESYSTEM_TOOLS.contains(&tool) {
-                Interface::Filesystem
-            } else {
-                Interface::OtherMcp
+            let interface = match our_tool(tool) {
+                Some((ours, _)) if servers.admits(server) => ours,
+                _ => Interface::OtherMcp,
             };
             return ToolName {
                 tool: tool.to_string(),
@@ -170,13 +154,7 @@ pub fn classify_transcript_name(name: &str, servers: &ServerFilter) -> ToolName 
 /// Classifies a tool name as it appears in this server's call log (no prefix: the log only
 /// ever records this server's own tools, so an unknown name is `other`, not a guess).
 pub fn classify_log_name(tool: &str) -> Interface {
-    if PIPE_TOOLS.contains(&tool) {
-        Interface::Pipe
-    } else if FILESYSTEM_TOOLS.contains(&tool) {
-        Interface::Filesystem
-    } else {
-        Interface::Other
-    }
+    our_tool(tool).map_or(Interface::Other, |(interface, _)| interface)
 }
 
 /// Whether a call wrote or edited a file. A pipe call writes only through `tee`: shelpa_write
@@ -184,11 +162,19 @@ pub fn classify_log_name(tool: &str) -> Interface {
 /// `shelpa` never; `Bash` never counts (see [`BUILTIN_FILE_TOOLS`]).
 pub fn is_write(interface: Interface, tool: &str, stages: &[String]) -> bool {
     match interface {
-        Interface::Builtin | Interface::Filesystem => WRITING_TOOLS.contains(&tool),
-        Interface::Pipe => {
-            WRITING_TOOLS.contains(&tool)
-                || (tool == "shelpa_pipe" && stages.iter().any(|s| s == "tee"))
-        }
+        Interface::Builtin => BUILTIN_WRITING_TOOLS.contains(&tool),
+        // The interface was found through the same table, so the tool's class is the one of the
+        // table the interface names; a name of the other table is not this interface's write.
+        Interface::Pipe | Interface::Filesystem => match our_tool(tool) {
+            Some((ours, class)) if ours == interface => match class {
+                ToolClass::Write => true,
+                ToolClass::Pipeline => stages.iter().any(|s| s == "tee"),
+                ToolClass::Read | ToolClass::Navigate | ToolClass::Arrange | ToolClass::History => {
+                    false
+                }
+            },
+            _ => false,
+        },
         Interface::OtherMcp | Interface::Other => false,
     }
 }
@@ -248,6 +234,26 @@ mod tests {
             classify_transcript_name("shelpa", &f).interface,
             Interface::Other
         );
+    }
+
+    #[test]
+    fn every_row_of_the_toolsets_tables_is_ours_and_its_class_decides_writes() {
+        let f = ServerFilter::default();
+        for (interface, table) in OUR_TABLES {
+            for entry in table {
+                assert_eq!(classify_log_name(entry.name), interface, "{}", entry.name);
+                let t = classify_transcript_name(&format!("mcp__any__{}", entry.name), &f);
+                assert_eq!(t.interface, interface, "{}", entry.name);
+                assert_eq!(
+                    is_write(interface, entry.name, &[]),
+                    entry.class == ToolClass::Write,
+                    "{}",
+                    entry.name
+                );
+            }
+        }
+        // Every one of the fourteen filesystem tools and four shelpa tools is known.
+        assert_eq!(OUR_TABLES.map(|(_, t)| t.len()), [4, 14]);
     }
 
     #[test]

@@ -189,13 +189,9 @@ fn parse_edits(raw: Option<&Vec<Value>>) -> Result<Vec<Edit>, FsError> {
                     "edits[{i}] must be an object {{oldText, newText}}"
                 ))
             })?;
-            let unknown = Args(obj).unknown(&["oldText", "newText"]);
-            if !unknown.is_empty() {
-                return Err(FsError::InvalidArgument(format!(
-                    "edit {index} has unknown field(s) {}; each edit takes only 'oldText' and 'newText'",
-                    unknown.join(", ")
-                )));
-            }
+            Args(obj)
+                .check_names(&["oldText", "newText"])
+                .map_err(|e| FsError::InvalidArgument(format!("edit {index}: {e}")))?;
             let field = |name: &str| {
                 Args(obj).str(name).map_err(|e| {
                     FsError::InvalidArgument(format!("edit {index}: {e}"))
