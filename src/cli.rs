@@ -11,7 +11,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::{Map, Value};
 
 use crate::allow::ServedRoots;
-use crate::calllog::{CallLog, LogTarget};
+use crate::call_log_writer::{CallLogWriter, LogTarget};
 use crate::daemon::PerRoot;
 use fs_tools::{FsFactory, FsOptions};
 use mcp_core::server::CallObserver;
@@ -316,7 +316,11 @@ impl Options {
             (None, Scope::Root(root)) => LogTarget::Root(root),
             (None, Scope::EachCall(served)) => LogTarget::RootOfEachCall(served),
         };
-        Some(Arc::new(CallLog::new(target, mode, self.call_log_args)))
+        Some(Arc::new(CallLogWriter::new(
+            target,
+            mode,
+            self.call_log_args,
+        )))
     }
 
     /// The toolset for the chosen mode and root, and what it is confined to.
