@@ -21,7 +21,7 @@ mod render;
 mod repair;
 mod store;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use clap::Args;
 
@@ -240,24 +240,13 @@ pub fn check(root: &Path, allow_root_slash: bool, repair: bool) -> Result<Report
     Ok(report)
 }
 
-/// Runs `filesystem check` for `--root` (or the current directory); returns the exit status
+/// Runs `filesystem check` for the root [`workspace::root::resolve`] chooses (`--root`, else
+/// `FILESYSTEM_ROOT`, else the current directory); returns the exit status
 /// described by [`EXIT_STATUS_HELP`]: 0 consistent (warnings may be printed), 1 an error remains
 /// (with `--strict`, a warning too), 2 the check could not run.
 pub fn run(root: Option<&Path>, allow_root_slash: bool, args: &CheckArgs) -> i32 {
-    let given: PathBuf = match root {
-        Some(r) => r.to_path_buf(),
-        None => {
-            match std::env::current_dir() {
-                Ok(d) => d,
-                Err(e) => {
-                    eprintln!("filesystem check: cannot read the current directory ({e}); pass --root DIR");
-                    return 2;
-                }
-            }
-        }
-    };
-    let root = match workspace::root::validate(&given, allow_root_slash) {
-        Ok(r) => r,
+    let root = match workspace::root::resolve(root, allow_root_slash) {
+        Ok(chosen) => chosen.canonical,
         Err(e) => {
             eprintln!("filesystem check: {e}");
             return 2;
@@ -283,6 +272,7 @@ pub fn run(root: Option<&Path>, allow_root_slash: bool, args: &CheckArgs) -> i32
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn root() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().expect("tempdir");
