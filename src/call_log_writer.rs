@@ -142,27 +142,27 @@ enum Destination {
 }
 
 /// Where one call's line goes.
-enum Place<'a> {
+enum LogPlace<'a> {
     /// The operator's `--call-log FILE`.
     File(&'a Path),
     /// `<root>/.filesystem/.calls.jsonl`, opened through the workspace layer.
     InRoot(Cow<'a, Path>),
 }
 
-impl Place<'_> {
+impl LogPlace<'_> {
     /// The log file's path: the key of the open-file table and the name in the operator's
     /// messages (never used to open a file inside a root).
     fn key(&self) -> PathBuf {
         match self {
-            Place::File(path) => path.to_path_buf(),
-            Place::InRoot(root) => root.join(STORE_DIR).join(DEFAULT_LOG_NAME),
+            LogPlace::File(path) => path.to_path_buf(),
+            LogPlace::InRoot(root) => root.join(STORE_DIR).join(DEFAULT_LOG_NAME),
         }
     }
 
     fn open(&self) -> std::io::Result<CallLogFile> {
         match self {
-            Place::File(path) => open_log(path),
-            Place::InRoot(root) => open_root_log(root),
+            LogPlace::File(path) => open_log(path),
+            LogPlace::InRoot(root) => open_root_log(root),
         }
     }
 }
@@ -196,16 +196,16 @@ impl CallLogWriter {
         }
     }
 
-    fn place_for(&self, args: &Map<String, Value>) -> Option<Place<'_>> {
+    fn place_for(&self, args: &Map<String, Value>) -> Option<LogPlace<'_>> {
         match &self.destination {
-            Destination::Fixed(p) => Some(Place::File(p)),
-            Destination::Root(root) => Some(Place::InRoot(Cow::Borrowed(root))),
+            Destination::Fixed(p) => Some(LogPlace::File(p)),
+            Destination::Root(root) => Some(LogPlace::InRoot(Cow::Borrowed(root))),
             // Daemon mode: the call names its root; an invalid or disallowed root was refused by the
             // toolset and the call still deserves a line, but there is no workspace to put it in.
             Destination::RootOfEachCall(served) => {
                 let root = args.get("root")?.as_str()?;
                 let root = served.resolve(root).ok()?;
-                Some(Place::InRoot(Cow::Owned(root)))
+                Some(LogPlace::InRoot(Cow::Owned(root)))
             }
         }
     }
