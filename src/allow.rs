@@ -397,8 +397,11 @@ fn allowed_dir(dir: &Path, origin: Origin, allow_slash: bool) -> Result<PathBuf,
             origin,
             source,
         },
-        // Not produced: `/` is allowed at this layer and the path need not be absolute.
-        RootError::Slash | RootError::Relative(_) => AllowListError::Slash { origin },
+        // Not produced: `/` is allowed at this layer, the path need not be absolute, and no
+        // current directory is asked for.
+        RootError::Slash | RootError::Relative(_) | RootError::CurrentDir(_) => {
+            AllowListError::Slash { origin }
+        }
     })?;
     if canonical == Path::new("/") && !allow_slash {
         return Err(AllowListError::Slash { origin });

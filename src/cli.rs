@@ -11,7 +11,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::{Map, Value};
 
 use crate::allow::ServedRoots;
-use crate::calllog::{CallLog, LogTarget};
+use crate::call_log_writer::{CallLogWriter, LogTarget};
 use crate::daemon::PerRoot;
 use fs_tools::{FsFactory, FsOptions};
 use mcp_core::server::CallObserver;
@@ -316,7 +316,11 @@ impl Options {
             (None, Scope::Root(root)) => LogTarget::Root(root),
             (None, Scope::EachCall(served)) => LogTarget::RootOfEachCall(served),
         };
-        Some(Arc::new(CallLog::new(target, mode, self.call_log_args)))
+        Some(Arc::new(CallLogWriter::new(
+            target,
+            mode,
+            self.call_log_args,
+        )))
     }
 
     /// The toolset for the chosen mode and root, and what it is confined to.
@@ -331,19 +335,14 @@ impl Options {
             let toolset = Arc::new(PerRoot::new(factory, served.clone()));
             return Ok((toolset, Scope::EachCall(served)));
         }
-        // The environment is read here rather than by clap so that a FILESYSTEM_ROOT exported in a
-        // shell does not collide with --server, which takes its roots from each call.
-        let from_env = std::env::var_os("FILESYSTEM_ROOT").filter(|v| !v.is_empty());
-        let given = match (&self.root, from_env) {
-            (Some(r), _) => r.clone(),
-            (None, Some(env)) => PathBuf::from(env),
-            (None, None) => std::env::current_dir()
-                .map_err(|e| format!("cannot read the current directory: {e}; pass --root"))?,
-        };
-        let root = root::validate(&given, self.allow_root_slash).map_err(|e| e.to_string())?;
+        // FILESYSTEM_ROOT is read by the resolver rather than by clap, so that one exported in a
+        // shell does not collide with --server, which takes its roots from each call (above).
+        let chosen = root::resolve(self.root.as_deref(), self.allow_root_slash)
+            .map_err(|e| e.to_string())?;
+        let root = chosen.canonical.clone();
         let guard = PathGuard::new(&root)
             .map_err(|e| format!("cannot open root '{}': {e}", root.display()))?
-            .with_spellings(root::Spellings::of(&given, &root));
+            .with_spellings(chosen.spellings());
         let toolset = factory
             .build(guard)
             .map_err(|e| format!("cannot serve root '{}': {e}", root.display()))?;

@@ -46,7 +46,7 @@ pub fn open_roots() -> usize {
 }
 
 /// A root's toolset and when it was last used (a counter, not a clock).
-struct Open {
+struct OpenRoot {
     toolset: Arc<dyn Toolset>,
     /// The spellings the root's guard accepts, learnt from the calls that named it.
     spellings: workspace::root::Spellings,
@@ -55,7 +55,7 @@ struct Open {
 
 /// The open toolsets, least recently used first out.
 struct OpenRoots {
-    map: HashMap<PathBuf, Open>,
+    map: HashMap<PathBuf, OpenRoot>,
     clock: u64,
     limit: usize,
 }
@@ -108,7 +108,7 @@ impl OpenRoots {
         let used = self.clock;
         self.map.insert(
             root,
-            Open {
+            OpenRoot {
                 toolset,
                 spellings,
                 used,

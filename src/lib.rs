@@ -1,14 +1,14 @@
 //! `filesystem`: an MCP server that gives an agent confined, recoverable access to one workspace.
 //!
 //! This crate is the binary's own part: the command line ([`cli`]), the `--server` daemon
-//! ([`daemon`]) and its allowed roots ([`allow`]), the call log ([`calllog`]) and `check`
+//! ([`daemon`]) and its allowed roots ([`allow`]), the call log ([`call_log_writer`]) and `check`
 //! ([`check`]). It alone depends on every layer: the MCP core ([`mcp_core`]), the workspace layer
 //! ([`workspace`]), the filesystem toolset ([`fs_tools`]), shelpa ([`shelpa`]) and the adoption
 //! report ([`report`]). Data flows one way: stdin → wire → server → a toolset → workspace layer →
 //! disk or subprocess → result → server → wire → stdout. See docs/ARCHITECTURE.md.
 
 pub mod allow;
-pub mod calllog;
+pub mod call_log_writer;
 pub mod check;
 pub mod cli;
 pub mod daemon;

@@ -45,13 +45,6 @@ impl ToolPaths {
         tools
     }
 
-    /// Builds a table by hand (tests, or a caller that resolved the tools itself).
-    pub fn from_pairs(pairs: impl IntoIterator<Item = (CommandName, PathBuf)>) -> Self {
-        ToolPaths {
-            paths: pairs.into_iter().collect(),
-        }
-    }
-
     /// The resolved binary of `command`, if any.
     pub fn get(&self, command: CommandName) -> Option<&Path> {
         self.paths.get(&command).map(PathBuf::as_path)

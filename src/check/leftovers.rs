@@ -21,12 +21,16 @@ use workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
 use workspace::Stat;
 
 use super::repair::Fixer;
-use super::{CheckError, Fix, Report, Severity};
+use super::{CheckError, CheckReport, CheckSeverity, Fix};
 
 /// Walks the workspace at `root` for leftover temporaries: a [`Tree`] from the root's
 /// descriptor, so the walk neither recurses nor holds a descriptor per level, reaches every
 /// depth the kernel could never name in one path, and stops at [`MAX_DEPTH`] with a warning.
-pub(crate) fn check(root: &Path, fixer: &mut Fixer, report: &mut Report) -> Result<(), CheckError> {
+pub(crate) fn check(
+    root: &Path,
+    fixer: &mut Fixer,
+    report: &mut CheckReport,
+) -> Result<(), CheckError> {
     let cannot = |source| CheckError::Io {
         what: "cannot walk the workspace".into(),
         source,
@@ -56,7 +60,7 @@ pub(crate) fn check(root: &Path, fixer: &mut Fixer, report: &mut Report) -> Resu
                 // A directory that cannot be read is reported, not fatal: the rest still gets
                 // checked.
                 Err(e) => report.push(
-                    Severity::Warning,
+                    CheckSeverity::Warning,
                     walk::shorten(&found.path),
                     format!("cannot be read ({e}), so it was not checked for leftover temporaries"),
                     Fix::Manual("check its permissions, then rerun".into()),
@@ -75,7 +79,7 @@ pub(crate) fn check(root: &Path, fixer: &mut Fixer, report: &mut Report) -> Resu
     }
     if let Some(first) = too_deep.first() {
         report.push(
-            Severity::Warning,
+            CheckSeverity::Warning,
             walk::shorten(first),
             format!(
                 "{} director{} more than {MAX_DEPTH} levels below the root (the depth limit of every walk), so what is below {} not checked for leftover temporaries",
@@ -97,7 +101,7 @@ fn temp(
     name: &OsStr,
     stat: &Stat,
     fixer: &mut Fixer,
-    report: &mut Report,
+    report: &mut CheckReport,
 ) {
     let path = root.join(rel);
     let shown = walk::shorten(rel);
@@ -130,7 +134,7 @@ fn temp(
         // Tee no longer makes these (it uses the one temporary scheme), and nothing marks an old
         // one as ours rather than a user's file with a look-alike name: reported, never moved.
         report.push(
-            Severity::Info,
+            CheckSeverity::Info,
             shown,
             if busy {
                 "named like a temporary of tee from an older version, whose writer may still be running; left alone"
@@ -144,7 +148,7 @@ fn temp(
     }
     if busy {
         report.push(
-            Severity::Info,
+            CheckSeverity::Info,
             shown,
             "a temporary file of a write that may still be running; left alone".into(),
             Fix::Nothing,
@@ -153,7 +157,7 @@ fn temp(
     }
     let fix = fixer.move_aside(&path, &Path::new("workspace").join(rel));
     report.push(
-        Severity::Warning,
+        CheckSeverity::Warning,
         shown,
         "a temporary file left by an interrupted overwrite (never renamed into place, so never acknowledged)".into(),
         fix,

@@ -11,7 +11,7 @@ use workspace::history::layout::{self, DELETES_LOG, IMPORTS_LOG, MOVES_LOG};
 use workspace::history::log::unescape;
 
 use super::repair::Fixer;
-use super::{Fix, Report, Severity};
+use super::{CheckReport, CheckSeverity, Fix};
 
 /// What a line of one log must look like.
 #[derive(Clone, Copy)]
@@ -27,7 +27,7 @@ enum Grammar {
 }
 
 /// Checks every log that exists.
-pub(crate) fn check(state: &Path, fixer: &mut Fixer, report: &mut Report) {
+pub(crate) fn check(state: &Path, fixer: &mut Fixer, report: &mut CheckReport) {
     for (name, grammar) in [
         (MOVES_LOG, Grammar::Moves),
         (DELETES_LOG, Grammar::Deletes),
@@ -38,7 +38,7 @@ pub(crate) fn check(state: &Path, fixer: &mut Fixer, report: &mut Report) {
     }
 }
 
-fn check_one(state: &Path, name: &str, grammar: Grammar, fixer: &Fixer, report: &mut Report) {
+fn check_one(state: &Path, name: &str, grammar: Grammar, fixer: &Fixer, report: &mut CheckReport) {
     let path = state.join(name);
     let place = format!(".filesystem/{name}");
     match std::fs::symlink_metadata(&path) {
@@ -50,7 +50,7 @@ fn check_one(state: &Path, name: &str, grammar: Grammar, fixer: &Fixer, report: 
         Ok(d) => d,
         Err(e) => {
             report.push(
-                Severity::Error,
+                CheckSeverity::Error,
                 place,
                 format!("cannot be read: {e}"),
                 Fix::Manual("check its permissions".into()),
@@ -68,8 +68,8 @@ fn check_one(state: &Path, name: &str, grammar: Grammar, fixer: &Fixer, report: 
             // The call log is written without cutting a torn line first, so a line glued onto a
             // torn one is a known (harmless) leftover there; in the store's logs it is not.
             let severity = match grammar {
-                Grammar::Calls => Severity::Warning,
-                _ => Severity::Error,
+                Grammar::Calls => CheckSeverity::Warning,
+                _ => CheckSeverity::Error,
             };
             report.push(
                 severity,
@@ -90,7 +90,7 @@ fn check_one(state: &Path, name: &str, grammar: Grammar, fixer: &Fixer, report: 
             format!("cut the {torn} torn byte(s) off"),
         );
         report.push(
-            Severity::Warning,
+            CheckSeverity::Warning,
             format!("{place}:{}", lines.len() + 1),
             "the last line is torn (an append cut short by a crash; it was never acknowledged, and readers ignore it)".into(),
             fix,

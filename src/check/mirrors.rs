@@ -8,10 +8,10 @@ use shelpa::audit::tree::MIRROR_DIR;
 use shelpa::audit::verify;
 use workspace::mirror::Severity as MirrorSeverity;
 
-use super::{Fix, Report, Severity};
+use super::{CheckReport, CheckSeverity, Fix};
 
 /// Adds the verifier's findings about the mirrors under `root` to `report`.
-pub(crate) fn check(root: &Path, allow_root_slash: bool, report: &mut Report) {
+pub(crate) fn check(root: &Path, allow_root_slash: bool, report: &mut CheckReport) {
     if std::fs::symlink_metadata(root.join(MIRROR_DIR)).is_err() {
         return;
     }
@@ -20,7 +20,7 @@ pub(crate) fn check(root: &Path, allow_root_slash: bool, report: &mut Report) {
         Ok(r) => r,
         Err(e) => {
             report.push(
-                Severity::Error,
+                CheckSeverity::Error,
                 MIRROR_DIR.into(),
                 format!("the mirrors could not be checked: {e}"),
                 Fix::Manual("run `filesystem audit verify` for details".into()),
@@ -36,8 +36,8 @@ pub(crate) fn check(root: &Path, allow_root_slash: bool, report: &mut Report) {
             format!("{}:{}", p.path, p.line)
         };
         let severity = match p.severity {
-            MirrorSeverity::Error => Severity::Error,
-            MirrorSeverity::Warning => Severity::Warning,
+            MirrorSeverity::Error => CheckSeverity::Error,
+            MirrorSeverity::Warning => CheckSeverity::Warning,
         };
         report.push(
             severity,

@@ -21,7 +21,7 @@ mod render;
 mod repair;
 mod store;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use clap::Args;
 
@@ -56,7 +56,7 @@ pub struct CheckArgs {
 
 /// How bad a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Severity {
+pub enum CheckSeverity {
     /// A leftover the store already handles by design; nothing needs doing.
     Info,
     /// Harmless to the data, but something should be cleaned up or looked at.
@@ -65,13 +65,13 @@ pub enum Severity {
     Error,
 }
 
-impl Severity {
+impl CheckSeverity {
     /// The word the report shows.
     pub fn as_str(self) -> &'static str {
         match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
+            CheckSeverity::Info => "info",
+            CheckSeverity::Warning => "warning",
+            CheckSeverity::Error => "error",
         }
     }
 }
@@ -106,9 +106,9 @@ impl Fix {
 
 /// One problem found, located.
 #[derive(Clone, Debug)]
-pub struct Finding {
+pub struct CheckFinding {
     /// How bad it is.
-    pub severity: Severity,
+    pub severity: CheckSeverity,
     /// Where, relative to the workspace root (`.filesystem/.moves:12`, `src/.x.shelpa-tmp-…`).
     pub place: String,
     /// What is wrong.
@@ -117,19 +117,19 @@ pub struct Finding {
     pub fix: Fix,
 }
 
-impl Finding {
+impl CheckFinding {
     /// True when this finding still needs attention after the run (it is not merely informative
     /// and was not repaired).
     pub fn remains(&self) -> bool {
-        self.severity != Severity::Info && !matches!(self.fix, Fix::Repaired(_))
+        self.severity != CheckSeverity::Info && !matches!(self.fix, Fix::Repaired(_))
     }
 }
 
 /// Everything one run found.
 #[derive(Debug, Default)]
-pub struct Report {
+pub struct CheckReport {
     /// The findings, in the order the areas were checked.
-    pub findings: Vec<Finding>,
+    pub findings: Vec<CheckFinding>,
     /// Whether repairs were attempted.
     pub repair: bool,
     /// How many `.shelpa/` mirrors were read.
@@ -138,10 +138,10 @@ pub struct Report {
     pub histories_checked: usize,
 }
 
-impl Report {
+impl CheckReport {
     /// True when nothing needs attention any more.
     pub fn clean(&self) -> bool {
-        !self.findings.iter().any(Finding::remains)
+        !self.findings.iter().any(CheckFinding::remains)
     }
 
     /// The exit status of a run that found this: 1 when an error remains (or, with `strict`, a
@@ -155,22 +155,28 @@ impl Report {
             .map(|f| f.severity)
             .max();
         match worst {
-            Some(Severity::Error) => 1,
-            Some(Severity::Warning) if strict => 1,
+            Some(CheckSeverity::Error) => 1,
+            Some(CheckSeverity::Warning) if strict => 1,
             _ => 0,
         }
     }
 
     /// Findings of `severity`.
-    pub fn count(&self, severity: Severity) -> usize {
+    pub fn count(&self, severity: CheckSeverity) -> usize {
         self.findings
             .iter()
             .filter(|f| f.severity == severity)
             .count()
     }
 
-    pub(crate) fn push(&mut self, severity: Severity, place: String, problem: String, fix: Fix) {
-        self.findings.push(Finding {
+    pub(crate) fn push(
+        &mut self,
+        severity: CheckSeverity,
+        place: String,
+        problem: String,
+        fix: Fix,
+    ) {
+        self.findings.push(CheckFinding {
             severity,
             place,
             problem,
@@ -199,10 +205,10 @@ pub enum CheckError {
 }
 
 /// Checks (and with `repair`, repairs) the state of the workspace at canonical `root`.
-pub fn check(root: &Path, allow_root_slash: bool, repair: bool) -> Result<Report, CheckError> {
-    let mut report = Report {
+pub fn check(root: &Path, allow_root_slash: bool, repair: bool) -> Result<CheckReport, CheckError> {
+    let mut report = CheckReport {
         repair,
-        ..Report::default()
+        ..CheckReport::default()
     };
     let state = root.join(workspace::guard::STATE_DIRS[0]);
     let ws = workspace::Workspace::open(root).map_err(|source| CheckError::Io {
@@ -228,7 +234,7 @@ pub fn check(root: &Path, allow_root_slash: bool, repair: bool) -> Result<Report
             store::check(&state, &mut fixer, &mut report)?;
         }
         Ok(_) => report.push(
-            Severity::Error,
+            CheckSeverity::Error,
             ".filesystem".into(),
             "is not a plain directory (a symlink or a file); the server refuses to use it".into(),
             Fix::Manual("move it out of the workspace so the server can create its own".into()),
@@ -240,24 +246,13 @@ pub fn check(root: &Path, allow_root_slash: bool, repair: bool) -> Result<Report
     Ok(report)
 }
 
-/// Runs `filesystem check` for `--root` (or the current directory); returns the exit status
+/// Runs `filesystem check` for the root [`workspace::root::resolve`] chooses (`--root`, else
+/// `FILESYSTEM_ROOT`, else the current directory); returns the exit status
 /// described by [`EXIT_STATUS_HELP`]: 0 consistent (warnings may be printed), 1 an error remains
 /// (with `--strict`, a warning too), 2 the check could not run.
 pub fn run(root: Option<&Path>, allow_root_slash: bool, args: &CheckArgs) -> i32 {
-    let given: PathBuf = match root {
-        Some(r) => r.to_path_buf(),
-        None => {
-            match std::env::current_dir() {
-                Ok(d) => d,
-                Err(e) => {
-                    eprintln!("filesystem check: cannot read the current directory ({e}); pass --root DIR");
-                    return 2;
-                }
-            }
-        }
-    };
-    let root = match workspace::root::validate(&given, allow_root_slash) {
-        Ok(r) => r,
+    let root = match workspace::root::resolve(root, allow_root_slash) {
+        Ok(chosen) => chosen.canonical,
         Err(e) => {
             eprintln!("filesystem check: {e}");
             return 2;
@@ -283,6 +278,7 @@ pub fn run(root: Option<&Path>, allow_root_slash: bool, args: &CheckArgs) -> i32
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn root() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -296,7 +292,7 @@ mod tests {
         std::fs::write(p, content).expect("write");
     }
 
-    fn find<'a>(r: &'a Report, place: &str) -> &'a Finding {
+    fn find<'a>(r: &'a CheckReport, place: &str) -> &'a CheckFinding {
         r.findings
             .iter()
             .find(|f| f.place.starts_with(place))
@@ -331,7 +327,7 @@ mod tests {
         write(&root, ".filesystem/files/a/#versions/head", "1 1\n");
         let r = check(&root, false, false).expect("check");
         let f = find(&r, ".filesystem/files");
-        assert_eq!(f.severity, Severity::Info);
+        assert_eq!(f.severity, CheckSeverity::Info);
         assert!(
             f.problem.contains("converted on next open"),
             "{}",
@@ -352,10 +348,10 @@ mod tests {
         write(&root, ".filesystem/d/notes.txt", "?");
         let r = check(&root, false, false).expect("check");
         assert_eq!(r.histories_checked, 2, "{:#?}", r.findings);
-        assert_eq!(find(&r, ".filesystem/%y").severity, Severity::Warning);
+        assert_eq!(find(&r, ".filesystem/%y").severity, CheckSeverity::Warning);
         assert_eq!(
             find(&r, ".filesystem/d/notes.txt").severity,
-            Severity::Warning
+            CheckSeverity::Warning
         );
     }
 
@@ -369,7 +365,10 @@ mod tests {
             &format!("{t}\ta\tb\ngarbage\n{t}\tb\tc\n{t}\tc\t"),
         );
         let r = check(&root, false, true).expect("repair");
-        assert_eq!(find(&r, ".filesystem/.moves:2").severity, Severity::Error);
+        assert_eq!(
+            find(&r, ".filesystem/.moves:2").severity,
+            CheckSeverity::Error
+        );
         assert!(matches!(
             find(&r, ".filesystem/.moves:4").fix,
             Fix::Repaired(_)
@@ -394,7 +393,7 @@ mod tests {
         let r = check(&root, false, true).expect("repair");
         assert_eq!(
             find(&r, ".filesystem/.trash/00001").severity,
-            Severity::Info
+            CheckSeverity::Info
         );
         assert!(matches!(
             find(&r, ".filesystem/.trash/00007").fix,
@@ -430,7 +429,10 @@ mod tests {
         write(&root, "src/.main.rs.shelpa-tmp-4000000-17-0", "half");
         std::os::unix::fs::symlink(outside.path(), root.join(".filesystem/a/evil")).expect("link");
         let r = check(&root, false, true).expect("repair");
-        assert_eq!(find(&r, ".filesystem/a/evil").severity, Severity::Error);
+        assert_eq!(
+            find(&r, ".filesystem/a/evil").severity,
+            CheckSeverity::Error
+        );
         assert!(!root.join(".filesystem/a/.filesystem-tmp-Ab12Cd").exists());
         assert!(!root.join("src/.filesystem-tmp-Zz9Yy8").exists());
         assert!(

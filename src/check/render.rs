@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::{Fix, Report, Severity};
+use super::{CheckReport, CheckSeverity, Fix};
 
 fn fix_text(fix: &Fix, repair: bool) -> String {
     match fix {
@@ -18,7 +18,7 @@ fn fix_text(fix: &Fix, repair: bool) -> String {
 }
 
 /// `SEVERITY  PLACE: PROBLEM — FIX` per finding, then a summary line.
-pub(crate) fn text(report: &Report) -> String {
+pub(crate) fn text(report: &CheckReport) -> String {
     let mut out = String::new();
     for f in &report.findings {
         out.push_str(&format!(
@@ -34,9 +34,9 @@ pub(crate) fn text(report: &Report) -> String {
         "{} version histories and {} mirror(s) checked: {} error(s), {} warning(s), {} note(s); {}\n",
         report.histories_checked,
         report.mirrors_checked,
-        report.count(Severity::Error),
-        report.count(Severity::Warning),
-        report.count(Severity::Info),
+        report.count(CheckSeverity::Error),
+        report.count(CheckSeverity::Warning),
+        report.count(CheckSeverity::Info),
         if remaining == 0 {
             "nothing left to do".to_string()
         } else if report.repair {
@@ -49,7 +49,7 @@ pub(crate) fn text(report: &Report) -> String {
 }
 
 /// The whole report as one pretty JSON object.
-pub(crate) fn json(root: &Path, report: &Report) -> String {
+pub(crate) fn json(root: &Path, report: &CheckReport) -> String {
     let findings: Vec<_> = report
         .findings
         .iter()
@@ -68,9 +68,9 @@ pub(crate) fn json(root: &Path, report: &Report) -> String {
         "root": root.display().to_string(),
         "repair": report.repair,
         "clean": report.clean(),
-        "errors": report.count(Severity::Error),
-        "warnings": report.count(Severity::Warning),
-        "notes": report.count(Severity::Info),
+        "errors": report.count(CheckSeverity::Error),
+        "warnings": report.count(CheckSeverity::Warning),
+        "notes": report.count(CheckSeverity::Info),
         "remaining": report.findings.iter().filter(|f| f.remains()).count(),
         "histories_checked": report.histories_checked,
         "mirrors_checked": report.mirrors_checked,

@@ -32,7 +32,7 @@ use workspace::is_swap;
 use workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
 
 use super::repair::Fixer;
-use super::{CheckError, Fix, Report, Severity};
+use super::{CheckError, CheckReport, CheckSeverity, Fix};
 
 /// What an entry is, without following it.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -80,7 +80,7 @@ impl Kind {
 struct Walk<'a> {
     state: &'a Path,
     fixer: &'a mut Fixer,
-    report: &'a mut Report,
+    report: &'a mut CheckReport,
     /// Directories the walks did not enter because of the depth limit.
     too_deep: Vec<PathBuf>,
     /// Entries whose paths are too long to act on.
@@ -104,7 +104,7 @@ fn entries(dir: &Path) -> io::Result<Vec<(std::ffi::OsString, Kind)>> {
 pub(crate) fn check(
     state: &Path,
     fixer: &mut Fixer,
-    report: &mut Report,
+    report: &mut CheckReport,
 ) -> Result<(), CheckError> {
     let layout = convert::inspect(
         fixer.workspace(),
@@ -139,7 +139,7 @@ impl Walk<'_> {
 
     fn unreadable(&mut self, rel: &Path, e: io::Error) {
         self.report.push(
-            Severity::Error,
+            CheckSeverity::Error,
             Self::place(rel),
             format!("cannot be read: {e}"),
             Fix::Manual("check its permissions, then rerun".into()),
@@ -150,7 +150,7 @@ impl Walk<'_> {
     /// the store anyway), reported for a person to remove.
     fn link(&mut self, rel: &Path, kind: Kind) {
         self.report.push(
-            Severity::Error,
+            CheckSeverity::Error,
             Self::place(rel),
             format!("a {} inside the history store; it was not followed (the server never creates one, so it was planted or copied in)", kind.name()),
             Fix::Manual("remove it by hand after looking at where it points".into()),
@@ -161,7 +161,7 @@ impl Walk<'_> {
     fn debris(&mut self, rel: &Path, kind: Kind, why: &str) {
         let fix = self.fixer.move_aside(&self.state.join(rel), rel);
         self.report.push(
-            Severity::Warning,
+            CheckSeverity::Warning,
             Self::place(rel),
             format!("an unexpected {} ({why})", kind.name()),
             fix,
@@ -174,14 +174,14 @@ impl Walk<'_> {
         if self.fixer.older_than_start(&path) {
             let fix = self.fixer.remove_temp(&path);
             self.report.push(
-                Severity::Warning,
+                CheckSeverity::Warning,
                 Self::place(rel),
                 "a temporary file left by an interrupted atomic write (it was never renamed into place, so nothing acknowledged depends on it)".into(),
                 fix,
             );
         } else {
             self.report.push(
-                Severity::Info,
+                CheckSeverity::Info,
                 Self::place(rel),
                 "a temporary file newer than this check: a write is probably in progress".into(),
                 Fix::Nothing,
@@ -194,13 +194,13 @@ impl Walk<'_> {
         match self.layout {
             Found::Current => {}
             Found::Old => self.report.push(
-                Severity::Info,
+                CheckSeverity::Info,
                 Self::place(Path::new(old::FILES_DIR)),
                 "the store is in the previous layout (files/<path>/#versions/{NNNNN,head}); it will be converted on next open, keeping every snapshot and head, and its histories are checked after that".into(),
                 Fix::Nothing,
             ),
             Found::Finishing => self.report.push(
-                Severity::Info,
+                CheckSeverity::Info,
                 Self::place(Path::new(CONVERTED_DIR)),
                 "a conversion from the previous layout was committed but cut short before every history was moved into place; the next open finishes it".into(),
                 Fix::Nothing,
@@ -244,7 +244,7 @@ impl Walk<'_> {
             };
             if (name == PENDING_MOVE || name == PENDING_DELETE) && kind == Kind::File {
                 self.report.push(
-                    Severity::Info,
+                    CheckSeverity::Info,
                     Self::place(&rel),
                     "a move or delete was cut short; the next change to the store finishes it (or finds it never happened)".to_string(),
                     Fix::Nothing,
@@ -252,7 +252,7 @@ impl Walk<'_> {
             }
             if name == CONVERTING_DIR && kind == Kind::Dir {
                 self.report.push(
-                    Severity::Info,
+                    CheckSeverity::Info,
                     Self::place(&rel),
                     "a conversion from the previous layout was being built when it was cut short; the next open throws it away and builds it again (the old store is untouched)".to_string(),
                     Fix::Nothing,
@@ -262,7 +262,7 @@ impl Walk<'_> {
                 (Some(want), got) if want == got => {}
                 (_, Kind::Link | Kind::Special) => self.link(&rel, kind),
                 (Some(want), got) => self.report.push(
-                    Severity::Error,
+                    CheckSeverity::Error,
                     Self::place(&rel),
                     format!(
                         "is a {} where the store keeps a {}",
@@ -401,7 +401,7 @@ impl Walk<'_> {
         let deep = std::mem::take(&mut self.too_deep);
         if let Some(first) = deep.first() {
             self.report.push(
-                Severity::Warning,
+                CheckSeverity::Warning,
                 format!(".filesystem/{}", walk::shorten(first)),
                 format!(
                     "{} director{} of the store more than {MAX_DEPTH} levels below where the walk started (the depth limit of every walk); what is below was not checked",
@@ -414,7 +414,7 @@ impl Walk<'_> {
         let long = std::mem::take(&mut self.too_long);
         if let Some(first) = long.first() {
             self.report.push(
-                Severity::Warning,
+                CheckSeverity::Warning,
                 format!(".filesystem/{}", walk::shorten(first)),
                 format!(
                     "{} entr{} of the store {} a path longer than the system's limit of {} bytes, so {} not checked",
@@ -451,7 +451,7 @@ impl Walk<'_> {
                 Kind::File if undone_version(name.as_bytes()).is_some() => {
                     any = true;
                     self.report.push(
-                        Severity::Info,
+                        CheckSeverity::Info,
                         Self::place(&rel),
                         "a write after an undo was cut short; the undone version is kept under this second name, and the next change to the file puts it back or drops it".to_string(),
                         Fix::Nothing,
@@ -488,7 +488,7 @@ impl Walk<'_> {
             Ok(None) => {
                 if !snapshots.is_empty() {
                     self.report.push(
-                        Severity::Info,
+                        CheckSeverity::Info,
                         Self::place(dir),
                         format!("the history of {shown} has snapshot(s) {} but no .head (its first write was cut short); redo can bring them back before the next write replaces them", list_numbers(&snapshots)),
                         Fix::Nothing,
@@ -498,7 +498,7 @@ impl Walk<'_> {
             }
             Err(e) => {
                 self.report.push(
-                    Severity::Error,
+                    CheckSeverity::Error,
                     Self::place(&head_rel),
                     format!("the .head of {shown} cannot be used: {e}"),
                     Fix::Manual(format!(
@@ -518,14 +518,14 @@ impl Walk<'_> {
                         format!("set the head to version {m}"),
                     );
                     self.report.push(
-                        Severity::Error,
+                        CheckSeverity::Error,
                         Self::place(&head_rel),
                         format!("the .head of {shown} names version {current}, but the newest snapshot present below it is {m}"),
                         fix,
                     );
                 }
                 None => self.report.push(
-                    Severity::Error,
+                    CheckSeverity::Error,
                     Self::place(&head_rel),
                     format!("the .head of {shown} names version {current}, but no snapshot up to it exists"),
                     Fix::Manual("undo is impossible for this file; move its history directory out of the store by hand".into()),
@@ -540,7 +540,7 @@ impl Walk<'_> {
         let gaps: BTreeSet<u64> = (1..below).filter(|v| !snapshots.contains(v)).collect();
         if !gaps.is_empty() {
             self.report.push(
-                Severity::Error,
+                CheckSeverity::Error,
                 Self::place(dir),
                 format!(
                     "the history of {shown} is missing snapshot(s) {} below its head; undo cannot step past them",
@@ -558,7 +558,7 @@ impl Walk<'_> {
         let strays: BTreeSet<u64> = snapshots.range(top + 1..).copied().collect();
         if !strays.is_empty() {
             self.report.push(
-                Severity::Info,
+                CheckSeverity::Info,
                 Self::place(dir),
                 format!(
                     "the history of {shown} has snapshot(s) {} past a break in its redo chain (which ends at {top}); redo cannot reach them and the next write leaves them as they are",
@@ -577,7 +577,7 @@ impl Walk<'_> {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return self.unreadable(dir, e),
         };
-        let deletes = workspace::history::log::LogFile::new(
+        let deletes = workspace::history::log::HistoryLog::new(
             self.fixer.workspace().clone(),
             Path::new(workspace::guard::STATE_DIRS[0])
                 .join(workspace::history::layout::DELETES_LOG),
@@ -586,7 +586,7 @@ impl Walk<'_> {
             Ok(e) => e,
             Err(e) => {
                 self.report.push(
-                    Severity::Error,
+                    CheckSeverity::Error,
                     Self::place(Path::new(DELETES_LOG)),
                     format!("cannot be read: {e}"),
                     Fix::Manual("check its permissions, then rerun".into()),
@@ -642,7 +642,7 @@ impl Walk<'_> {
                 .join(", ");
             if paths.len() > 1 {
                 self.report.push(
-                    Severity::Error,
+                    CheckSeverity::Error,
                     Self::place(Path::new(DELETES_LOG)),
                     format!("trash id {id} was logged for {} deletes ({shown}); ids must never repeat, and restore_file {id} would use the first", paths.len()),
                     Fix::Manual(format!("look in {} by hand to see which of them it holds", Self::place(&rel))),
@@ -650,7 +650,7 @@ impl Walk<'_> {
             }
             if !restored.contains(id) && !slots.contains(id) {
                 self.report.push(
-                    Severity::Info,
+                    CheckSeverity::Info,
                     Self::place(&rel),
                     format!("the delete of {shown} (trash id {id}) was logged but nothing is in the trash under that id: the delete was cut short (the file stayed in place) or a restore was cut short before it was logged"),
                     Fix::Nothing,
@@ -661,14 +661,14 @@ impl Walk<'_> {
             let rel = dir.join(layout::trash_name(*id));
             if !deleted.contains_key(id) {
                 self.report.push(
-                    Severity::Warning,
+                    CheckSeverity::Warning,
                     Self::place(&rel),
                     format!("trash entry {id} was never logged in .deletes, so list_trash does not show it and restore_file cannot bring it back"),
                     Fix::Manual("move it back into the workspace by hand (it is user data; check will not touch it)".into()),
                 );
             } else if restored.contains(id) {
                 self.report.push(
-                    Severity::Warning,
+                    CheckSeverity::Warning,
                     Self::place(&rel),
                     format!("trash entry {id} is logged as restored but is still in the trash, so restore_file refuses it"),
                     Fix::Manual("move it back into the workspace by hand (it is user data; check will not touch it)".into()),
@@ -718,7 +718,7 @@ impl Walk<'_> {
             format!("set it to {needed}"),
         );
         self.report.push(
-            Severity::Warning,
+            CheckSeverity::Warning,
             Self::place(rel),
             format!("the trash counter {problem} (the next delete skips used ids anyway, but the counter is what keeps ids from ever repeating)"),
             fix,

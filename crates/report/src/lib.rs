@@ -7,7 +7,8 @@
 //! reported in separate sections: a call through this server appears in both, and adding them
 //! up would count it twice.
 
-pub mod calllog;
+pub mod call_log_reader;
+pub mod call_log_record;
 pub mod chart;
 pub mod classify;
 pub mod model;
@@ -114,7 +115,7 @@ pub fn build(args: &ReportArgs) -> Result<stats::Report, ReportError> {
     let call_logs = if args.logs.is_empty() {
         None
     } else {
-        let (sessions, inputs) = calllog::read_call_logs(&args.logs)?;
+        let (sessions, inputs) = call_log_reader::read_call_logs(&args.logs)?;
         Some(stats::section(&sessions, inputs))
     };
     Ok(stats::Report {

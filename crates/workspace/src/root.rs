@@ -1,11 +1,18 @@
 //! Choosing and validating a workspace root.
 //!
+//! Every subcommand that works on one root (serving, `tools`, `call`, `check`, `audit`) chooses it
+//! with [`resolve`]: `--root`, else `$FILESYSTEM_ROOT`, else the current directory. One function,
+//! so the precedence the help promises cannot drift between subcommands. The `--server` daemon
+//! does not call it: it has no root of its own and takes one from each call
+//! ([`validate_absolute`]).
+//!
 //! The root is the one directory everything is confined to, so it is checked before anything is
 //! served: it must exist, be a directory, and is canonicalised once (the guard compares resolved
 //! paths against this exact spelling). `/` is refused unless explicitly allowed, because desktop
 //! MCP clients often start servers with `/` as their working directory, and a server that silently
 //! adopted it would expose the whole machine.
 
+use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -28,6 +35,60 @@ pub enum RootError {
     /// The directory could not be inspected.
     #[error("cannot use root '{path}': {source}")]
     Io { path: String, source: io::Error },
+    /// Neither `--root` nor `FILESYSTEM_ROOT` was given and the current directory is unreadable
+    /// (deleted, or not searchable).
+    #[error("cannot read the current directory ({0}); pass --root DIR")]
+    CurrentDir(io::Error),
+}
+
+/// The environment variable naming the root when `--root` is not given.
+pub const ROOT_ENV: &str = "FILESYSTEM_ROOT";
+
+/// The root a command works on, as chosen by [`resolve`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChosenRoot {
+    /// The root as it was given (`--root`, `FILESYSTEM_ROOT` or the current directory), before
+    /// links were resolved: the spelling a client may use in absolute paths.
+    pub given: PathBuf,
+    /// The validated, canonical root that everything is confined to.
+    pub canonical: PathBuf,
+}
+
+impl ChosenRoot {
+    /// The other spellings of the root a guard on it should accept (see [`spellings`]).
+    pub fn spellings(&self) -> Spellings {
+        Spellings::of(&self.given, &self.canonical)
+    }
+}
+
+/// Chooses and validates the root of a command: `given` (the `--root` flag), else
+/// [`ROOT_ENV`] when set and not empty, else the current directory. `/` is refused unless
+/// `allow_slash`.
+pub fn resolve(given: Option<&Path>, allow_slash: bool) -> Result<ChosenRoot, RootError> {
+    choose(
+        given,
+        std::env::var_os(ROOT_ENV),
+        std::env::current_dir,
+        allow_slash,
+    )
+}
+
+/// [`resolve`] with the environment and the current directory passed in, so the precedence can
+/// be tested without changing the process's own.
+fn choose(
+    flag: Option<&Path>,
+    from_env: Option<OsString>,
+    current_dir: impl FnOnce() -> io::Result<PathBuf>,
+    allow_slash: bool,
+) -> Result<ChosenRoot, RootError> {
+    // An empty FILESYSTEM_ROOT (`FILESYSTEM_ROOT= filesystem …`) reads as unset, as in a shell.
+    let given = match (flag, from_env.filter(|v| !v.is_empty())) {
+        (Some(flag), _) => flag.to_path_buf(),
+        (None, Some(env)) => PathBuf::from(env),
+        (None, None) => current_dir().map_err(RootError::CurrentDir)?,
+    };
+    let canonical = validate(&given, allow_slash)?;
+    Ok(ChosenRoot { given, canonical })
 }
 
 /// Validates `path` as a workspace root and returns its canonical form.
@@ -186,6 +247,47 @@ mod tests {
         ));
         assert!(matches!(
             validate_absolute("/", false),
+            Err(RootError::Slash)
+        ));
+    }
+
+    #[test]
+    fn the_flag_wins_over_the_environment_which_wins_over_the_current_directory() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let base = tmp.path().canonicalize().expect("c");
+        for name in ["flag", "env", "cwd"] {
+            std::fs::create_dir(base.join(name)).expect("mkdir");
+        }
+        let cwd = || Ok(base.join("cwd"));
+        let env = || Some(base.join("env").into_os_string());
+        let flag = base.join("flag");
+        let chosen = |flag: Option<&Path>, env: Option<OsString>| {
+            choose(flag, env, cwd, false).expect("valid").canonical
+        };
+        assert_eq!(chosen(Some(&flag), env()), base.join("flag"));
+        assert_eq!(chosen(None, env()), base.join("env"));
+        assert_eq!(chosen(None, None), base.join("cwd"));
+        assert_eq!(chosen(None, Some(OsString::new())), base.join("cwd"));
+        // The current directory is only asked for when nothing else names the root.
+        let unreadable = || Err(io::Error::from(io::ErrorKind::NotFound));
+        assert!(choose(None, env(), unreadable, false).is_ok());
+        assert!(matches!(
+            choose(None, None, unreadable, false),
+            Err(RootError::CurrentDir(_))
+        ));
+        // What was given is kept beside the canonical root, for its spellings.
+        let odd = base.join("env/../flag");
+        let chosen = choose(Some(&odd), None, cwd, false).expect("valid");
+        assert_eq!(chosen.given, odd);
+        assert_eq!(chosen.canonical, base.join("flag"));
+        // The environment's root is validated like the flag's.
+        let missing = Some(base.join("gone").into_os_string());
+        assert!(matches!(
+            choose(None, missing, cwd, false),
+            Err(RootError::Missing(_))
+        ));
+        assert!(matches!(
+            choose(None, Some("/".into()), cwd, false),
             Err(RootError::Slash)
         ));
     }

@@ -55,24 +55,18 @@ impl Current {
 }
 
 impl Audit {
-    /// Validates the root (default: the current directory) and opens handles on it.
+    /// Chooses the root (`--root`, else `FILESYSTEM_ROOT`, else the current directory), validates
+    /// it and opens handles on it.
     pub fn open(root: Option<&Path>, allow_root_slash: bool) -> Result<Audit, AuditError> {
-        let given = match root {
-            Some(r) => r.to_path_buf(),
-            None => std::env::current_dir().map_err(|e| {
-                AuditError::Root(format!(
-                    "cannot read the current directory ({e}); pass --root DIR"
-                ))
-            })?,
-        };
-        let root = workspace::root::validate(&given, allow_root_slash)
+        let chosen = workspace::root::resolve(root, allow_root_slash)
             .map_err(|e| AuditError::Root(e.to_string()))?;
+        let root = chosen.canonical.clone();
         let guard = PathGuard::new(&root)
             .map_err(|source| AuditError::Io {
                 what: format!("cannot open the root '{}'", root.display()),
                 source,
             })?
-            .with_spellings(workspace::root::Spellings::of(&given, &root));
+            .with_spellings(chosen.spellings());
         Ok(Audit { guard })
     }
 

@@ -173,8 +173,8 @@ impl AuditError {
     }
 }
 
-/// Runs `filesystem audit`. `root` is `--root`; the current directory
-/// otherwise. Returns the process exit status.
+/// Runs `filesystem audit`. `root` is `--root`; `FILESYSTEM_ROOT`, then the current directory,
+/// otherwise (see `workspace::root::resolve`). Returns the process exit status.
 pub fn run(root: Option<&Path>, allow_root_slash: bool, args: &AuditArgs) -> i32 {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -64,16 +64,17 @@ pub fn unescape(field: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// One append-only log file, at a root-relative path, reached through the workspace layer.
-pub struct LogFile {
+/// One of the history store's append-only, tab-separated logs (`.moves`, `.deletes`…) at a
+/// root-relative path, reached through the workspace layer.
+pub struct HistoryLog {
     ws: Workspace,
     path: PathBuf,
 }
 
-impl LogFile {
+impl HistoryLog {
     /// The log at root-relative `path` (created on first append).
     pub fn new(ws: Workspace, path: PathBuf) -> Self {
-        LogFile { ws, path }
+        HistoryLog { ws, path }
     }
 
     /// Appends one line made of `fields` and makes it durable before returning.
@@ -123,14 +124,14 @@ impl LogFile {
 /// A one-line note of a multi-step operation in progress (a move, a delete), written before its
 /// first step and cleared after its last, so a crash in between is finished under the next lock.
 pub struct PendingNote {
-    log: LogFile,
+    log: HistoryLog,
 }
 
 impl PendingNote {
     /// The note kept at root-relative `path`.
     pub fn new(ws: Workspace, path: PathBuf) -> Self {
         PendingNote {
-            log: LogFile::new(ws, path),
+            log: HistoryLog::new(ws, path),
         }
     }
 
@@ -203,7 +204,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("log");
         let ws = Workspace::open(dir.path()).expect("ws");
-        let log = LogFile::new(ws, PathBuf::from("log"));
+        let log = HistoryLog::new(ws, PathBuf::from("log"));
         log.append(&[b"t1", b"a\tb"]).expect("append");
         // Simulate a crash in the middle of a second append.
         let mut f = std::fs::OpenOptions::new()

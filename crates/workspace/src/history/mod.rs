@@ -65,7 +65,7 @@ pub use trash::{EntryKind, RestoreReport, TrashEntry};
 use crate::guard::display_relative;
 use crate::{Stat, Workspace};
 use durable::occupied;
-use log::{field_path, path_field, LogFile, PendingNote};
+use log::{field_path, path_field, HistoryLog, PendingNote};
 
 /// Why a history operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -227,8 +227,8 @@ impl Store {
     }
 
     /// The append-only log `name` inside the store.
-    fn log(&self, state: &Path, name: &str) -> LogFile {
-        LogFile::new(self.ws.clone(), state.join(name))
+    fn log(&self, state: &Path, name: &str) -> HistoryLog {
+        HistoryLog::new(self.ws.clone(), state.join(name))
     }
 
     /// The pending-operation note `name` inside the store.

@@ -178,7 +178,7 @@ impl Store {
 mod tests {
     use super::*;
     use crate::history::layout;
-    use crate::history::log::{field_path, LogFile};
+    use crate::history::log::{field_path, HistoryLog};
     use crate::Workspace;
 
     /// The story as the logs tell it read whole and merged by a stable sort: the reference the
@@ -189,7 +189,7 @@ mod tests {
             D(String, bool, u64, PathBuf),
         }
         let state = Path::new(".filesystem");
-        let log = |name| LogFile::new(store.ws.clone(), state.join(name));
+        let log = |name| HistoryLog::new(store.ws.clone(), state.join(name));
         let mut timeline: Vec<E> = log(layout::MOVES_LOG)
             .read()
             .expect("moves")
@@ -331,8 +331,8 @@ mod tests {
         let ws = Workspace::open(&root).expect("ws");
         let store = Store::new(ws.clone(), false);
         let state = Path::new(".filesystem");
-        let moves = LogFile::new(ws.clone(), state.join(layout::MOVES_LOG));
-        let deletes = LogFile::new(ws.clone(), state.join(layout::DELETES_LOG));
+        let moves = HistoryLog::new(ws.clone(), state.join(layout::MOVES_LOG));
+        let deletes = HistoryLog::new(ws.clone(), state.join(layout::DELETES_LOG));
         let paths = [
             "a",
             "b",

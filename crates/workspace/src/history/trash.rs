@@ -5,7 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::durable::occupied;
-use super::log::{field_path, path_field, LogFile};
+use super::log::{field_path, path_field, HistoryLog};
 use super::{
     already_exists_or_io, history_of, io_err, layout, log, HistoryError, Store, StoreLock,
 };
@@ -91,7 +91,7 @@ pub struct DeleteEvent {
 }
 
 /// The entries of a delete log.
-pub fn read_deletes(log: &LogFile) -> Result<Vec<DeleteEvent>, HistoryError> {
+pub fn read_deletes(log: &HistoryLog) -> Result<Vec<DeleteEvent>, HistoryError> {
     let lines = log.read().map_err(io_err("cannot read the delete log"))?;
     Ok(lines
         .into_iter()

@@ -1,4 +1,7 @@
-//! The call log: one JSON line per tool call, the raw material of the adoption study.
+//! The call log's writer: one JSON line per tool call, the raw material of the adoption study.
+//!
+//! A line is the serde serialisation of [`CallLogRecord`], the record type the report reads the
+//! log back with (`report::call_log_reader`): the fields are defined once, there.
 //!
 //! Which interface a model picks, how often its calls fail and why, can only be measured if every
 //! call is recorded the same way in every mode. Argument and file contents stay out of the log
@@ -27,6 +30,7 @@ use serde_json::{Map, Value};
 
 use crate::allow::ServedRoots;
 use mcp_core::server::{CallObserver, CallRecord};
+use report::call_log_record::{CallLogRecord, CallOutcome, RecordedClient};
 use workspace::history::layout::{rotated_name, DEFAULT_LOG_NAME, KEEP_ROTATED};
 use workspace::{Dir, Stat, Workspace};
 
@@ -69,7 +73,7 @@ pub enum LogTarget {
 /// replies ([`CallObserver::release`]): a client that pipelines calls gets many lines per
 /// `write(2)` instead of one each, and no reply ever reaches a client before its call's line is
 /// in the log.
-pub struct CallLog {
+pub struct CallLogWriter {
     destination: Destination,
     session: String,
     mode: String,
@@ -88,7 +92,7 @@ pub const MAX_OPEN_LOGS: usize = 16;
 /// The open log files, each with when it was last used.
 #[derive(Default)]
 struct OpenLogs {
-    files: HashMap<PathBuf, LogFile>,
+    files: HashMap<PathBuf, CallLogFile>,
     tick: u64,
 }
 
@@ -114,7 +118,7 @@ impl OpenLogs {
 
 /// Appends a log's pending lines, reporting (never propagating) a failure: a broken log must
 /// never break the calls it describes.
-fn write_pending(path: &Path, log: &mut LogFile) {
+fn write_pending(path: &Path, log: &mut CallLogFile) {
     if log.pending.is_empty() {
         return;
     }
@@ -138,34 +142,34 @@ enum Destination {
 }
 
 /// Where one call's line goes.
-enum Place<'a> {
+enum LogPlace<'a> {
     /// The operator's `--call-log FILE`.
     File(&'a Path),
     /// `<root>/.filesystem/.calls.jsonl`, opened through the workspace layer.
     InRoot(Cow<'a, Path>),
 }
 
-impl Place<'_> {
+impl LogPlace<'_> {
     /// The log file's path: the key of the open-file table and the name in the operator's
     /// messages (never used to open a file inside a root).
     fn key(&self) -> PathBuf {
         match self {
-            Place::File(path) => path.to_path_buf(),
-            Place::InRoot(root) => root.join(STORE_DIR).join(DEFAULT_LOG_NAME),
+            LogPlace::File(path) => path.to_path_buf(),
+            LogPlace::InRoot(root) => root.join(STORE_DIR).join(DEFAULT_LOG_NAME),
         }
     }
 
-    fn open(&self) -> std::io::Result<LogFile> {
+    fn open(&self) -> std::io::Result<CallLogFile> {
         match self {
-            Place::File(path) => open_log(path),
-            Place::InRoot(root) => open_root_log(root),
+            LogPlace::File(path) => open_log(path),
+            LogPlace::InRoot(root) => open_root_log(root),
         }
     }
 }
 
 /// One open log file, the directory it is named in (rotation renames relative to it), and its
 /// lines not yet written.
-struct LogFile {
+struct CallLogFile {
     dir: Dir,
     name: OsString,
     file: File,
@@ -174,7 +178,7 @@ struct LogFile {
     last_used: u64,
 }
 
-impl CallLog {
+impl CallLogWriter {
     /// A log for one server process. `mode` is the toolset's mode name.
     pub fn new(target: LogTarget, mode: String, include_args: bool) -> Self {
         // A fixed root has a fixed log: worked out once, not on every call.
@@ -183,7 +187,7 @@ impl CallLog {
             LogTarget::Root(root) => Destination::Root(root),
             LogTarget::RootOfEachCall(served) => Destination::RootOfEachCall(served),
         };
-        CallLog {
+        CallLogWriter {
             destination,
             session: session_id(),
             mode,
@@ -192,42 +196,33 @@ impl CallLog {
         }
     }
 
-    /// The per-process session id written on every line.
-    pub fn session(&self) -> &str {
-        &self.session
-    }
-
-    fn place_for(&self, args: &Map<String, Value>) -> Option<Place<'_>> {
+    fn place_for(&self, args: &Map<String, Value>) -> Option<LogPlace<'_>> {
         match &self.destination {
-            Destination::Fixed(p) => Some(Place::File(p)),
-            Destination::Root(root) => Some(Place::InRoot(Cow::Borrowed(root))),
+            Destination::Fixed(p) => Some(LogPlace::File(p)),
+            Destination::Root(root) => Some(LogPlace::InRoot(Cow::Borrowed(root))),
             // Daemon mode: the call names its root; an invalid or disallowed root was refused by the
             // toolset and the call still deserves a line, but there is no workspace to put it in.
             Destination::RootOfEachCall(served) => {
                 let root = args.get("root")?.as_str()?;
                 let root = served.resolve(root).ok()?;
-                Some(Place::InRoot(Cow::Owned(root)))
+                Some(LogPlace::InRoot(Cow::Owned(root)))
             }
         }
     }
 
-    /// Builds the line for one call (exposed for tests of the format).
-    pub fn line(&self, record: &CallRecord<'_>) -> Value {
-        serde_json::to_value(self.entry(record)).unwrap_or(Value::Null)
-    }
-
-    /// The line as a borrowing struct: serialised straight to bytes, it costs no intermediate
-    /// map per call (the log is written on every call, so this is on the hot path).
-    fn entry<'a>(&'a self, record: &'a CallRecord<'a>) -> LogLine<'a> {
-        let output = record.output;
+    /// The record of one call, borrowing from the call and the log: serialised straight to
+    /// bytes, it costs no intermediate map per call (the log is written on every call, so this is
+    /// on the hot path).
+    fn record<'a>(&'a self, call: &'a CallRecord<'a>) -> CallLogRecord<'a> {
+        let output = call.output;
         let mut counter = ByteCounter(0);
-        let input_bytes = match serde_json::to_writer(&mut counter, record.args) {
+        let input_bytes = match serde_json::to_writer(&mut counter, call.args) {
             Ok(()) => counter.0,
             Err(_) => 0,
         };
         let args = self.include_args.then(|| {
             if input_bytes <= ARGS_MAX_BYTES {
-                Cow::Borrowed(record.args)
+                Cow::Borrowed(call.args)
             } else {
                 let mut note = Map::new();
                 note.insert(
@@ -239,52 +234,29 @@ impl CallLog {
                 Cow::Owned(note)
             }
         });
-        LogLine {
-            ts: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            session: &self.session,
-            mode: &self.mode,
-            client: ClientEntry {
-                name: record.client.name.as_deref().map(cut_token),
-                version: record.client.version.as_deref().map(cut_token),
+        CallLogRecord {
+            ts: Cow::Owned(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+            session: Cow::Borrowed(&self.session),
+            mode: Cow::Borrowed(&self.mode),
+            client: RecordedClient {
+                name: call.client.name.as_deref().map(cut_token),
+                version: call.client.version.as_deref().map(cut_token),
             },
-            protocol: cut_token(record.client.revision.as_str()),
-            tool: record.tool,
-            outcome: if output.is_error { "error" } else { "ok" },
+            protocol: cut_token(call.client.revision.as_str()),
+            tool: Cow::Borrowed(call.tool),
+            outcome: if output.is_error {
+                CallOutcome::Error
+            } else {
+                CallOutcome::Ok
+            },
             error_kind: output.error_kind.as_deref().map(cut_token),
-            duration_ms: record.duration.as_millis() as u64,
+            duration_ms: call.duration.as_millis() as u64,
             input_bytes,
             output_bytes: output.text.len(),
             extra: bounded(&output.log),
             args,
         }
     }
-}
-
-/// One call-log line.
-#[derive(serde::Serialize)]
-struct LogLine<'a> {
-    ts: String,
-    session: &'a str,
-    mode: &'a str,
-    client: ClientEntry<'a>,
-    protocol: Cow<'a, str>,
-    tool: &'a str,
-    outcome: &'static str,
-    error_kind: Option<Cow<'a, str>>,
-    duration_ms: u64,
-    input_bytes: usize,
-    output_bytes: usize,
-    /// Facts the toolset adds (pipe stages, the refused token…).
-    #[serde(flatten)]
-    extra: Cow<'a, Map<String, Value>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    args: Option<Cow<'a, Map<String, Value>>>,
-}
-
-#[derive(serde::Serialize)]
-struct ClientEntry<'a> {
-    name: Option<Cow<'a, str>>,
-    version: Option<Cow<'a, str>>,
 }
 
 /// `s` cut to at most `max` bytes on a character boundary, followed by `…[+N bytes]` naming what
@@ -363,7 +335,7 @@ impl Write for ByteCounter {
     }
 }
 
-impl CallObserver for CallLog {
+impl CallObserver for CallLogWriter {
     fn observe(&self, record: &CallRecord<'_>) {
         let Some(place) = self.place_for(record.args) else {
             return;
@@ -389,7 +361,7 @@ impl CallObserver for CallLog {
         }
         if let Some(log) = open.files.get_mut(&path) {
             log.last_used = tick;
-            if serde_json::to_writer(&mut log.pending, &self.entry(record)).is_ok() {
+            if serde_json::to_writer(&mut log.pending, &self.record(record)).is_ok() {
                 log.pending.push(b'\n');
             }
         }
@@ -409,7 +381,7 @@ impl CallObserver for CallLog {
 /// a torn last line a killed server may have left. The file's directory is the operator's to
 /// choose (links on the way are followed); from there on, the file is opened, and rotated,
 /// through the workspace layer relative to that directory.
-fn open_log(path: &Path) -> std::io::Result<LogFile> {
+fn open_log(path: &Path) -> std::io::Result<CallLogFile> {
     let name = path.file_name().ok_or_else(|| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -422,17 +394,17 @@ fn open_log(path: &Path) -> std::io::Result<LogFile> {
     };
     std::fs::create_dir_all(&parent)?;
     let ws = Workspace::open(&parent.canonicalize()?)?;
-    LogFile::open(ws.dir(Path::new(""))?, name)
+    CallLogFile::open(ws.dir(Path::new(""))?, name)
 }
 
 /// Opens the log inside the store of `root` through the workspace layer: the store directory is
 /// created beneath the root's descriptor, nothing on the way may be a symlink, and a log file with
 /// more than one link is refused, so neither a swapped-in link nor a planted hard link can carry
 /// the server's appends to a file outside the workspace.
-fn open_root_log(root: &Path) -> std::io::Result<LogFile> {
+fn open_root_log(root: &Path) -> std::io::Result<CallLogFile> {
     let ws = Workspace::open(root)?;
     ws.create_dirs(Path::new(STORE_DIR))?;
-    LogFile::open(ws.dir(Path::new(STORE_DIR))?, OsStr::new(DEFAULT_LOG_NAME))
+    CallLogFile::open(ws.dir(Path::new(STORE_DIR))?, OsStr::new(DEFAULT_LOG_NAME))
 }
 
 /// The rotation size: [`ROTATE_BYTES_ENV`] if set to a number, else [`DEFAULT_ROTATE_BYTES`].
@@ -447,16 +419,16 @@ fn rotate_bytes() -> u64 {
     })
 }
 
-impl LogFile {
+impl CallLogFile {
     /// Opens `name` in `dir` for appending (a regular file with a single link, created if
     /// missing) and cuts a torn last line under its lock.
-    fn open(dir: Dir, name: &OsStr) -> std::io::Result<LogFile> {
+    fn open(dir: Dir, name: &OsStr) -> std::io::Result<CallLogFile> {
         let file = dir.open_append(name)?;
         rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
         let cut = cut_torn_tail(&file);
         rustix::fs::flock(&file, rustix::fs::FlockOperation::Unlock)?;
         cut?;
-        Ok(LogFile {
+        Ok(CallLogFile {
             // Only the directory and the file stay open, not the workspace's root as well: two
             // descriptors per log.
             dir: dir.detached(),
@@ -574,4 +546,88 @@ fn session_id() -> String {
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     format!("{:x}-{:x}", nanos, std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_core::server::ClientInfo;
+    use mcp_core::toolset::ToolOutput;
+
+    /// The keys of a line, in the order they are written: the format `report`, the fixtures and
+    /// anyone's scripts read.
+    const KEYS: [&str; 15] = [
+        "ts",
+        "session",
+        "mode",
+        "client",
+        "protocol",
+        "tool",
+        "outcome",
+        "error_kind",
+        "duration_ms",
+        "input_bytes",
+        "output_bytes",
+        "stage_count",
+        "stages",
+        "token",
+        "args",
+    ];
+
+    #[test]
+    fn the_written_line_is_the_serde_serialisation_of_the_record() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("calls.jsonl");
+        let writer = CallLogWriter::new(LogTarget::File(path.clone()), "legacy-pipe".into(), true);
+        let mut output = ToolOutput::text("refused");
+        output.is_error = true;
+        output.error_kind = Some("DISALLOWED_OPTION".into());
+        output.log.insert("token".into(), "-i".into());
+        output
+            .log
+            .insert("stages".into(), serde_json::json!(["sed"]));
+        output.log.insert("stage_count".into(), 1.into());
+        let args = serde_json::json!({"command": "sed -i s/a/b/ f"});
+        let Value::Object(args) = args else {
+            unreachable!("an object literal")
+        };
+        let client = ClientInfo {
+            name: Some("claude-code".into()),
+            version: None,
+            revision: mcp_core::protocol::Revision::V2025_11_25,
+        };
+        let call = CallRecord {
+            tool: "shelpa_pipe",
+            args: &args,
+            output: &output,
+            client: &client,
+            duration: std::time::Duration::from_millis(3),
+        };
+        writer.observe(&call);
+        writer.release();
+
+        let written = std::fs::read(&path).expect("the log");
+        let line = written.strip_suffix(b"\n").expect("one whole line");
+        assert!(!line.contains(&b'\n'), "exactly one line");
+        // What the reader makes of the line is what the writer built, but for the clock.
+        let read = CallLogRecord::parse(line).expect("the reader takes the writer's line");
+        let mut built = writer.record(&call);
+        assert_ne!(read.ts, "", "the line has a time");
+        built.ts = read.ts.clone();
+        assert_eq!(read, built);
+        // And the writer's bytes are exactly serde's bytes of that record.
+        assert_eq!(
+            std::str::from_utf8(line).expect("utf-8"),
+            serde_json::to_string(&built).expect("serialise")
+        );
+        // In the format's key order.
+        let text = std::str::from_utf8(line).expect("utf-8");
+        let mut at = 0;
+        for key in KEYS {
+            let found = text[at..]
+                .find(&format!("\"{key}\":"))
+                .unwrap_or_else(|| panic!("{key} missing or out of order in {text}"));
+            at += found;
+        }
+    }
 }

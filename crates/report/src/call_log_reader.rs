@@ -1,8 +1,10 @@
 //! Reading this server's call logs (`.filesystem/.calls.jsonl`): one JSON object per tool call.
 //!
-//! Calls are grouped by the log's `session` field (one per server process) in the order their
-//! lines appear; several files may be given and a session may span them. A line that is not a
-//! JSON object with a string `tool` is counted as malformed and skipped.
+//! Each line is read as the one record type the server writes ([`CallLogRecord`]). Calls are
+//! grouped by the log's `session` field (one per server process) in the order their lines
+//! appear; several files may be given and a session may span them. A line that is not a record
+//! (not JSON, no string `tool`, an `outcome` other than `ok` or `error`, a field of the wrong
+//! type) is counted as malformed and skipped.
 //!
 //! The server rotates a log by size (`.calls.jsonl` → `.calls.jsonl.1` → … `.4`), so each file
 //! given is read after the rotated files beside it, oldest first: a session that spans a rotation
@@ -15,6 +17,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use super::call_log_record::{CallLogRecord, CallOutcome};
 use super::classify::{classify_log_name, is_write};
 use super::model::{Call, InputStats, Outcome, Session};
 use super::reason::{clip_token, UNCLASSIFIED};
@@ -44,10 +47,7 @@ pub fn read_call_logs(files: &[PathBuf]) -> Result<(Vec<Session>, InputStats), R
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let Some((session, call)) = serde_json::from_slice::<Value>(&line)
-                .ok()
-                .and_then(|v| parse_entry(&v))
-            else {
+            let Some((session, call)) = parse_entry(&line) else {
                 stats.malformed_lines += 1;
                 continue;
             };
@@ -93,35 +93,27 @@ pub fn with_rotated(files: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
-fn parse_entry(entry: &Value) -> Option<(String, Call)> {
-    let tool = entry.get("tool")?.as_str()?.to_string();
-    let session = entry
-        .get("session")
-        .and_then(Value::as_str)
-        .unwrap_or(NO_SESSION)
-        .to_string();
-    let outcome = match entry.get("outcome").and_then(Value::as_str) {
-        Some("ok") => Outcome::Ok,
-        Some("error") => Outcome::Error(
-            entry
-                .get("error_kind")
-                .and_then(Value::as_str)
+/// The session and the report's view of one line, or `None` when the line is not a record.
+fn parse_entry(line: &[u8]) -> Option<(String, Call)> {
+    let record = CallLogRecord::parse(line)?;
+    let stages = record.stages();
+    let refused_token = record.refused_token().map(clip_token);
+    let session = if record.session.is_empty() {
+        NO_SESSION.to_string()
+    } else {
+        record.session.into_owned()
+    };
+    let outcome = match record.outcome {
+        CallOutcome::Ok => Outcome::Ok,
+        CallOutcome::Error => Outcome::Error(
+            record
+                .error_kind
+                .as_deref()
                 .unwrap_or(UNCLASSIFIED)
                 .to_string(),
         ),
-        // The server writes one of the two; anything else is not a line it wrote.
-        _ => return None,
     };
-    let stages: Vec<String> = entry
-        .get("stages")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
+    let tool = record.tool.into_owned();
     let interface = classify_log_name(&tool);
     let write = is_write(interface, &tool, &stages);
     Some((
@@ -132,8 +124,8 @@ fn parse_entry(entry: &Value) -> Option<(String, Call)> {
             write,
             outcome,
             stages,
-            input: entry.get("args").cloned(),
-            refused_token: entry.get("token").and_then(Value::as_str).map(clip_token),
+            input: record.args.map(|args| Value::Object(args.into_owned())),
+            refused_token,
         },
     ))
 }
