@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use shelpa::audit::commands::Audit;
+use shelpa::audit::context::Audit;
 use shelpa::audit::tree::MIRROR_DIR;
 use shelpa::audit::verify;
 use workspace::mirror::Severity as MirrorSeverity;

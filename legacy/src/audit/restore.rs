@@ -19,9 +19,9 @@ use serde_json::json;
 
 use workspace::is_swap;
 
-use super::commands::{record_name, select, Audit};
+use super::context::{record_name, select, Audit};
+use super::error::AuditError;
 use super::tree::{self, OpenError, MIRROR_DIR};
-use super::AuditError;
 use workspace::mirror::{format_separator, Mirror, RecordKind};
 
 /// The arguments of one restore.

@@ -12,10 +12,10 @@ use std::io::Write;
 
 use serde_json::json;
 
-use super::commands::Audit;
+use super::context::Audit;
+use super::error::AuditError;
 use super::render::table;
 use super::tree::{self, MIRROR_DIR};
-use super::AuditError;
 use workspace::mirror::Severity;
 
 /// One problem, located.
