@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use shelpa::audit::context::Audit;
-use shelpa::audit::tree::MIRROR_DIR;
 use shelpa::audit::verify;
 use workspace::mirror::Severity as MirrorSeverity;
+use workspace::mirror::MIRROR_DIR;
 
 use super::{Fix, Report, Severity};
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::error::AuditError;
 use super::tree::{self, OpenError};
 use workspace::guard::{display_relative, PathGuard};
-use workspace::mirror::{Mirror, Record};
+use workspace::mirror::{Mirror, Record, MIRROR_DIR};
 use workspace::Workspace;
 
 /// The workspace an audit runs against: the shared path guard for everything that names a
@@ -88,10 +88,7 @@ impl Audit {
 
     /// Opens the mirror of a root-relative path: a regular file reached without any link.
     pub fn open_relative(&self, relative: &Path, shown: &str) -> Result<std::fs::File, AuditError> {
-        match tree::open_file_nofollow(
-            self.workspace(),
-            &Path::new(tree::MIRROR_DIR).join(relative),
-        ) {
+        match tree::open_file_nofollow(self.workspace(), &Path::new(MIRROR_DIR).join(relative)) {
             Ok(file) => Ok(file),
             Err(OpenError::NotFound) => Err(AuditError::NoMirror(shown.to_string())),
             Err(OpenError::Io(source)) => Err(AuditError::Io {

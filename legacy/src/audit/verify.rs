@@ -15,8 +15,8 @@ use serde_json::json;
 use super::context::Audit;
 use super::error::AuditError;
 use super::render::table;
-use super::tree::{self, MIRROR_DIR};
-use workspace::mirror::Severity;
+use super::tree;
+use workspace::mirror::{Severity, MIRROR_DIR};
 
 /// One problem, located.
 pub struct Problem {
