@@ -149,3 +149,61 @@ pub(super) fn open_regular(
     recheck(&st, shown_path, mode)?;
     Ok(std::fs::File::from(fd))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(path: &str) -> TeeError {
+        match check_target(Path::new(path)) {
+            Ok(_) => panic!("'{path}' was accepted"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn a_plain_relative_path_splits_into_its_directory_and_name() {
+        let t = check_target(Path::new("notes/todo.md")).expect("accepted");
+        assert_eq!(t.parent, Path::new("notes"));
+        assert_eq!(t.name, "todo.md");
+        let top = check_target(Path::new("a.txt")).expect("accepted");
+        assert_eq!(top.parent, Path::new(""));
+    }
+
+    #[test]
+    fn state_repository_and_temporary_names_are_never_targets() {
+        for path in [".shelpa/a.txt", "docs/.filesystem/x", "sub/.git/config"] {
+            assert!(matches!(refused(path), TeeError::Protected(_)), "{path}");
+        }
+        assert!(matches!(
+            refused("d/.filesystem-tmp-123"),
+            TeeError::DisallowedTarget { .. }
+        ));
+        assert!(matches!(refused("../outside"), TeeError::Escape(_)));
+        assert!(matches!(refused(""), TeeError::DisallowedTarget { .. }));
+    }
+
+    fn stat(kind: FileType, nlink: u64) -> Stat {
+        Stat {
+            kind,
+            size: 0,
+            mode: 0o644,
+            nlink,
+            mtime: 0,
+            mtime_nsec: 0,
+            dev: 0,
+            ino: 0,
+        }
+    }
+
+    #[test]
+    fn a_hard_linked_file_may_be_replaced_but_not_appended_to() {
+        let linked = stat(FileType::RegularFile, 2);
+        assert!(recheck(&linked, "f", TeeMode::Overwrite).is_ok());
+        let err = recheck(&linked, "f", TeeMode::Append).expect_err("refused");
+        assert!(err.to_string().contains("more than one hard link"), "{err}");
+        let fifo = stat(FileType::Fifo, 1);
+        let err = recheck(&fifo, "f", TeeMode::Overwrite).expect_err("refused");
+        assert!(err.to_string().contains("a FIFO"), "{err}");
+    }
+}

@@ -15,7 +15,7 @@ use workspace::{is_swap, Workspace};
 
 /// Writes `data` to every target and its mirror. The gate must already have been passed; `data`
 /// is already cut to the hard limit (`truncated` says whether it was). Targets are root-relative
-/// (see [`relative_target`]); every operation goes through the workspace layer, relative to
+/// (see [`relative_target`](super::relative_target)); every operation goes through the workspace layer, relative to
 /// directory descriptors opened beneath the root, so a directory swapped for a symlink after the
 /// policy looked makes the write fail instead of landing elsewhere.
 pub fn commit(
