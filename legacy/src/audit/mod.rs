@@ -153,3 +153,23 @@ pub fn dispatch(audit: &Audit, args: &AuditArgs, out: &mut dyn Write) -> Result<
         AuditCommand::Import => import::import(audit, args.json, out),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_help_offers_import_as_a_working_subcommand() {
+        let cmd = AuditArgs::augment_args(clap::Command::new("audit"));
+        let import = cmd
+            .get_subcommands()
+            .find(|c| c.get_name() == "import")
+            .expect("import is a subcommand");
+        let about = import
+            .get_about()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        assert!(about.contains(".filesystem/ version history"), "{about}");
+        assert!(!about.contains("not available"), "{about}");
+    }
+}
