@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use shelpa::audit::commands::Audit;
-use shelpa::audit::tree::MIRROR_DIR;
+use shelpa::audit::context::Audit;
 use shelpa::audit::verify;
 use workspace::mirror::Severity as MirrorSeverity;
+use workspace::mirror::MIRROR_DIR;
 
 use super::{CheckReport, CheckSeverity, Fix};
 

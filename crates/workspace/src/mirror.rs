@@ -11,12 +11,24 @@
 //!
 //! Limit of the format: because a separator always starts on a new line, a version that lacked a
 //! final newline and was followed by another record reads back with one.
+//!
+//! This module reads the format; [`append`] is its one writer and [`record_id`] the rule that
+//! numbers its records.
+
+pub mod append;
+pub mod record_id;
 
 use std::fmt;
 use std::sync::OnceLock;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use regex::bytes::Regex;
+
+pub use append::{AppendError, MirrorAppender};
+
+/// The directory, at the top of the root, that holds one mirror per file written through `tee`
+/// (`.shelpa/<path relative to the root>`).
+pub const MIRROR_DIR: &str = ".shelpa";
 
 /// What started a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

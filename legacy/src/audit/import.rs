@@ -6,9 +6,9 @@ use std::io::Write;
 
 use serde_json::json;
 
-use super::commands::{load_all, Audit};
+use super::context::{load_all, Audit};
+use super::error::AuditError;
 use super::render::table;
-use super::AuditError;
 use workspace::history::Store;
 
 /// Imports every readable mirror; running it again adds nothing (each record is keyed by its
@@ -89,7 +89,7 @@ pub fn import(audit: &Audit, json_out: bool, out: &mut dyn Write) -> Result<i32,
 
 /// Each record with a key stable across runs: its record id, `appends` for content written before
 /// any separator, and a position suffix where a damaged mirror repeats an id.
-fn keyed_versions(records: &[super::Record]) -> Vec<(String, Vec<u8>)> {
+fn keyed_versions(records: &[workspace::mirror::Record]) -> Vec<(String, Vec<u8>)> {
     let mut seen: HashMap<String, usize> = HashMap::new();
     records
         .iter()

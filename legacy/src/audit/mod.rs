@@ -3,10 +3,15 @@
 //! The mirror was the part of shelpa that proved its worth: after an agent overwrote a file, its
 //! earlier versions could be found by pattern and brought back. This module gives that a proper
 //! command line. [`workspace::mirror`] reads the format, [`tree`] finds and opens mirror files without
-//! following links, [`commands`] answers each subcommand, [`restore`] writes a version back,
-//! [`verify`] looks for damage and tampering, and [`render`] prints tables or JSON.
+//! following links, [`context`] is what every subcommand works against and [`error`] how each
+//! fails; [`commands`] answers the reading subcommands, [`restore`] writes a version back,
+//! [`verify`] looks for damage and tampering, [`import`] turns mirrors into version history, and
+//! [`render`] prints tables or JSON. This file parses the command line and dispatches; the
+//! subcommand modules depend only on the modules below them, never on each other.
 
 pub mod commands;
+pub mod context;
+pub mod error;
 pub mod import;
 pub mod render;
 pub mod restore;
@@ -18,6 +23,8 @@ use std::path::Path;
 
 use clap::{Args, Subcommand};
 
+use context::Audit;
+pub use error::AuditError;
 pub use workspace::mirror::{versions, Mirror, Record, RecordKind, Version};
 
 /// `filesystem audit …`: the subcommand and the flags every subcommand shares.
@@ -82,95 +89,9 @@ pub enum AuditCommand {
     /// paths leading outside the root, and non-UTF-8 content. Exit 1 if an error is found; warnings
     /// alone (near-miss separator lines, odd time stamps, non-UTF-8) are printed and exit 0.
     Verify,
-    /// Convert the mirrors into .filesystem/ version history (not available in this build).
+    /// Convert the mirrors into .filesystem/ version history, oldest record first, so
+    /// `undo_file` can walk back through shelpa-era edits; running it again adds nothing.
     Import,
-}
-
-/// Why an audit command failed. Every message says what to do instead.
-#[derive(Debug, thiserror::Error)]
-pub enum AuditError {
-    /// The root could not be used.
-    #[error("{0}")]
-    Root(String),
-    /// PATH is empty or lies outside the root.
-    #[error("'{0}' is not a path inside the workspace; name the file relative to the root (e.g. notes/todo.md), as `filesystem audit list` shows it")]
-    BadPath(String),
-    /// No mirror exists for PATH.
-    #[error("no mirror for '{0}' under .shelpa/; run `filesystem audit list` to see which files are mirrored")]
-    NoMirror(String),
-    /// The mirror exists but may not be read (link, special file).
-    #[error(
-        "the mirror of '{path}' {why}; it was not read. Run `filesystem audit verify` for details"
-    )]
-    HostileMirror {
-        /// The workspace path.
-        path: String,
-        /// What is wrong with it.
-        why: String,
-    },
-    /// RECORD names no record.
-    #[error("no record '{given}' in the mirror of '{path}'; run `filesystem audit log {path}` to see its record ids (or use #N for the N-th record)")]
-    UnknownRecord {
-        /// The workspace path.
-        path: String,
-        /// The RECORD argument.
-        given: String,
-    },
-    /// RECORD names more than one record.
-    #[error("record id {given} appears {count} times in the mirror of '{path}' (see `filesystem audit verify`); address the one you mean by position, e.g. #{first}, as `filesystem audit log {path}` numbers them")]
-    AmbiguousRecord {
-        /// The workspace path.
-        path: String,
-        /// The RECORD argument.
-        given: String,
-        /// How many records carry it.
-        count: usize,
-        /// Position of the first one.
-        first: usize,
-    },
-    /// The grep pattern is not a regular expression.
-    #[error("the pattern is not a valid regular expression: {0}; escape special characters (e.g. \\. for a dot) or quote the pattern for your shell")]
-    BadPattern(String),
-    /// The path guard refused a destination.
-    #[error("{0}")]
-    Guard(#[from] workspace::guard::GuardError),
-    /// The destination exists but is not a regular file.
-    #[error("'{0}' is not a regular file (a symlink, directory or special file); restore to a plain file path with --to DEST")]
-    DestinationNotFile(String),
-    /// Restoring would destroy content that no record holds.
-    #[error("refused: '{0}' holds content that is in no record of its mirror; review it first (`filesystem audit diff PATH RECORD` shows what would change), then rerun with --force (its current content is kept in the mirror as a baseline record first), or restore to another file with --to DEST")]
-    Unrecorded(String),
-    /// Import needs the history store.
-    /// The `.filesystem/` history store refused.
-    #[error("the .filesystem history store refused: {0}; run `filesystem check` to inspect it")]
-    History(String),
-    /// The mirror already holds the largest possible record id, so no new record can follow it.
-    #[error("the mirror of '{0}' already holds record id {max}, the largest a record id can be, and ids are never reused; nothing was recorded or restored. Move .shelpa/{0} aside (it stays readable with `filesystem audit`) so a new mirror starts, or restore to another file with --to DEST", max = u64::MAX)]
-    RecordIdsExhausted(String),
-    /// Reading or writing failed.
-    #[error("{what}: {source}; check permissions and free space, then retry")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// The OS error.
-        source: std::io::Error,
-    },
-}
-
-impl AuditError {
-    /// The exit status: 2 for usage errors (the command line names something that does not
-    /// exist or is malformed), 1 for refusals and failures.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            AuditError::Root(_)
-            | AuditError::BadPath(_)
-            | AuditError::NoMirror(_)
-            | AuditError::UnknownRecord { .. }
-            | AuditError::AmbiguousRecord { .. }
-            | AuditError::BadPattern(_) => 2,
-            _ => 1,
-        }
-    }
 }
 
 /// Runs `filesystem audit`. `root` is `--root`; `FILESYSTEM_ROOT`, then the current directory,
@@ -178,8 +99,8 @@ impl AuditError {
 pub fn run(root: Option<&Path>, allow_root_slash: bool, args: &AuditArgs) -> i32 {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let result = commands::Audit::open(root, allow_root_slash)
-        .and_then(|audit| commands::dispatch(&audit, args, &mut out));
+    let result =
+        Audit::open(root, allow_root_slash).and_then(|audit| dispatch(&audit, args, &mut out));
     let _ = out.flush();
     match result {
         Ok(code) => code,
@@ -192,5 +113,63 @@ pub fn run(root: Option<&Path>, allow_root_slash: bool, args: &AuditArgs) -> i32
             eprint!("{}", render::message(&format!("filesystem audit: {e}\n")));
             e.exit_code()
         }
+    }
+}
+
+/// Runs one subcommand and returns the exit status.
+pub fn dispatch(audit: &Audit, args: &AuditArgs, out: &mut dyn Write) -> Result<i32, AuditError> {
+    let json = args.json;
+    match &args.command {
+        AuditCommand::List => commands::list(audit, json, out),
+        AuditCommand::Log { path } => commands::log(audit, path, json, out),
+        AuditCommand::Show { path, record } => {
+            commands::show(audit, path, record.as_deref(), json, out)
+        }
+        AuditCommand::Grep { pattern, path } => {
+            commands::grep(audit, pattern, path.as_deref(), json, out)
+        }
+        AuditCommand::Diff {
+            path,
+            record,
+            record2,
+        } => commands::diff(audit, path, record, record2.as_deref(), json, out),
+        AuditCommand::Restore {
+            path,
+            record,
+            to,
+            force,
+        } => restore::restore(
+            audit,
+            &restore::Request {
+                path,
+                record,
+                to: to.as_deref(),
+                force: *force,
+            },
+            json,
+            out,
+        ),
+        AuditCommand::Verify => verify::verify(audit, json, out),
+        AuditCommand::Import => import::import(audit, args.json, out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_help_offers_import_as_a_working_subcommand() {
+        let cmd = AuditArgs::augment_args(clap::Command::new("audit"));
+        let import = cmd
+            .get_subcommands()
+            .find(|c| c.get_name() == "import")
+            .expect("import is a subcommand");
+        let about = import
+            .get_about()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        assert!(about.contains(".filesystem/ version history"), "{about}");
+        assert!(!about.contains("not available"), "{about}");
     }
 }

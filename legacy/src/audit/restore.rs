@@ -4,25 +4,22 @@
 //! is refused), every read and write goes through the workspace layer (relative to descriptors
 //! opened beneath the root, so a swapped-in link makes the restore fail rather than write
 //! elsewhere), the file is replaced with the layer's one temporary-file scheme (or by the history
-//! store when the workspace has one), and the restore is appended
-//! to the destination's mirror as an overwrite record exactly as `tee` writes one, so the restore
+//! store when the workspace has one), and the restore is appended to the destination's mirror
+//! as an overwrite record by the same writer and record-id rule as `tee`'s, so the restore
 //! itself can be audited and undone. Content that exists in no record is never replaced without
 //! `--force`, and even then it is first kept in the mirror as a baseline record.
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use chrono::{DateTime, Utc};
-use rustix::fs::FlockOperation;
 use serde_json::json;
 
 use workspace::is_swap;
 
-use super::commands::{record_name, select, Audit};
-use super::tree::{self, OpenError, MIRROR_DIR};
-use super::AuditError;
-use workspace::mirror::{format_separator, Mirror, RecordKind};
+use super::context::{record_name, select, Audit};
+use super::error::AuditError;
+use super::tree::{self, OpenError};
+use workspace::mirror::{AppendError, Mirror, MirrorAppender, RecordKind};
 
 /// The arguments of one restore.
 pub struct Request<'a> {
@@ -38,13 +35,6 @@ pub struct Request<'a> {
 
 fn io(what: String) -> impl FnOnce(std::io::Error) -> AuditError {
     move |source| AuditError::Io { what, source }
-}
-
-fn errno(what: String) -> impl FnOnce(rustix::io::Errno) -> AuditError {
-    move |e| AuditError::Io {
-        what,
-        source: e.into(),
-    }
 }
 
 fn open_err(what: String, shown: &str) -> impl FnOnce(OpenError) -> AuditError + '_ {
@@ -219,23 +209,16 @@ fn finish(
     Ok(0)
 }
 
-fn now_nanos() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
-}
-
 /// Record ids written for one restore.
 struct Ids {
     baseline: Option<u64>,
     overwrite: u64,
 }
 
-/// Appends the restore to `.shelpa/<dest>` under an exclusive lock, as tee would: first a
-/// baseline record of `unrecorded` (the destination's content when no record holds it, e.g. it
-/// existed before any mirror or was edited outside tee), then the overwrite; a separator always
-/// starts a new line, and ids are strictly greater than any already in the file.
+/// Appends the restore to `.shelpa/<dest>` through the workspace layer's one mirror writer, as
+/// tee would (same lock, same record-id rule): first a baseline record of `unrecorded` (the
+/// destination's content when no record holds it, e.g. it existed before any mirror or was
+/// edited outside tee), then the overwrite; the mirror is synced before the file is touched.
 fn record_restore(
     audit: &Audit,
     dest_rel: &Path,
@@ -243,10 +226,7 @@ fn record_restore(
     unrecorded: Option<&[u8]>,
     version: &[u8],
 ) -> Result<Ids, AuditError> {
-    let mirror_rel = Path::new(MIRROR_DIR).join(dest_rel);
-    let parent = mirror_rel.parent().unwrap_or(Path::new(MIRROR_DIR));
     let what = format!("cannot record the restore in .shelpa/{shown}");
-    let ws = audit.workspace();
     let hostile = |e: std::io::Error| {
         if is_swap(&e) || e.raw_os_error() == Some(libc::ENOTDIR) {
             AuditError::HostileMirror {
@@ -272,45 +252,28 @@ fn record_restore(
             }
         }
     };
-    ws.create_dirs(parent).map_err(hostile)?;
-    let mut file = ws.open_append(&mirror_rel).map_err(hostile)?;
-    rustix::fs::flock(&file, FlockOperation::LockExclusive).map_err(errno(what.clone()))?;
-    let mut existing = Vec::new();
-    file.read_to_end(&mut existing).map_err(io(what.clone()))?;
-    let parsed = Mirror::parse(&existing);
-
-    let now = Utc::now();
+    let mut mirror = MirrorAppender::open(audit.workspace(), dest_rel).map_err(hostile)?;
     // Ids only grow and never repeat: past the largest one there is no id left to give, and
-    // the restore is refused before anything is written.
-    let exhausted = || AuditError::RecordIdsExhausted(shown.to_string());
-    let floor = match parsed.max_id() {
-        Some(m) => m.checked_add(1).ok_or_else(exhausted)?,
-        None => 0,
+    // the restore is refused before anything more is written.
+    let begin = |mirror: &mut MirrorAppender, kind| {
+        mirror.begin(kind).map_err(|e| match e {
+            AppendError::IdsExhausted => AuditError::RecordIdsExhausted(shown.to_string()),
+            AppendError::Io(source) => AuditError::Io {
+                what: what.clone(),
+                source,
+            },
+        })
     };
-    let mut next_id = now_nanos().max(floor);
-    let mut buf = Vec::new();
     let mut baseline = None;
-    if !existing.is_empty() && !existing.ends_with(b"\n") {
-        buf.push(b'\n');
-    }
     if let Some(prev) = unrecorded {
-        push_record(&mut buf, RecordKind::Baseline, now, next_id, prev);
-        baseline = Some(next_id);
-        next_id = next_id.checked_add(1).ok_or_else(exhausted)?;
+        baseline = Some(begin(&mut mirror, RecordKind::Baseline)?);
+        mirror.append(prev).map_err(io(what.clone()))?;
     }
-    push_record(&mut buf, RecordKind::Overwrite, now, next_id, version);
-    file.write_all(&buf).map_err(io(what.clone()))?;
-    file.sync_all().map_err(io(what))?;
+    let overwrite = begin(&mut mirror, RecordKind::Overwrite)?;
+    mirror.append(version).map_err(io(what.clone()))?;
+    mirror.sync().map_err(io(what))?;
     Ok(Ids {
         baseline,
-        overwrite: next_id,
+        overwrite,
     })
-}
-
-fn push_record(buf: &mut Vec<u8>, kind: RecordKind, ts: DateTime<Utc>, id: u64, content: &[u8]) {
-    if !buf.is_empty() && !buf.ends_with(b"\n") {
-        buf.push(b'\n');
-    }
-    buf.extend_from_slice(format_separator(kind, ts, id).as_bytes());
-    buf.extend_from_slice(content);
 }

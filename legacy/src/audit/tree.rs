@@ -12,11 +12,9 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{FileType, Mode, OFlags};
 
 use workspace::guard::PathGuard;
+use workspace::mirror::MIRROR_DIR;
 use workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
 use workspace::{is_swap, Stat, Workspace};
-
-/// The mirror directory's name inside the workspace root.
-pub const MIRROR_DIR: &str = ".shelpa";
 
 /// One regular file found under `.shelpa/`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -12,11 +12,11 @@ use std::io::Write;
 
 use serde_json::json;
 
-use super::commands::Audit;
+use super::context::Audit;
+use super::error::AuditError;
 use super::render::table;
-use super::tree::{self, MIRROR_DIR};
-use super::AuditError;
-use workspace::mirror::Severity;
+use super::tree;
+use workspace::mirror::{Severity, MIRROR_DIR};
 
 /// One problem, located.
 pub struct Problem {
