@@ -1,14 +1,13 @@
 //! `filesystem audit import`: the shelpa era's mirror becomes `.filesystem/` history that
 //! `undo_file` walks back through, and a second import adds nothing.
 
-mod audit_support;
-
 use std::process::Command;
 
-use audit_support::{Workspace, BIN};
+use test_support::audit::Workspace;
+use test_support::filesystem;
 
 fn call(ws: &Workspace, tool: &str, args: &str) -> (bool, String) {
-    let out = Command::new(BIN)
+    let out = Command::new(filesystem())
         .args(["call", tool, args, "--backup", "--no-call-log", "--root"])
         .arg(&ws.root)
         .output()

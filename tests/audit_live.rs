@@ -6,10 +6,10 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_filesystem");
+use test_support::filesystem;
 
 fn pipe(root: &Path, tool: &str, args: Value) {
-    let out = Command::new(BIN)
+    let out = Command::new(filesystem())
         .args(["--legacy-pipe", "--no-call-log", "call", tool])
         .arg(args.to_string())
         .arg("--root")
@@ -24,7 +24,7 @@ fn pipe(root: &Path, tool: &str, args: Value) {
 }
 
 fn audit(root: &Path, args: &[&str]) -> (i32, Vec<u8>) {
-    let out = Command::new(BIN)
+    let out = Command::new(filesystem())
         .arg("audit")
         .args(args)
         .arg("--root")

@@ -1,11 +1,11 @@
 //! The adoption-study call log and the combined mode, through the real binary.
 
-mod support;
-
 use std::path::Path;
 
 use serde_json::{json, Value};
-use support::{text, Session};
+
+use test_support::filesystem;
+use test_support::mcp::{text, Session};
 
 fn log_lines(path: &Path) -> Vec<Value> {
     let raw = std::fs::read_to_string(path).unwrap_or_default();
@@ -167,7 +167,7 @@ fn the_combined_mode_serves_both_interfaces_and_the_log_shows_which_was_used() {
         .is_some_and(|t| t.starts_with("-o")));
 
     // The report reads the log the server wrote, not only hand-made fixtures.
-    let out = std::process::Command::new(support::BIN)
+    let out = std::process::Command::new(filesystem())
         .args(["report", "--format", "json", "--log"])
         .arg(root.join(".filesystem/.calls.jsonl"))
         .output()

@@ -2,8 +2,6 @@
 //! consistent (warnings and notes are printed but do not fail it), 1 when an error remains,
 //! `--strict` counting warnings too, and 2 when the check cannot run at all.
 
-mod support;
-
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -11,10 +9,11 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::BIN;
+
+use test_support::filesystem;
 
 fn check(root: &Path, flags: &[&str]) -> Output {
-    Command::new(BIN)
+    Command::new(filesystem())
         .arg("check")
         .args(flags)
         .arg("--root")
@@ -127,7 +126,7 @@ fn a_check_that_cannot_run_exits_2() {
 
 #[test]
 fn check_help_documents_the_exit_status() {
-    let out = Command::new(BIN)
+    let out = Command::new(filesystem())
         .args(["check", "--help"])
         .output()
         .expect("help");
@@ -158,7 +157,7 @@ fn after_a_server_is_killed_mid_write_check_exits_0_with_warnings() {
     );
     let mut left = None;
     for _ in 0..20 {
-        let mut child = Command::new(BIN)
+        let mut child = Command::new(filesystem())
             .arg("--root")
             .arg(&root)
             .arg("--backup")
@@ -227,7 +226,7 @@ fn after_a_server_is_killed_mid_write_check_exits_0_with_warnings() {
 #[test]
 fn a_running_servers_registry_and_rotated_call_logs_are_part_of_a_consistent_store() {
     let (_dir, root) = root();
-    let mut server = Command::new(BIN)
+    let mut server = Command::new(filesystem())
         .arg("--root")
         .arg(&root)
         .env("FILESYSTEM_CALL_LOG_ROTATE_BYTES", "2000")

@@ -8,13 +8,12 @@
 //! through a history or the trash (unless a later write after an undo dropped it, as designed),
 //! every `head` must be sound, the logs must parse and the trash ids must be unique and rising.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use support::{text, Session};
+
+use test_support::mcp::{text, Session};
 
 /// Calls each of the two servers makes.
 const CALLS_PER_SERVER: usize = 400;

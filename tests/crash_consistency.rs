@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_filesystem");
+use test_support::filesystem;
+
 const PATHS: [&str; 4] = ["a.txt", "b.txt", "d/c.txt", "d/e/f.txt"];
 const KILL_ROUNDS: usize = 40;
 
@@ -86,7 +87,7 @@ struct Server {
 
 impl Server {
     fn start(root: &Path) -> Server {
-        let mut child = Command::new(BIN)
+        let mut child = Command::new(filesystem())
             .arg("--backup")
             .arg("--root")
             .arg(root)
@@ -412,7 +413,7 @@ fn workspace(root: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn check(root: &Path, repair: bool) -> (i32, Value) {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(filesystem());
     cmd.arg("check").arg("--json").arg("--root").arg(root);
     if repair {
         cmd.arg("--repair");

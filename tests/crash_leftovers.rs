@@ -1,14 +1,13 @@
 //! After a crash, the next server to start clears the temporaries of the writes the crash cut
 //! short, and nothing else: never a live server's temporary, never a user's file.
 
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::Session;
+
+use test_support::mcp::Session;
 
 const TEMP_PREFIX: &str = ".filesystem-tmp-";
 
@@ -110,7 +109,7 @@ fn a_server_killed_mid_write_leaves_nothing_once_the_next_one_starts() {
     wait_for("the leftover to be cleared", || {
         temporaries(&root.join("big")).is_empty() && registries(&root).is_empty()
     });
-    let listing = support::text(&next.call(3, "list_directory", json!({"path": "big"})));
+    let listing = test_support::mcp::text(&next.call(3, "list_directory", json!({"path": "big"})));
     assert!(!listing.contains(TEMP_PREFIX), "{listing}");
     assert!(next.close_and_wait().success());
 }

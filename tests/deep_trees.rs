@@ -7,8 +7,6 @@
 //! no path of that depth can be named in one call) and with the tools alone (`create_directory`
 //! chains nested into each other with `move_file`, as a client could).
 
-mod support;
-
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -16,7 +14,9 @@ use std::process::{Command, Output};
 
 use rustix::fs::{Mode, OFlags};
 use serde_json::{json, Value};
-use support::{text, Session, BIN};
+
+use test_support::filesystem;
+use test_support::mcp::{text, Session};
 
 /// How deep the trees are.
 const LEVELS: usize = 10_000;
@@ -183,7 +183,7 @@ fn count_dirs(tree: &str, name: &str) -> usize {
 }
 
 fn cli(args: &[&str], root: &Path) -> Output {
-    Command::new(BIN)
+    Command::new(filesystem())
         .args(args)
         .arg("--root")
         .arg(root)
@@ -375,7 +375,7 @@ fn a_deep_tree_in_one_root_does_not_take_the_daemon_down_for_the_others() {
     let plain = scratch.dir("plain");
     std::fs::write(plain.join("a.txt"), "a").expect("write");
     nest(&deep, "top", LEVELS, None);
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(filesystem());
     cmd.arg("--server")
         .arg("--allow-root")
         .arg(&scratch.base)
@@ -493,7 +493,7 @@ fn report_reads_a_transcript_folder_2100_deep_and_skips_only_what_is_past_the_li
         5000,
         Some(("s.jsonl", line("t3").as_bytes())),
     );
-    let out = Command::new(BIN)
+    let out = Command::new(filesystem())
         .arg("report")
         .arg("--transcripts")
         .arg(&projects)

@@ -3,15 +3,13 @@
 //! that `patch` still applies, edits per call are capped, and a cancelled or timed-out edit
 //! writes nothing.
 
-mod fs_support;
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{text, Session};
+
+use test_support::mcp::{text, Session};
 
 /// The diff inside a reply's ```diff fence.
 fn fenced_diff(reply: &str) -> &str {
@@ -183,7 +181,7 @@ fn a_diff_past_its_time_budget_is_one_block_that_patch_applies() {
 
 #[test]
 fn a_diff_of_several_hunks_in_a_large_file_applies_with_patch() {
-    let ws = fs_support::Ws::new();
+    let ws = test_support::temp::Ws::new();
     let file = numbered("line", 5_000);
     ws.write("f.txt", &file);
     let reply = ws
@@ -205,7 +203,7 @@ fn a_diff_of_several_hunks_in_a_large_file_applies_with_patch() {
 
 #[test]
 fn more_than_a_hundred_edits_are_refused_and_a_hundred_are_applied() {
-    let ws = fs_support::Ws::new();
+    let ws = test_support::temp::Ws::new();
     let file = numbered("line", 200);
     ws.write("f.txt", &file);
     let edits = |n: usize| -> Value {

@@ -6,6 +6,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
+use test_support::filesystem;
+
 /// The tools this branch implements, in the order clients see them.
 const FILE_TOOLS: [&str; 7] = [
     "read_text_file",
@@ -28,7 +30,7 @@ const RECOVERY_TOOLS: [&str; 5] = [
 
 /// Sends `requests` (one JSON per line) to a server on `root` and returns its replies by id.
 fn session(root: &std::path::Path, flags: &[&str], requests: &[Value]) -> Vec<Value> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    let mut child = Command::new(filesystem())
         .arg("--root")
         .arg(root)
         .args(flags)

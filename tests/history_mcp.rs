@@ -5,9 +5,11 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
+use test_support::filesystem;
+
 /// Sends `calls` (tool name, arguments) after the handshake and returns the responses by id.
 fn session(root: &std::path::Path, calls: &[(&str, Value)]) -> Vec<Value> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    let mut child = Command::new(filesystem())
         .arg("--root")
         .arg(root)
         .arg("--backup")

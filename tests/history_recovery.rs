@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use test_support::filesystem;
+
 struct Ws {
     _tmp: tempfile::TempDir,
     root: PathBuf,
@@ -17,7 +19,7 @@ impl Ws {
     }
 
     fn run(&self, backup: bool, tool: &str, args: &str) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_filesystem"));
+        let mut cmd = Command::new(filesystem());
         cmd.arg("call")
             .arg(tool)
             .arg(args)
@@ -416,7 +418,7 @@ fn deleting_a_symlink_trashes_the_link_and_leaves_the_target() {
 fn undo_and_redo_are_only_offered_with_backup() {
     let ws = Ws::new();
     let list = |backup: bool| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_filesystem"));
+        let mut cmd = Command::new(filesystem());
         cmd.arg("tools").arg("--root").arg(&ws.root);
         if backup {
             cmd.arg("--backup");

@@ -1,14 +1,15 @@
 //! Hostile protocol input: every malformed message gets the right JSON-RPC error or a clean exit,
 //! memory stays bounded, and the server never panics.
 
-mod support;
-
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::{read_framed, Session, BIN};
+
+use test_support::filesystem;
+use test_support::framing::read_framed;
+use test_support::mcp::Session;
 
 /// Peak resident memory of a live process, in KiB.
 fn peak_rss_kib(pid: u32) -> u64 {
@@ -154,7 +155,7 @@ fn content_length_lies_are_handled() {
     assert!(answered);
 
     // Longer than the body, then EOF: the server exits cleanly without answering garbage.
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(filesystem())
         .args(["--root", "/tmp"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -186,7 +187,7 @@ fn headers_without_a_body_and_a_negative_length_are_clean() {
         &b"Content-Length: -1\r\n\r\n"[..],
         &b"Content-Length: 99999999999999999999999\r\n\r\n"[..],
     ] {
-        let mut child = Command::new(BIN)
+        let mut child = Command::new(filesystem())
             .args(["--root", "/tmp"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -2,13 +2,13 @@
 //! cut to a documented length, and the file is rotated by size, with `report` reading across the
 //! rotated files.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 
 use serde_json::{json, Value};
-use support::{Session, BIN};
+
+use test_support::filesystem;
+use test_support::mcp::Session;
 
 /// The documented cut: 256 bytes of a client-supplied string, then a marker.
 const TOKEN_MAX_BYTES: usize = 256;
@@ -110,7 +110,7 @@ fn a_huge_pipe_command_word_makes_a_short_line() {
 
 /// Runs `report --format json --log FILE…` and returns the call-log section.
 fn report(logs: &[&Path]) -> Value {
-    let out = Command::new(BIN)
+    let out = Command::new(filesystem())
         .args(["report", "--format", "json", "--log"])
         .args(logs)
         .output()
@@ -133,7 +133,7 @@ fn the_log_rotates_by_size_and_report_reads_across_the_rotated_files() {
     // Two servers sharing the log, appending at the same time, rotating it between them.
     let mut servers: Vec<Session> = (0..2)
         .map(|_| {
-            let mut cmd = Command::new(BIN);
+            let mut cmd = Command::new(filesystem());
             cmd.arg("--root")
                 .arg(ws.path())
                 .env("FILESYSTEM_CALL_LOG_ROTATE_BYTES", limit.to_string());
@@ -188,7 +188,7 @@ fn the_log_rotates_by_size_and_report_reads_across_the_rotated_files() {
 fn only_the_documented_number_of_rotated_files_is_kept() {
     let ws = tempfile::tempdir().expect("tmp");
     std::fs::write(ws.path().join("hello.txt"), "hello\n").expect("write");
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(filesystem());
     cmd.arg("--root")
         .arg(ws.path())
         .env("FILESYSTEM_CALL_LOG_ROTATE_BYTES", "512");
@@ -221,7 +221,7 @@ fn a_fifo_named_as_a_log_is_refused_by_report_and_the_server_keeps_serving() {
         0,
     )
     .expect("mkfifo");
-    let out = Command::new(BIN)
+    let out = Command::new(filesystem())
         .args(["report", "--log"])
         .arg(&fifo)
         .output()
@@ -249,7 +249,7 @@ fn a_daemon_keeps_a_bounded_number_of_logs_open_and_loses_no_line() {
             r
         })
         .collect();
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(filesystem());
     cmd.arg("--server")
         .arg("--allow-root")
         .arg(&base)

@@ -1,11 +1,12 @@
 //! The MCP core as a client sees it: the real binary, spoken to over stdin/stdout in both framings.
 
-mod support;
-
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
-use support::{read_framed, Session, BIN};
+
+use test_support::filesystem;
+use test_support::framing::read_framed;
+use test_support::mcp::Session;
 
 #[test]
 fn every_handshake_version_is_echoed_and_unknown_ones_get_the_latest() {
@@ -243,7 +244,7 @@ fn batches_are_accepted_only_under_2025_03_26() {
 
 #[test]
 fn the_server_refuses_slash_as_root_and_explains_why() {
-    let out = Command::new(BIN)
+    let out = Command::new(filesystem())
         .args(["--root", "/"])
         .stdin(Stdio::null())
         .output()
@@ -272,7 +273,7 @@ fn root_precedence_is_flag_then_environment_then_current_directory() {
     };
     let canon = |d: &tempfile::TempDir| d.path().canonicalize().expect("c").display().to_string();
     let flag = root_line(
-        Command::new(BIN)
+        Command::new(filesystem())
             .arg("--root")
             .arg(a.path())
             .env("FILESYSTEM_ROOT", b.path())
@@ -280,18 +281,18 @@ fn root_precedence_is_flag_then_environment_then_current_directory() {
     );
     assert!(flag.contains(&canon(&a)), "{flag}");
     let env = root_line(
-        Command::new(BIN)
+        Command::new(filesystem())
             .env("FILESYSTEM_ROOT", b.path())
             .current_dir(c.path()),
     );
     assert!(env.contains(&canon(&b)), "{env}");
     let cwd = root_line(
-        Command::new(BIN)
+        Command::new(filesystem())
             .env_remove("FILESYSTEM_ROOT")
             .current_dir(c.path()),
     );
     assert!(cwd.contains(&canon(&c)), "{cwd}");
-    let missing = Command::new(BIN)
+    let missing = Command::new(filesystem())
         .args(["--root", "/definitely/not/here", "tools"])
         .output()
         .expect("run");
@@ -301,7 +302,7 @@ fn root_precedence_is_flag_then_environment_then_current_directory() {
 
 #[test]
 fn server_mode_refuses_root_flag_and_requires_root_per_call() {
-    let refused = Command::new(BIN)
+    let refused = Command::new(filesystem())
         .args(["--server", "--root", "/tmp"])
         .stdin(Stdio::null())
         .output()

@@ -8,9 +8,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_filesystem")
-}
+use test_support::filesystem;
 
 /// A canonical temporary workspace.
 struct Ws {
@@ -46,7 +44,7 @@ impl Ws {
 
     /// Runs one tool call with `filesystem --legacy-pipe call`; returns (ok, result JSON).
     fn call(&self, tool: &str, args: Value) -> (bool, Value) {
-        let out = Command::new(bin())
+        let out = Command::new(filesystem())
             .args(["--legacy-pipe", "--no-call-log", "call", tool])
             .arg(args.to_string())
             .arg("--root")
@@ -164,7 +162,7 @@ fn the_help_lists_the_companion_tools_as_missing() {
 }
 
 fn help_lists_the_companions(surface: &str) {
-    let out = Command::new(bin())
+    let out = Command::new(filesystem())
         .args(["--legacy-pipe", "--surface", surface, "--help"])
         .output()
         .expect("run binary");

@@ -3,12 +3,11 @@
 //! directory replaced by a symlink is refused, not followed, and `cd`/`pwd` still work.
 //! Every test runs the real binary in one MCP session.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use support::Session;
+
+use test_support::mcp::Session;
 
 /// A canonical temporary workspace (so `pwd` output can be compared with it).
 fn workspace() -> (tempfile::TempDir, PathBuf) {
@@ -33,7 +32,7 @@ fn pipe(s: &mut Session, id: i64, command: &str) -> (bool, Value) {
     let r = s.call(id, "shelpa_pipe", json!({ "command": command }));
     (
         r["isError"] == json!(true),
-        serde_json::from_str(&support::text(&r)).expect("JSON result"),
+        serde_json::from_str(&test_support::mcp::text(&r)).expect("JSON result"),
     )
 }
 
@@ -150,7 +149,7 @@ fn a_session_directory_turned_into_a_file_falls_back_and_shelpa_write_says_so() 
         json!({"path": "written.txt", "content": "w\n"}),
     );
     assert_eq!(r["isError"], json!(false), "{r}");
-    let v: Value = serde_json::from_str(&support::text(&r)).expect("json");
+    let v: Value = serde_json::from_str(&test_support::mcp::text(&r)).expect("json");
     assert!(note(&v).contains("'d'") && note(&v).contains("'.'"), "{v}");
     assert_eq!(
         std::fs::read_to_string(root.join("written.txt")).expect("written at the root"),
@@ -232,7 +231,7 @@ fn an_explicit_cwd_that_does_not_exist_is_still_an_error() {
     let mut s = start(&root, false);
     let r = s.call(2, "shelpa_pipe", json!({"command": "ls", "cwd": "missing"}));
     assert_eq!(r["isError"], json!(true), "{r}");
-    let v: Value = serde_json::from_str(&support::text(&r)).expect("json");
+    let v: Value = serde_json::from_str(&test_support::mcp::text(&r)).expect("json");
     assert_eq!(v["error"]["reason"], "NOT_A_DIRECTORY", "{v}");
     assert!(v.get("note").is_none(), "{v}");
 }

@@ -7,9 +7,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{json, Value};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_filesystem")
-}
+use test_support::filesystem;
 
 /// A canonical temporary workspace.
 struct Ws {
@@ -38,7 +36,7 @@ impl Ws {
 
     /// Runs one tool call with `filesystem --legacy-pipe call`; returns (ok, result JSON).
     fn call_with(&self, tool: &str, args: Value, flags: &[&str]) -> (bool, Value) {
-        let out = Command::new(bin())
+        let out = Command::new(filesystem())
             .arg("--legacy-pipe")
             .args(flags)
             .args(["call", tool, &args.to_string(), "--root"])
@@ -472,7 +470,7 @@ struct Mcp {
 
 impl Mcp {
     fn start(root: &Path) -> Mcp {
-        let mut child = Command::new(bin())
+        let mut child = Command::new(filesystem())
             .args(["--legacy-pipe", "--root"])
             .arg(root)
             .stdin(Stdio::piped())
@@ -611,7 +609,7 @@ fn cancelling_a_call_kills_its_pipeline() {
 fn the_help_names_the_tools_commands_and_rules() {
     // The modern surface's help (the original surface's is the recorded text, golden-tested in
     // tests/shelpa_surface.rs).
-    let out = Command::new(bin())
+    let out = Command::new(filesystem())
         .args(["--legacy-pipe", "--surface", "modern", "--help"])
         .output()
         .expect("run binary");

@@ -2,14 +2,14 @@
 //! count, the memory limit of each stage, the time limit counted from the first spawn, and that
 //! no stage — nor its scratch folder — outlives a server that is killed mid-pipeline.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{text, Session};
+
+use test_support::filesystem;
+use test_support::mcp::{text, Session};
 
 /// The JSON text of a pipe result.
 fn body(result: &Value) -> Value {
@@ -44,7 +44,7 @@ impl Drop for Server {
 /// and which its start-up sweep looks at) is `tmp`, so that what it leaves can be seen and no
 /// other program's folders are touched.
 fn server(root: &Path, tmp: &Path, flags: &[&str]) -> Server {
-    let mut cmd = Command::new(support::BIN);
+    let mut cmd = Command::new(filesystem());
     cmd.args(["--root".as_ref(), root.as_os_str()])
         .args(["--legacy-pipe", "--no-call-log"])
         .args(flags)
@@ -91,7 +91,7 @@ fn assert_still_serving(s: &mut Session, id: i64) {
 /// Processes (not zombies) whose command line contains `marker`.
 fn with_marker(marker: &str) -> Vec<i32> {
     let mut found = Vec::new();
-    for (pid, dir) in support::proc_entries() {
+    for (pid, dir) in test_support::procs::proc_entries() {
         let Ok(cmdline) = std::fs::read(dir.join("cmdline")) else {
             continue;
         };
@@ -194,7 +194,7 @@ fn a_smaller_stage_memory_is_honoured_and_a_nonsense_one_refused() {
     assert_eq!(b["error"]["limit_bytes"], 64u64 << 20, "{b}");
     assert_still_serving(&mut s, 20);
 
-    let out = Command::new(support::BIN)
+    let out = Command::new(filesystem())
         .args(["--legacy-pipe", "--stage-memory", "1K", "tools"])
         .output()
         .expect("run");

@@ -14,6 +14,8 @@ use filesystem_mcp::legacy::policy::{
     check, dangerous_spellings, tables, PolicyContext, ToolPaths,
 };
 
+use test_support::filesystem;
+
 struct Ws {
     _tmp: tempfile::TempDir,
     root: PathBuf,
@@ -1067,7 +1069,7 @@ const STATE_CONTENT: &str = "HIDDENMARK inside-state\n";
 /// Runs one `shelpa_pipe` call through the real binary, as a client would; returns whether it
 /// succeeded and its JSON result.
 fn pipe_call(root: &Path, args: serde_json::Value) -> (bool, serde_json::Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    let out = Command::new(filesystem())
         .arg("--legacy-pipe")
         .args(["call", "shelpa_pipe", &args.to_string(), "--root"])
         .arg(root)

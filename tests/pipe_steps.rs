@@ -4,15 +4,14 @@
 //! relay must not change what a pipeline does: `head` still stops its upstream with SIGPIPE, a
 //! timeout still kills every stage, and no descriptor is left behind.
 
-mod support;
-
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{text, Session};
+
+use test_support::mcp::{text, Session};
 
 /// A `--legacy-pipe` server on `root`.
 struct Pipe {
@@ -234,7 +233,7 @@ fn a_timeout_still_kills_every_stage_and_counts_what_they_wrote() {
     let s = sizes(&body);
     // The producer streamed until it was killed; the counter never printed its END line.
     assert!(s[0] > 0 && s[1] == 0, "{s:?}");
-    let left: Vec<_> = support::proc_entries()
+    let left: Vec<_> = test_support::procs::proc_entries()
         .into_iter()
         .filter(|(_, dir)| {
             std::fs::read(dir.join("cmdline"))

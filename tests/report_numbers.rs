@@ -51,6 +51,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use test_support::filesystem;
+
 fn fixture(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
@@ -58,7 +60,7 @@ fn fixture(rel: &str) -> PathBuf {
 }
 
 fn report_json() -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    let out = Command::new(filesystem())
         .arg("report")
         .arg("--transcripts")
         .arg(fixture("transcripts"))

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use test_support::filesystem;
+
 fn fixture(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
@@ -10,7 +12,7 @@ fn fixture(rel: &str) -> PathBuf {
 }
 
 fn report(extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    Command::new(filesystem())
         .arg("report")
         .arg("--transcripts")
         .arg(fixture("transcripts"))
@@ -112,7 +114,7 @@ fn svg_output_draws_a_curve_per_interface() {
 
 #[test]
 fn no_inputs_is_refused_with_what_to_give() {
-    let out = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    let out = Command::new(filesystem())
         .arg("report")
         .output()
         .expect("run filesystem report");
@@ -126,7 +128,7 @@ fn no_inputs_is_refused_with_what_to_give() {
 
 #[test]
 fn a_missing_log_file_is_named_in_the_error() {
-    let out = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    let out = Command::new(filesystem())
         .args(["report", "--log", "/nonexistent/calls.jsonl"])
         .output()
         .expect("run filesystem report");
@@ -139,7 +141,7 @@ fn a_missing_log_file_is_named_in_the_error() {
 fn mcp_server_filter_moves_other_servers_tools_out_of_adoption() {
     // With only "shelpa" admitted, the subagent's and sess-b's mcp__filesystem__ calls become
     // other MCP tools: writes through ours drop from 8 to the 2 pipe writes.
-    let out = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    let out = Command::new(filesystem())
         .arg("report")
         .arg("--transcripts")
         .arg(fixture("transcripts"))
@@ -170,7 +172,7 @@ fn names_from_transcripts_cannot_drive_the_terminal_or_a_spreadsheet() {
     let dir = tempfile::tempdir().expect("temp dir");
     write_transcript(dir.path(), "evil.jsonl", "\u{1b}[2J=HYPERLINK(1)");
     let run = |format: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+        let out = Command::new(filesystem())
             .arg("report")
             .arg("--transcripts")
             .arg(dir.path())
@@ -193,7 +195,7 @@ fn symlinked_directories_are_not_followed() {
     let dir = tempfile::tempdir().expect("temp dir");
     write_transcript(dir.path(), "here.jsonl", "Edit");
     std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).expect("symlink");
-    let out = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    let out = Command::new(filesystem())
         .arg("report")
         .arg("--transcripts")
         .arg(dir.path())

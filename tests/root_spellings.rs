@@ -3,13 +3,13 @@
 //! through a link. Absolute paths written with that spelling are inside the workspace, in both
 //! modes and as a pipe `cwd`; anything that merely shares its prefix is still outside.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
-use support::{Session, BIN};
+
+use test_support::filesystem;
+use test_support::mcp::Session;
 
 /// `base/real/ws` (holding `a.txt` and `sub/b.txt`), `base/link -> base/real`, and a sibling
 /// `base/real/ws-evil` with a secret in it.
@@ -43,7 +43,7 @@ impl Layout {
 
 fn call(s: &mut Session, id: i64, tool: &str, args: Value) -> (bool, String) {
     let r = s.call(id, tool, args);
-    (r["isError"] == json!(true), support::text(&r))
+    (r["isError"] == json!(true), test_support::mcp::text(&r))
 }
 
 #[test]
@@ -153,7 +153,7 @@ fn pipe_mode_accepts_the_linked_spelling_as_cwd_and_operand() {
 #[test]
 fn a_symlinked_home_spells_the_root_too() {
     let l = Layout::new();
-    let out = Command::new(BIN)
+    let out = Command::new(filesystem())
         .args(["call", "read_text_file"])
         .arg(json!({"path": l.linked("a.txt")}).to_string())
         .arg("--root")
@@ -169,7 +169,7 @@ fn a_symlinked_home_spells_the_root_too() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("alpha"));
 
     // Without that home the same spelling is outside.
-    let out = Command::new(BIN)
+    let out = Command::new(filesystem())
         .args(["call", "read_text_file"])
         .arg(json!({"path": l.linked("a.txt")}).to_string())
         .arg("--root")
@@ -185,7 +185,7 @@ fn a_symlinked_home_spells_the_root_too() {
 fn the_shells_spelling_of_the_current_directory_is_accepted() {
     let l = Layout::new();
     let run = |pwd: &Path| {
-        Command::new(BIN)
+        Command::new(filesystem())
             .args(["call", "read_text_file"])
             .arg(json!({"path": l.linked("a.txt")}).to_string())
             .current_dir(l.base.join("real/ws"))

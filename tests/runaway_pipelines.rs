@@ -3,8 +3,6 @@
 //! process of its group behind, and leave the server serving. The server's own memory must stay
 //! bounded while a large stream passes through it.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,7 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{text, Session};
+
+use test_support::filesystem;
+use test_support::mcp::{text, Session};
 
 /// Short enough to keep the file fast, long enough for a loaded 2-core machine to start a stage.
 const TIMEOUT_SECS: &str = "2";
@@ -29,7 +29,7 @@ struct ProcStat {
 /// Every process visible in `/proc` (processes that vanish mid-scan are skipped).
 fn processes() -> Vec<ProcStat> {
     let mut out = Vec::new();
-    for (pid, dir) in support::proc_entries() {
+    for (pid, dir) in test_support::procs::proc_entries() {
         let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
             continue;
         };
@@ -232,7 +232,7 @@ fn a_huge_sort_is_killed_at_the_limit_and_leaves_no_scratch_files() {
     };
     let before = sort_files_in_tmp();
     let mut s = {
-        let mut child = std::process::Command::new(support::BIN);
+        let mut child = std::process::Command::new(filesystem());
         child
             .args(["--root".as_ref(), ws.path().as_os_str()])
             .args(["--legacy-pipe", "--timeout", TIMEOUT_SECS, "--no-call-log"])

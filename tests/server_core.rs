@@ -2,15 +2,16 @@
 //! framing edges, a client that stops reading or closes our output, and the daemon's roots (one
 //! slow tenant, twenty thousand tenants).
 
-mod support;
-
 use std::io::{BufRead, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{read_framed, text, Session, BIN};
+
+use test_support::filesystem;
+use test_support::framing::read_framed;
+use test_support::mcp::{text, Session};
 
 /// A pipeline that runs until it is stopped.
 const BUSY: &str = "awk 'BEGIN { while (1) {} }'";
@@ -195,7 +196,7 @@ fn conflicting_content_lengths_are_an_error_and_end_the_session() {
 #[test]
 fn a_client_that_closes_our_output_stops_the_calls_and_the_server_exits() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(filesystem())
         .arg("--root")
         .arg(dir.path())
         .stdin(Stdio::piped())
@@ -392,7 +393,7 @@ fn under_a_low_descriptor_limit_every_root_is_still_served() {
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
-        .arg(BIN)
+        .arg(filesystem())
         .args(["--server", "--allow-root"])
         .arg(allowed.path());
     let mut s = Session::from_command(cmd);

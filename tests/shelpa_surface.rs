@@ -17,13 +17,13 @@
 //! The recorded opening of the help is also spelled out below, independently of the code and of
 //! the golden file, so regenerating the golden cannot quietly change the recorded words.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{json, Value};
-use support::{text, Session, BIN};
+
+use test_support::filesystem;
+use test_support::mcp::{text, Session};
 
 /// The help's opening as the design notes record it, verbatim (the stored copy of the page ends
 /// mid-word, after "if no").
@@ -70,7 +70,7 @@ fn golden(name: &str, actual: &str) {
 }
 
 fn run(args: &[&str]) -> Output {
-    Command::new(BIN)
+    Command::new(filesystem())
         .args(args)
         .output()
         .expect("run filesystem")
@@ -273,7 +273,7 @@ fn modern_still_serves_todays_texts() {
 fn started_as_shelpa_mcp_it_is_the_original_shelpa() {
     let links = tempfile::tempdir().expect("tempdir");
     let shelpa = links.path().join("shelpa-mcp");
-    std::os::unix::fs::symlink(BIN, &shelpa).expect("symlink");
+    std::os::unix::fs::symlink(filesystem(), &shelpa).expect("symlink");
 
     let help = Command::new(&shelpa)
         .arg("--help")

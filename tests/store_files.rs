@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_filesystem");
+use test_support::filesystem;
 
 /// What a command did, once it finished (a command still running after a generous limit is a
 /// hang, and fails the test).
@@ -16,7 +16,7 @@ struct Ran {
 }
 
 fn run(root: &Path, args: &[&str]) -> Ran {
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(filesystem())
         .args(args)
         .arg("--root")
         .arg(root)
@@ -273,7 +273,7 @@ fn names_with_control_characters_are_printed_escaped() {
 
 /// A command outside any workspace.
 fn run_plain(args: &[&str]) -> Ran {
-    let out = Command::new(BIN).args(args).output().expect("run");
+    let out = Command::new(filesystem()).args(args).output().expect("run");
     Ran {
         ok: out.status.success(),
         text: format!(
@@ -367,7 +367,7 @@ fn audit_grep_streams_a_mirror_of_many_records_in_bounded_memory() {
 
     // Reaped below by wait4, which also reports its own peak memory.
     #[allow(clippy::zombie_processes)]
-    let child = Command::new(BIN)
+    let child = Command::new(filesystem())
         .args(["audit", "grep", "--json", "^line (7|199999) "])
         .arg("--root")
         .arg(&root)

@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_filesystem");
+use test_support::filesystem;
 
 /// The conversion's test hook (see `src/history/convert.rs`).
 const STOP_AFTER: &str = "FILESYSTEM_TEST_CONVERSION_STOP_AFTER";
@@ -22,7 +22,7 @@ fn workspace() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn run(root: &Path, args: &[&str], stop_after: Option<u64>) -> Output {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(filesystem());
     cmd.args(args)
         .arg("--root")
         .arg(root)

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
 
+use test_support::filesystem;
+
 #[test]
 fn a_person_at_a_terminal_is_told_what_the_server_is_waiting_for() {
     let root = tempfile::tempdir().expect("tmp");
@@ -19,7 +21,7 @@ fn a_person_at_a_terminal_is_told_what_the_server_is_waiting_for() {
         .write(true)
         .open(name.to_str().expect("utf8 pty name"))
         .expect("open pty slave");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    let mut child = Command::new(filesystem())
         .arg("--root")
         .arg(root.path())
         .stdin(Stdio::from(slave))

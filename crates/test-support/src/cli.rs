@@ -1,0 +1,72 @@
+//! Running the binary's subcommands (`call`, `audit restore`, ...) once and reading what they
+//! printed. The runners remove `FILESYSTEM_ROOT` from the environment so the `--root` they pass
+//! is the only root in play, whatever the developer's shell exports.
+
+use std::path::Path;
+
+/// What one `filesystem call` printed.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The tool succeeded (exit 0).
+    pub ok: bool,
+    /// The result text (stdout on success, stderr on failure).
+    pub text: String,
+}
+
+impl Outcome {
+    /// Asserts success and returns the text.
+    pub fn expect_ok(self) -> String {
+        assert!(self.ok, "expected success, got: {}", self.text);
+        self.text
+    }
+
+    /// Asserts a failure of `kind` and returns the text.
+    pub fn expect_err(self, kind: &str) -> String {
+        assert!(!self.ok, "expected {kind}, got success: {}", self.text);
+        assert!(
+            self.text.starts_with(&format!("{kind}: ")),
+            "expected {kind}, got: {}",
+            self.text
+        );
+        self.text
+    }
+}
+
+/// `filesystem call TOOL ARGS --root ROOT FLAGS...`: one tool call through the real binary.
+pub fn call(root: &Path, tool: &str, args: &str, flags: &[&str]) -> Outcome {
+    let out = crate::bin::command()
+        .arg("call")
+        .arg(tool)
+        .arg(args)
+        .arg("--root")
+        .arg(root)
+        .args(flags)
+        .env_remove("FILESYSTEM_ROOT")
+        .output()
+        .expect("run filesystem");
+    let ok = out.status.success();
+    let text = if ok { out.stdout } else { out.stderr };
+    Outcome {
+        ok,
+        text: String::from_utf8(text).expect("utf8 output"),
+    }
+}
+
+/// Runs `filesystem ARGS --root ROOT` (a subcommand such as `audit restore`) in UTC and returns
+/// (success, stdout + stderr).
+pub fn run(root: &Path, args: &[&str]) -> (bool, String) {
+    let out = crate::bin::command()
+        .args(args)
+        .arg("--root")
+        .arg(root)
+        .env_remove("FILESYSTEM_ROOT")
+        .env("TZ", "UTC")
+        .output()
+        .expect("run filesystem");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
