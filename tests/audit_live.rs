@@ -7,6 +7,7 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use test_support::filesystem;
+use test_support::temp::temp_dir;
 
 fn pipe(root: &Path, tool: &str, args: Value) {
     let out = Command::new(filesystem())
@@ -36,7 +37,7 @@ fn audit(root: &Path, args: &[&str]) -> (i32, Vec<u8>) {
 
 #[test]
 fn tee_mirrors_read_back_exactly_with_the_auditor() {
-    let tmp = tempfile::tempdir().expect("tmp");
+    let tmp = temp_dir();
     let root = tmp.path();
     std::fs::write(root.join("notes.md"), "written before shelpa\n").expect("write");
     std::fs::write(root.join("app.log"), "a\nERROR one\nb\nERROR two\n").expect("write");

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use test_support::filesystem;
 use test_support::mcp::{text, Session};
+use test_support::temp::temp_dir;
 
 fn log_lines(path: &Path) -> Vec<Value> {
     let raw = std::fs::read_to_string(path).unwrap_or_default();
@@ -53,7 +54,7 @@ fn every_call_is_logged_with_outcome_sizes_and_client_but_no_contents() {
 
 #[test]
 fn arguments_are_logged_only_when_asked_and_the_log_can_move_or_be_off() {
-    let elsewhere = tempfile::tempdir().expect("tmp");
+    let elsewhere = temp_dir();
     let log = elsewhere.path().join("calls.jsonl");
     let log_arg = log.to_string_lossy().into_owned();
     let mut s = Session::start(&["--call-log", &log_arg, "--call-log-args"]);
@@ -81,7 +82,7 @@ fn arguments_are_logged_only_when_asked_and_the_log_can_move_or_be_off() {
 
 #[test]
 fn concurrent_servers_sharing_a_log_never_interleave_lines() {
-    let ws = tempfile::tempdir().expect("tmp");
+    let ws = temp_dir();
     std::fs::write(ws.path().join("hello.txt"), "hello\n").expect("write");
     let per_server = 150;
     let mut sessions: Vec<Session> = (0..3).map(|_| Session::start_in(ws.path(), &[])).collect();
@@ -194,7 +195,7 @@ fn the_combined_mode_serves_both_interfaces_and_the_log_shows_which_was_used() {
 
 #[test]
 fn a_line_torn_by_a_killed_server_is_cut_before_the_next_append() {
-    let ws = tempfile::tempdir().expect("tmp");
+    let ws = temp_dir();
     std::fs::write(ws.path().join("hello.txt"), "hello\n").expect("write");
     std::fs::create_dir_all(ws.path().join(".filesystem")).expect("mkdir");
     let log = ws.path().join(".filesystem/.calls.jsonl");
@@ -242,7 +243,7 @@ fn a_call_is_in_the_log_by_the_time_its_reply_arrives() {
 
 #[test]
 fn a_per_root_log_hard_linked_to_an_outside_file_is_not_written_through() {
-    let base = tempfile::tempdir().expect("tmp");
+    let base = temp_dir();
     let ws = base.path().join("ws");
     std::fs::create_dir_all(ws.join(".filesystem")).expect("mkdir");
     std::fs::write(ws.join("hello.txt"), "hello\n").expect("write");

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use test_support::filesystem;
+use test_support::mcp::initialize;
+use test_support::temp::canonical_temp_dir;
 
 fn check(root: &Path, flags: &[&str]) -> Output {
     Command::new(filesystem())
@@ -36,8 +38,7 @@ fn text(out: &Output) -> String {
 }
 
 fn root() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().canonicalize().expect("canonical");
+    let (dir, root) = canonical_temp_dir();
     (dir, root)
 }
 
@@ -168,8 +169,7 @@ fn after_a_server_is_killed_mid_write_check_exits_0_with_warnings() {
             .spawn()
             .expect("spawn");
         let mut stdin = child.stdin.take().expect("stdin");
-        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        let init = initialize(1, "2025-06-18", "t");
         writeln!(stdin, "{init}").expect("init");
         stdin.write_all(request.as_bytes()).expect("request");
         stdin.flush().expect("flush");
@@ -243,9 +243,7 @@ fn a_running_servers_registry_and_rotated_call_logs_are_part_of_a_consistent_sto
         std::io::BufRead::read_line(&mut stdout, &mut line).expect("reply");
         serde_json::from_str(&line).expect("json")
     };
-    ask(
-        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
-    );
+    ask(initialize(0, "2025-11-25", "t"));
     // Enough writes for the call log to rotate and for the server to register its temporaries.
     for i in 1..40 {
         let reply = ask(

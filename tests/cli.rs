@@ -4,9 +4,10 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 
 use test_support::filesystem;
+use test_support::temp::temp_dir;
 
 fn workspace() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tmp");
+    let dir = temp_dir();
     let lines: String = (0..50_000).map(|i| format!("line {i}\n")).collect();
     std::fs::write(dir.path().join("big.txt"), lines).expect("write");
     dir

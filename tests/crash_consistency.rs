@@ -10,13 +10,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use test_support::filesystem;
+use test_support::mcp::{initialize, initialized};
+use test_support::temp::canonical_temp_dir;
 
 const PATHS: [&str; 4] = ["a.txt", "b.txt", "d/c.txt", "d/e/f.txt"];
 const KILL_ROUNDS: usize = 40;
@@ -105,13 +107,9 @@ impl Server {
             stdout,
             next_id: 1,
         };
-        s.send(
-            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "crash-test", "version": "1"}}}),
-        );
+        s.send(&initialize(0, "2025-06-18", "crash-test"));
         s.reply().expect("initialize answered");
-        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s.send(&initialized());
         s
     }
 
@@ -500,8 +498,7 @@ fn undo_chain(server: &mut Server, root: &Path, path: &str, found: &mut BTreeSet
 
 #[test]
 fn killed_at_random_moments_the_store_stays_consistent_and_nothing_acknowledged_is_lost() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let root: PathBuf = tmp.path().canonicalize().expect("canonical");
+    let (_tmp, root) = canonical_temp_dir();
     let mut rng = Rng(0x5eed_c0ff_ee15_dead);
     let mut model = Model::default();
     let mut seq = 0;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use test_support::filesystem;
+use test_support::temp::{canonical_temp_dir, temp_dir};
 
 struct Ws {
     _tmp: tempfile::TempDir,
@@ -13,8 +14,7 @@ struct Ws {
 
 impl Ws {
     fn new() -> Ws {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let root = tmp.path().canonicalize().expect("canonical");
+        let (tmp, root) = canonical_temp_dir();
         Ws { _tmp: tmp, root }
     }
 
@@ -476,7 +476,7 @@ fn two_processes_writing_one_file_never_corrupt_the_history() {
 #[test]
 fn a_symlink_planted_inside_the_store_is_never_followed() {
     let ws = Ws::new();
-    let outside = tempfile::tempdir().expect("outside");
+    let outside = temp_dir();
     std::fs::create_dir_all(ws.path(".filesystem")).expect("mkdir");
     std::os::unix::fs::symlink(outside.path(), ws.path(".filesystem/a.txt")).expect("plant");
     std::os::unix::fs::symlink(outside.path(), ws.path(".filesystem/.trash")).expect("plant");

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use test_support::filesystem;
 use test_support::mcp::Session;
+use test_support::temp::{canonical_temp_dir, temp_dir};
 
 /// The documented cut: 256 bytes of a client-supplied string, then a marker.
 const TOKEN_MAX_BYTES: usize = 256;
@@ -126,7 +127,7 @@ fn report(logs: &[&Path]) -> Value {
 
 #[test]
 fn the_log_rotates_by_size_and_report_reads_across_the_rotated_files() {
-    let ws = tempfile::tempdir().expect("tmp");
+    let ws = temp_dir();
     std::fs::write(ws.path().join("hello.txt"), "hello\n").expect("write");
     let limit = 4096;
     let calls: i64 = 40;
@@ -186,7 +187,7 @@ fn the_log_rotates_by_size_and_report_reads_across_the_rotated_files() {
 
 #[test]
 fn only_the_documented_number_of_rotated_files_is_kept() {
-    let ws = tempfile::tempdir().expect("tmp");
+    let ws = temp_dir();
     std::fs::write(ws.path().join("hello.txt"), "hello\n").expect("write");
     let mut cmd = Command::new(filesystem());
     cmd.arg("--root")
@@ -211,7 +212,7 @@ fn only_the_documented_number_of_rotated_files_is_kept() {
 
 #[test]
 fn a_fifo_named_as_a_log_is_refused_by_report_and_the_server_keeps_serving() {
-    let dir = tempfile::tempdir().expect("tmp");
+    let dir = temp_dir();
     let fifo = dir.path().join("calls.jsonl");
     rustix::fs::mknodat(
         rustix::fs::CWD,
@@ -239,8 +240,7 @@ fn a_fifo_named_as_a_log_is_refused_by_report_and_the_server_keeps_serving() {
 
 #[test]
 fn a_daemon_keeps_a_bounded_number_of_logs_open_and_loses_no_line() {
-    let base = tempfile::tempdir().expect("tmp");
-    let base = base.path().canonicalize().expect("canonical");
+    let (_base_dir, base) = canonical_temp_dir();
     let roots: Vec<_> = (0..80)
         .map(|i| {
             let r = base.join(format!("r{i}"));

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use serde_json::{json, Value};
 
 use test_support::filesystem;
+use test_support::temp::canonical_temp_dir;
 
 /// A canonical temporary workspace.
 struct Ws {
@@ -18,8 +19,7 @@ struct Ws {
 
 impl Ws {
     fn new() -> Ws {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let root = tmp.path().canonicalize().expect("canonical");
+        let (tmp, root) = canonical_temp_dir();
         Ws { _tmp: tmp, root }
     }
 

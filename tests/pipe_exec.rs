@@ -8,6 +8,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use serde_json::{json, Value};
 
 use test_support::filesystem;
+use test_support::mcp::{initialize, initialized};
+use test_support::temp::{canonical_temp_dir, temp_dir};
 
 /// A canonical temporary workspace.
 struct Ws {
@@ -17,8 +19,7 @@ struct Ws {
 
 impl Ws {
     fn new() -> Ws {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let root = tmp.path().canonicalize().expect("canonical");
+        let (tmp, root) = canonical_temp_dir();
         Ws { _tmp: tmp, root }
     }
 
@@ -433,7 +434,7 @@ fn unsafe_write_targets_are_refused() {
 #[test]
 fn a_symlinked_mirror_is_refused_and_nothing_is_written() {
     let ws = Ws::new();
-    let outside = tempfile::tempdir().expect("tempdir");
+    let outside = temp_dir();
     std::os::unix::fs::symlink(outside.path(), ws.root.join(".shelpa")).expect("symlink");
     let (ok, v) = ws.call_with(
         "shelpa_write",
@@ -485,14 +486,10 @@ impl Mcp {
             stdin,
             stdout,
         };
-        mcp.send(
-            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "pipe-exec-test", "version": "1"}}}),
-        );
+        mcp.send(initialize(0, "2025-06-18", "pipe-exec-test"));
         let init = mcp.response(0);
         assert!(init["result"]["protocolVersion"].is_string(), "{init}");
-        mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp.send(initialized());
         mcp
     }
 
@@ -653,8 +650,7 @@ fn one_tee_can_write_several_files_each_with_its_mirror() {
 #[test]
 fn ignore_files_above_the_workspace_do_not_shape_searches() {
     // The workspace sits inside a repository whose .gitignore (outside the workspace) hides *.log.
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let repo = tmp.path().canonicalize().expect("canonical");
+    let (tmp, repo) = canonical_temp_dir();
     std::fs::create_dir_all(repo.join(".git")).expect("git dir");
     std::fs::write(repo.join(".gitignore"), "*.log\n").expect("gitignore");
     let ws = Ws {
@@ -677,8 +673,7 @@ fn ignore_files_above_the_workspace_do_not_shape_searches() {
 fn the_builtin_ls_long_shows_inside_link_targets_but_never_outside_ones() {
     let ws = Ws::new();
     ws.write("a.txt", "x\n");
-    let outside = tempfile::tempdir().expect("tmp");
-    let outside = outside.path().canonicalize().expect("canonical");
+    let (_outside_dir, outside) = canonical_temp_dir();
     std::os::unix::fs::symlink("a.txt", ws.root.join("in-link")).expect("link");
     std::os::unix::fs::symlink(&outside, ws.root.join("out-link")).expect("link");
     std::os::unix::fs::symlink("../../etc/passwd", ws.root.join("rel-out")).expect("link");
@@ -716,7 +711,7 @@ fn the_builtin_ls_hides_nested_state_dirs_and_temporaries() {
 #[test]
 fn tee_never_appends_through_a_mirror_hard_linked_to_an_outside_file() {
     let ws = Ws::new();
-    let outside = tempfile::tempdir().expect("tmp");
+    let outside = temp_dir();
     let secret = outside.path().join("secret.txt");
     std::fs::write(&secret, "secret\n").expect("write");
     std::fs::create_dir_all(ws.root.join(".shelpa")).expect("mkdir");
@@ -793,7 +788,7 @@ fn write_refusals_never_name_the_host_root() {
 fn a_stage_never_runs_in_a_directory_swapped_for_an_outside_link() {
     let ws = Ws::new();
     ws.write("a/inside-marker", "x\n");
-    let outside = tempfile::tempdir().expect("tmp");
+    let outside = temp_dir();
     std::fs::write(outside.path().join("outside-marker"), "x\n").expect("write");
     let real = ws.root.join("a");
     let parked = ws.root.join("a-parked");

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use test_support::filesystem;
 use test_support::mcp::{text, Session};
+use test_support::temp::temp_dir;
 
 /// The JSON text of a pipe result.
 fn body(result: &Value) -> Value {
@@ -146,10 +147,7 @@ fn marker(name: &str, tmp: &Path) -> String {
 
 #[test]
 fn an_awk_doubling_its_string_is_stopped_at_the_memory_limit() {
-    let (ws, tmp) = (
-        tempfile::tempdir().expect("ws"),
-        tempfile::tempdir().expect("tmp"),
-    );
+    let (ws, tmp) = (temp_dir(), temp_dir());
     // The default limit (1 GiB); the time limit is far away, so only the memory limit can end it.
     let mut s = server(ws.path(), tmp.path(), &["--timeout", "60"]);
     let started = Instant::now();
@@ -184,10 +182,7 @@ fn an_awk_doubling_its_string_is_stopped_at_the_memory_limit() {
 
 #[test]
 fn a_smaller_stage_memory_is_honoured_and_a_nonsense_one_refused() {
-    let (ws, tmp) = (
-        tempfile::tempdir().expect("ws"),
-        tempfile::tempdir().expect("tmp"),
-    );
+    let (ws, tmp) = (temp_dir(), temp_dir());
     let mut s = server(ws.path(), tmp.path(), &["--stage-memory", "64M"]);
     let result = pipe(&mut s, 10, "awk 'BEGIN{s=\"x\"; while(1) s = s s}'");
     let b = assert_failure(&result, "EXEC_FAILED", "RESOURCE_LIMIT");
@@ -205,10 +200,7 @@ fn a_smaller_stage_memory_is_honoured_and_a_nonsense_one_refused() {
 
 #[test]
 fn pipelines_of_more_than_32_stages_are_refused_before_anything_runs() {
-    let (ws, tmp) = (
-        tempfile::tempdir().expect("ws"),
-        tempfile::tempdir().expect("tmp"),
-    );
+    let (ws, tmp) = (temp_dir(), temp_dir());
     let mut s = server(ws.path(), tmp.path(), &["--timeout", "30"]);
     let pipeline = |stages: usize| format!("jq -rn '\"aaa\"'{}", " | tr a b".repeat(stages - 1));
 
@@ -236,10 +228,7 @@ fn pipelines_of_more_than_32_stages_are_refused_before_anything_runs() {
 
 #[test]
 fn the_time_limit_stops_a_slow_pipeline_and_a_cancel_stops_it_at_once() {
-    let (ws, tmp) = (
-        tempfile::tempdir().expect("ws"),
-        tempfile::tempdir().expect("tmp"),
-    );
+    let (ws, tmp) = (temp_dir(), temp_dir());
     let mut s = server(ws.path(), tmp.path(), &["--timeout", "2"]);
     let mark = marker("slow", tmp.path());
     let slow = format!("{}{}", busy_loop(&mark), " | tr a b".repeat(31));
@@ -297,13 +286,13 @@ fn signal(s: &Server, sig: i32) {
 
 #[test]
 fn no_stage_outlives_a_server_killed_mid_pipeline() {
-    let ws = tempfile::tempdir().expect("ws");
+    let ws = temp_dir();
     for (name, sig) in [
         ("term", libc::SIGTERM),
         ("int", libc::SIGINT),
         ("kill", libc::SIGKILL),
     ] {
-        let tmp = tempfile::tempdir().expect("tmp");
+        let tmp = temp_dir();
         let mark = marker(name, tmp.path());
         let (mut s, _folder) = busy_server(ws.path(), tmp.path(), &mark);
         signal(&s, sig);
@@ -322,8 +311,8 @@ fn no_stage_outlives_a_server_killed_mid_pipeline() {
 
 #[test]
 fn the_next_start_removes_the_folder_of_a_killed_server_but_not_that_of_a_live_one() {
-    let ws = tempfile::tempdir().expect("ws");
-    let tmp = tempfile::tempdir().expect("tmp");
+    let ws = temp_dir();
+    let tmp = temp_dir();
     let dead_mark = marker("dead", tmp.path());
     let live_mark = marker("live", tmp.path());
     let (mut dead, dead_folder) = busy_server(ws.path(), tmp.path(), &dead_mark);

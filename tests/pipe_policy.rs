@@ -15,6 +15,7 @@ use filesystem_mcp::legacy::policy::{
 };
 
 use test_support::filesystem;
+use test_support::temp::canonical_temp_dir;
 
 struct Ws {
     _tmp: tempfile::TempDir,
@@ -27,8 +28,7 @@ struct Ws {
 /// A workspace with a log, a small crate, hidden and state directories, a symlink out, a FIFO
 /// and a hard-linked file; and a sibling directory outside it.
 fn ws() -> Ws {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let base = tmp.path().canonicalize().expect("canonical");
+    let (tmp, base) = canonical_temp_dir();
     let root = base.join("ws");
     let outside = base.join("outside");
     for d in ["src", ".shelpa", ".git", "docs", "empty"] {
@@ -1039,8 +1039,7 @@ fn seed_pipelines_run_with_the_real_tools() {
 /// `STATE_CONTENT`; ordinary files beside them hold the same search marker. Symlinks lead into a
 /// nested state directory and onto a file inside one.
 fn state_ws() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let root = tmp.path().canonicalize().expect("canonical");
+    let (tmp, root) = canonical_temp_dir();
     for (rel, content) in [
         (".filesystem/secret", STATE_CONTENT),
         ("sub/.filesystem/secret", STATE_CONTENT),

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use test_support::filesystem;
+use test_support::temp::temp_dir;
 
 fn fixture(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -86,7 +87,7 @@ fn csv_output_is_one_number_a_row() {
 
 #[test]
 fn svg_output_draws_a_curve_per_interface() {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = temp_dir();
     let svg_path = dir.path().join("adoption.svg");
     let svg_arg = svg_path.to_str().expect("utf-8 temp path");
     stdout_of(&report(&["--svg", svg_arg, "--format", "json"]));
@@ -169,7 +170,7 @@ fn write_transcript(dir: &std::path::Path, file: &str, name: &str) {
 
 #[test]
 fn names_from_transcripts_cannot_drive_the_terminal_or_a_spreadsheet() {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = temp_dir();
     write_transcript(dir.path(), "evil.jsonl", "\u{1b}[2J=HYPERLINK(1)");
     let run = |format: &str| {
         let out = Command::new(filesystem())
@@ -190,9 +191,9 @@ fn names_from_transcripts_cannot_drive_the_terminal_or_a_spreadsheet() {
 
 #[test]
 fn symlinked_directories_are_not_followed() {
-    let outside = tempfile::tempdir().expect("temp dir");
+    let outside = temp_dir();
     write_transcript(outside.path(), "elsewhere.jsonl", "Write");
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = temp_dir();
     write_transcript(dir.path(), "here.jsonl", "Edit");
     std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).expect("symlink");
     let out = Command::new(filesystem())

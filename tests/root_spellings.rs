@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use test_support::filesystem;
 use test_support::mcp::Session;
+use test_support::temp::canonical_temp_dir;
 
 /// `base/real/ws` (holding `a.txt` and `sub/b.txt`), `base/link -> base/real`, and a sibling
 /// `base/real/ws-evil` with a secret in it.
@@ -20,8 +21,7 @@ struct Layout {
 
 impl Layout {
     fn new() -> Layout {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let base = tmp.path().canonicalize().expect("canonical");
+        let (tmp, base) = canonical_temp_dir();
         std::fs::create_dir_all(base.join("real/ws/sub")).expect("mkdir");
         std::fs::create_dir_all(base.join("real/ws-evil")).expect("mkdir");
         std::fs::write(base.join("real/ws/a.txt"), "alpha\n").expect("write");

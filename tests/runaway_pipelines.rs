@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use test_support::filesystem;
 use test_support::mcp::{text, Session};
+use test_support::temp::temp_dir;
 
 /// Short enough to keep the file fast, long enough for a loaded 2-core machine to start a stage.
 const TIMEOUT_SECS: &str = "2";
@@ -191,13 +192,9 @@ fn assert_timeout(result: &Value) {
     assert_eq!(b["error"]["limit"], "time", "{b}");
 }
 
-fn workspace() -> tempfile::TempDir {
-    tempfile::tempdir().expect("tempdir")
-}
-
 #[test]
 fn a_producer_that_never_stops_is_cut_at_the_output_cap() {
-    let ws = workspace();
+    let ws = temp_dir();
     let mut p = Pipe::start(ws.path(), &[]);
     let (result, groups) = p.run(json!({"command": "jq -n 'range(1e18)'"}));
     // Hitting the cap is a success with truncated output; should the cap not be reached in time
@@ -217,9 +214,9 @@ fn a_producer_that_never_stops_is_cut_at_the_output_cap() {
 
 #[test]
 fn a_huge_sort_is_killed_at_the_limit_and_leaves_no_scratch_files() {
-    let ws = workspace();
+    let ws = temp_dir();
     // The server's temp directory is ours, so what its calls leave behind can be seen.
-    let scratch = tempfile::tempdir().expect("scratch");
+    let scratch = temp_dir();
     let sort_files_in_tmp = || -> BTreeSet<String> {
         std::fs::read_dir("/tmp")
             .map(|d| {
@@ -263,7 +260,7 @@ fn a_huge_sort_is_killed_at_the_limit_and_leaves_no_scratch_files() {
 
 #[test]
 fn an_awk_infinite_loop_is_killed_at_the_limit() {
-    let ws = workspace();
+    let ws = temp_dir();
     let mut p = Pipe::start(ws.path(), &[]);
     let (result, groups) = p.run(json!({"command": "awk 'BEGIN{while(1){}}'"}));
     assert_timeout(&result);
@@ -274,7 +271,7 @@ fn an_awk_infinite_loop_is_killed_at_the_limit() {
 
 #[test]
 fn follow_mode_is_refused_before_anything_runs() {
-    let ws = workspace();
+    let ws = temp_dir();
     std::fs::write(ws.path().join("app.log"), "one\ntwo\n").expect("seed");
     let mut p = Pipe::start(ws.path(), &[]);
     for command in [
@@ -308,7 +305,7 @@ fn follow_mode_is_refused_before_anything_runs() {
 
 #[test]
 fn a_stage_flooding_stderr_neither_blocks_nor_grows_the_reply() {
-    let ws = workspace();
+    let ws = temp_dir();
     let mut p = Pipe::start(ws.path(), &[]);
     // Never ends, writes only to stderr: a pipe nobody drained would block it; here it runs into
     // the time limit instead.
@@ -352,7 +349,7 @@ fn peak_rss_kib(pid: i32) -> u64 {
 
 #[test]
 fn memory_stays_bounded_while_a_large_stream_passes_through_the_server() {
-    let ws = workspace();
+    let ws = temp_dir();
     let mut p = Pipe::start(ws.path(), &[]);
     // 220,000 lines of 1,000 spaces: 220 MB through awk, the server's built-in tee (which keeps
     // at most its 1 MiB write limit) and on into wc.

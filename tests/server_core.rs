@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 
 use test_support::filesystem;
 use test_support::framing::read_framed;
-use test_support::mcp::{text, Session};
+use test_support::mcp::{initialize, text, Session};
+use test_support::temp::temp_dir;
 
 /// A pipeline that runs until it is stopped.
 const BUSY: &str = "awk 'BEGIN { while (1) {} }'";
@@ -195,7 +196,7 @@ fn conflicting_content_lengths_are_an_error_and_end_the_session() {
 
 #[test]
 fn a_client_that_closes_our_output_stops_the_calls_and_the_server_exits() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let mut child = Command::new(filesystem())
         .arg("--root")
         .arg(dir.path())
@@ -206,7 +207,7 @@ fn a_client_that_closes_our_output_stops_the_calls_and_the_server_exits() {
         .expect("spawn");
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
+    let init = initialize(1, "2025-11-25", "t");
     writeln!(stdin, "{init}").expect("send");
     let mut line = String::new();
     stdout.read_line(&mut line).expect("init reply");
@@ -279,7 +280,7 @@ fn a_client_that_does_not_read_holds_the_server_to_a_bounded_size() {
 
 #[test]
 fn in_server_mode_a_slow_tenant_does_not_hold_up_another_and_each_root_stays_in_order() {
-    let allowed = tempfile::tempdir().expect("tempdir");
+    let allowed = temp_dir();
     let a = allowed.path().join("a");
     let b = allowed.path().join("b");
     std::fs::create_dir(&a).expect("a");
@@ -320,7 +321,7 @@ fn in_server_mode_a_slow_tenant_does_not_hold_up_another_and_each_root_stays_in_
 
 #[test]
 fn twenty_thousand_roots_cost_a_bounded_number_of_descriptors() {
-    let allowed = tempfile::tempdir().expect("tempdir");
+    let allowed = temp_dir();
     let roots = 20_000;
     for i in 0..roots {
         std::fs::create_dir(allowed.path().join(format!("r{i}"))).expect("mkdir");
@@ -385,7 +386,7 @@ fn twenty_thousand_roots_cost_a_bounded_number_of_descriptors() {
 
 #[test]
 fn under_a_low_descriptor_limit_every_root_is_still_served() {
-    let allowed = tempfile::tempdir().expect("tempdir");
+    let allowed = temp_dir();
     let roots = 300;
     for i in 0..roots {
         std::fs::create_dir(allowed.path().join(format!("r{i}"))).expect("mkdir");

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use test_support::filesystem;
 use test_support::mcp::{text, Session};
+use test_support::temp::canonical_temp_dir;
 
 /// A daemon command with a clean environment for the settings under test: no inherited allow-list
 /// and a HOME that serves nothing useful unless a test sets it.
@@ -61,8 +62,7 @@ fn stderr(out: &Output) -> String {
 
 /// A temp directory by its canonical name (the daemon reports canonical paths).
 fn temp() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().canonicalize().expect("canonical");
+    let (dir, path) = canonical_temp_dir();
     (dir, path)
 }
 

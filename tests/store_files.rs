@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use test_support::filesystem;
+use test_support::temp::canonical_temp_dir;
 
 /// What a command did, once it finished (a command still running after a generous limit is a
 /// hang, and fails the test).
@@ -72,8 +73,7 @@ fn mkfifo(path: &Path) {
 /// A workspace with a two-version history of `a.txt`, a mirror of it with two records, and an
 /// empty trash log.
 fn fixture() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tmp");
-    let root = dir.path().canonicalize().expect("canonical");
+    let (dir, root) = canonical_temp_dir();
     for content in ["one\n", "two\n"] {
         let r = run(
             &root,
@@ -197,8 +197,7 @@ fn has_raw_controls(text: &str) -> bool {
 
 #[test]
 fn names_with_control_characters_are_printed_escaped() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let root = dir.path().canonicalize().expect("canonical");
+    let (_dir, root) = canonical_temp_dir();
     let evil = "e\u{1b}]0;pwned\u{7}\u{1b}[2Jvil\rname\u{202e}txt.md";
     std::fs::create_dir_all(root.join(".shelpa")).expect("mkdir");
     std::fs::write(
@@ -305,8 +304,7 @@ fn csv_fields(row: &str) -> usize {
 
 #[test]
 fn a_record_id_at_the_largest_value_is_never_reused() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let root = dir.path().canonicalize().expect("canonical");
+    let (_dir, root) = canonical_temp_dir();
     std::fs::create_dir_all(root.join(".shelpa")).expect("mkdir");
     let mirror = format!(
         "--- shelpa:overwrite ts=2026-01-01T00:00:00Z record_id=5 ---\nold\n\
@@ -347,8 +345,7 @@ fn a_record_id_at_the_largest_value_is_never_reused() {
 
 #[test]
 fn audit_grep_streams_a_mirror_of_many_records_in_bounded_memory() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let root = dir.path().canonicalize().expect("canonical");
+    let (_dir, root) = canonical_temp_dir();
     std::fs::create_dir_all(root.join(".shelpa")).expect("mkdir");
     let records = 200_000u64;
     let mut mirror = Vec::with_capacity(24 << 20);

@@ -18,6 +18,7 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use test_support::mcp::Session;
+use test_support::temp::canonical_temp_dir;
 
 /// Where a thing of the model is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,8 +195,7 @@ impl Run {
 }
 
 fn check(ops: &[Op]) -> Result<(), TestCaseError> {
-    let tmp = tempfile::tempdir().expect("tmp");
-    let root = tmp.path().canonicalize().expect("canonical");
+    let (_tmp, root) = canonical_temp_dir();
     let mut m = Model::default();
     for d in ["d", "e"] {
         std::fs::create_dir(root.join(d)).expect("mkdir");

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
 
 use test_support::filesystem;
+use test_support::temp::temp_dir;
 
 #[test]
 fn a_person_at_a_terminal_is_told_what_the_server_is_waiting_for() {
-    let root = tempfile::tempdir().expect("tmp");
+    let root = temp_dir();
     let master: OwnedFd = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
     grantpt(&master).expect("grantpt");
     unlockpt(&master).expect("unlockpt");

@@ -1,7 +1,8 @@
 //! An MCP client over stdio to the real binary: a [`Session`] speaks line-framed JSON-RPC to one
 //! server process, a [`Client`] adds the handshake and its own request ids for tests that only
 //! call tools, and [`initialize`] / [`initialized`] / [`tools_call`] are the messages a client
-//! sends, for tests that write them by hand.
+//! sends, for tests that write them by hand. [`batch`] runs a whole session at once: every
+//! message written before the first reply is read, stdin closed, the replies collected.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -241,4 +242,37 @@ impl Client {
         tally.record(op, reply.ok);
         reply
     }
+}
+
+/// Starts `cmd` (the binary with its flags), sends the handshake at protocol 2025-06-18 (request
+/// id 0) and then `requests`, one JSON per line, closes stdin and returns every reply, sorted by
+/// id. The server must exit on end of input and write nothing but JSON lines.
+pub fn batch(mut cmd: Command, requests: &[Value]) -> Vec<Value> {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start server");
+    let mut input = String::new();
+    for message in [initialize(0, "2025-06-18", "test"), initialized()]
+        .iter()
+        .chain(requests)
+    {
+        input.push_str(&format!("{message}\n"));
+    }
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write requests");
+    let out = child.wait_with_output().expect("server exits on EOF");
+    let mut replies: Vec<Value> = String::from_utf8(out.stdout)
+        .expect("utf8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    replies.sort_by_key(|r| r["id"].as_u64());
+    replies
 }

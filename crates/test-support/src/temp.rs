@@ -75,3 +75,11 @@ impl Default for Ws {
 pub fn exists(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok()
 }
+
+/// A fresh temporary directory and its canonical path (macOS `/tmp` is `/private/tmp`), for tests
+/// that compare paths the server prints with the root they gave it.
+pub fn canonical_temp_dir() -> (tempfile::TempDir, PathBuf) {
+    let dir = temp_dir();
+    let path = dir.path().canonicalize().expect("canonical");
+    (dir, path)
+}
