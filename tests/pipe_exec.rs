@@ -1,14 +1,13 @@
 //! The legacy pipe mode's execution, tee, mirror and session, through the real binary and the
 //! real tools.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
 use test_support::filesystem;
-use test_support::mcp::{initialize, initialized};
+use test_support::mcp::{initialize, initialized, tools_call, Session};
 use test_support::temp::{canonical_temp_dir, temp_dir};
 
 /// A canonical temporary workspace.
@@ -464,27 +463,13 @@ fn the_builtin_ls_hides_the_mirror() {
 
 /// A server speaking MCP over stdin/stdout.
 struct Mcp {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    s: Session,
 }
 
 impl Mcp {
     fn start(root: &Path) -> Mcp {
-        let mut child = Command::new(filesystem())
-            .args(["--legacy-pipe", "--root"])
-            .arg(root)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn server");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let mut mcp = Mcp {
-            child,
-            stdin,
-            stdout,
+            s: Session::start_in(root, &["--legacy-pipe"]),
         };
         mcp.send(initialize(0, "2025-06-18", "pipe-exec-test"));
         let init = mcp.response(0);
@@ -494,18 +479,14 @@ impl Mcp {
     }
 
     fn send(&mut self, msg: Value) {
-        writeln!(self.stdin, "{msg}").expect("write");
-        self.stdin.flush().expect("flush");
+        self.s.send(msg);
     }
 
     /// Reads messages until the response to `id`; panics if a response to any other id in
     /// `forbidden` shows up first.
     fn response_excluding(&mut self, id: u64, forbidden: &[u64]) -> Value {
         loop {
-            let mut line = String::new();
-            let n = self.stdout.read_line(&mut line).expect("read");
-            assert!(n > 0, "server closed stdout");
-            let msg: Value = serde_json::from_str(&line).expect("json");
+            let msg = self.s.recv();
             if let Some(got) = msg["id"].as_u64() {
                 assert!(
                     !forbidden.contains(&got),
@@ -523,16 +504,16 @@ impl Mcp {
     }
 
     fn pipe(&mut self, id: u64, args: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "shelpa_pipe", "arguments": args}}));
+        let id_number = i64::try_from(id).expect("small id");
+        self.send(tools_call(id_number, "shelpa_pipe", args));
         self.response(id)["result"].clone()
     }
 }
 
 impl Drop for Mcp {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.s.child.kill();
+        let _ = self.s.child.wait();
     }
 }
 

@@ -96,6 +96,16 @@ impl Session {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad JSON {line:?}: {e}"))
     }
 
+    /// Reads one JSON line, or `None` once the server's stdout is closed or broken (a test that
+    /// kills the server asks whether a reply got out first).
+    pub fn try_recv(&mut self) -> Option<Value> {
+        let mut line = String::new();
+        match self.stdout.read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(serde_json::from_str(&line).expect("reply is JSON")),
+        }
+    }
+
     /// Sends a request and returns its reply, failing if the reply answers another id.
     pub fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
@@ -136,12 +146,22 @@ impl Session {
         }
     }
 
+    /// Calls a tool and returns (is_error, text) of its result (see [`outcome`]).
+    pub fn call_text(&mut self, id: i64, name: &str, args: Value) -> (bool, String) {
+        outcome(&self.call(id, name, args))
+    }
+
     /// Calls a tool and returns the `result` object (failing on a JSON-RPC error).
     pub fn call(&mut self, id: i64, name: &str, args: Value) -> Value {
         let reply = self.request(id, "tools/call", json!({"name": name, "arguments": args}));
         assert!(reply.get("error").is_none(), "JSON-RPC error: {reply}");
         reply["result"].clone()
     }
+}
+
+/// A tool result as (is_error, text): whether `isError` is set, and its first text block.
+pub fn outcome(result: &Value) -> (bool, String) {
+    (result["isError"] == json!(true), text(result))
 }
 
 /// The text of a tool result (its first content block; empty when there is none).
