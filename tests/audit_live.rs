@@ -2,15 +2,14 @@
 //! reader agree on the format byte for byte.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{json, Value};
 
-use test_support::filesystem;
+use test_support::bin::command;
 use test_support::temp::temp_dir;
 
 fn pipe(root: &Path, tool: &str, args: Value) {
-    let out = Command::new(filesystem())
+    let out = command()
         .args(["--legacy-pipe", "--no-call-log", "call", tool])
         .arg(args.to_string())
         .arg("--root")
@@ -25,7 +24,7 @@ fn pipe(root: &Path, tool: &str, args: Value) {
 }
 
 fn audit(root: &Path, args: &[&str]) -> (i32, Vec<u8>) {
-    let out = Command::new(filesystem())
+    let out = command()
         .arg("audit")
         .args(args)
         .arg("--root")

@@ -10,12 +10,12 @@
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use rustix::fs::{Mode, OFlags};
 use serde_json::{json, Value};
 
-use test_support::filesystem;
+use test_support::bin::command;
 use test_support::mcp::{text, Session};
 
 /// How deep the trees are.
@@ -178,7 +178,7 @@ fn count_dirs(tree: &str, name: &str) -> usize {
 }
 
 fn cli(args: &[&str], root: &Path) -> Output {
-    Command::new(filesystem())
+    command()
         .args(args)
         .arg("--root")
         .arg(root)
@@ -347,7 +347,7 @@ fn a_deep_tree_in_one_root_does_not_take_the_daemon_down_for_the_others() {
     let plain = scratch.dir("plain");
     std::fs::write(plain.join("a.txt"), "a").expect("write");
     nest(&deep, "top", LEVELS, None);
-    let mut cmd = Command::new(filesystem());
+    let mut cmd = command();
     cmd.arg("--server")
         .arg("--allow-root")
         .arg(&scratch.base)
@@ -459,7 +459,7 @@ fn report_reads_a_transcript_folder_2100_deep_and_skips_only_what_is_past_the_li
         5000,
         Some(("s.jsonl", line("t3").as_bytes())),
     );
-    let out = Command::new(filesystem())
+    let out = command()
         .arg("report")
         .arg("--transcripts")
         .arg(&projects)

@@ -2,9 +2,9 @@
 //! process, which is exactly how history must survive (everything is on disk).
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use test_support::filesystem;
+use test_support::bin::command;
 use test_support::temp::{canonical_temp_dir, temp_dir};
 
 struct Ws {
@@ -19,7 +19,7 @@ impl Ws {
     }
 
     fn run(&self, backup: bool, tool: &str, args: &str) -> Output {
-        let mut cmd = Command::new(filesystem());
+        let mut cmd = command();
         cmd.arg("call")
             .arg(tool)
             .arg(args)
@@ -418,7 +418,7 @@ fn deleting_a_symlink_trashes_the_link_and_leaves_the_target() {
 fn undo_and_redo_are_only_offered_with_backup() {
     let ws = Ws::new();
     let list = |backup: bool| {
-        let mut cmd = Command::new(filesystem());
+        let mut cmd = command();
         cmd.arg("tools").arg("--root").arg(&ws.root);
         if backup {
             cmd.arg("--backup");

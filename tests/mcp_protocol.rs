@@ -4,7 +4,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-use test_support::filesystem;
+use test_support::bin::command;
 use test_support::framing::read_framed;
 use test_support::mcp::{initialize, Session};
 use test_support::temp::temp_dir;
@@ -243,7 +243,7 @@ fn batches_are_accepted_only_under_2025_03_26() {
 
 #[test]
 fn the_server_refuses_slash_as_root_and_explains_why() {
-    let out = Command::new(filesystem())
+    let out = command()
         .args(["--root", "/"])
         .stdin(Stdio::null())
         .output()
@@ -272,7 +272,7 @@ fn root_precedence_is_flag_then_environment_then_current_directory() {
     };
     let canon = |d: &tempfile::TempDir| d.path().canonicalize().expect("c").display().to_string();
     let flag = root_line(
-        Command::new(filesystem())
+        command()
             .arg("--root")
             .arg(a.path())
             .env("FILESYSTEM_ROOT", b.path())
@@ -280,18 +280,18 @@ fn root_precedence_is_flag_then_environment_then_current_directory() {
     );
     assert!(flag.contains(&canon(&a)), "{flag}");
     let env = root_line(
-        Command::new(filesystem())
+        command()
             .env("FILESYSTEM_ROOT", b.path())
             .current_dir(c.path()),
     );
     assert!(env.contains(&canon(&b)), "{env}");
     let cwd = root_line(
-        Command::new(filesystem())
+        command()
             .env_remove("FILESYSTEM_ROOT")
             .current_dir(c.path()),
     );
     assert!(cwd.contains(&canon(&c)), "{cwd}");
-    let missing = Command::new(filesystem())
+    let missing = command()
         .args(["--root", "/definitely/not/here", "tools"])
         .output()
         .expect("run");
@@ -301,7 +301,7 @@ fn root_precedence_is_flag_then_environment_then_current_directory() {
 
 #[test]
 fn server_mode_refuses_root_flag_and_requires_root_per_call() {
-    let refused = Command::new(filesystem())
+    let refused = command()
         .args(["--server", "--root", "/tmp"])
         .stdin(Stdio::null())
         .output()

@@ -4,11 +4,11 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-use test_support::filesystem;
+use test_support::bin::command;
 use test_support::temp::canonical_temp_dir;
 
 /// A canonical temporary workspace.
@@ -44,7 +44,7 @@ impl Ws {
 
     /// Runs one tool call with `filesystem --legacy-pipe call`; returns (ok, result JSON).
     fn call(&self, tool: &str, args: Value) -> (bool, Value) {
-        let out = Command::new(filesystem())
+        let out = command()
             .args(["--legacy-pipe", "--no-call-log", "call", tool])
             .arg(args.to_string())
             .arg("--root")
@@ -162,7 +162,7 @@ fn the_help_lists_the_companion_tools_as_missing() {
 }
 
 fn help_lists_the_companions(surface: &str) {
-    let out = Command::new(filesystem())
+    let out = command()
         .args(["--legacy-pipe", "--surface", surface, "--help"])
         .output()
         .expect("run binary");

@@ -2,11 +2,11 @@
 //! real tools.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-use test_support::filesystem;
+use test_support::bin::command;
 use test_support::mcp::{initialize, initialized, tools_call, Session};
 use test_support::temp::{canonical_temp_dir, temp_dir};
 
@@ -36,7 +36,7 @@ impl Ws {
 
     /// Runs one tool call with `filesystem --legacy-pipe call`; returns (ok, result JSON).
     fn call_with(&self, tool: &str, args: Value, flags: &[&str]) -> (bool, Value) {
-        let out = Command::new(filesystem())
+        let out = command()
             .arg("--legacy-pipe")
             .args(flags)
             .args(["call", tool, &args.to_string(), "--root"])
@@ -587,7 +587,7 @@ fn cancelling_a_call_kills_its_pipeline() {
 fn the_help_names_the_tools_commands_and_rules() {
     // The modern surface's help (the original surface's is the recorded text, golden-tested in
     // tests/shelpa_surface.rs).
-    let out = Command::new(filesystem())
+    let out = command()
         .args(["--legacy-pipe", "--surface", "modern", "--help"])
         .output()
         .expect("run binary");

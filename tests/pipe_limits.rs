@@ -3,19 +3,14 @@
 //! no stage — nor its scratch folder — outlives a server that is killed mid-pipeline.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use test_support::filesystem;
-use test_support::mcp::{text, Session};
+use test_support::bin::command;
+use test_support::mcp::text_json;
+use test_support::mcp::Session;
 use test_support::temp::temp_dir;
-
-/// The JSON text of a pipe result.
-fn body(result: &Value) -> Value {
-    serde_json::from_str(&text(result)).unwrap_or_else(|e| panic!("not JSON ({e}): {result}"))
-}
 
 /// A server that is killed when the test ends, passed or not (its stages die with it), so a
 /// failed test leaves no busy loop behind.
@@ -45,7 +40,7 @@ impl Drop for Server {
 /// and which its start-up sweep looks at) is `tmp`, so that what it leaves can be seen and no
 /// other program's folders are touched.
 fn server(root: &Path, tmp: &Path, flags: &[&str]) -> Server {
-    let mut cmd = Command::new(filesystem());
+    let mut cmd = command();
     cmd.args(["--root".as_ref(), root.as_os_str()])
         .args(["--legacy-pipe", "--no-call-log"])
         .args(flags)
@@ -74,7 +69,7 @@ fn cancel(s: &mut Session, id: i64) {
 
 fn assert_failure(result: &Value, code: &str, reason: &str) -> Value {
     assert_eq!(result["isError"], json!(true), "{result}");
-    let b = body(result);
+    let b = text_json(result);
     assert_eq!(b["error"]["code"], code, "{b}");
     assert_eq!(b["error"]["reason"], reason, "{b}");
     b
@@ -86,7 +81,7 @@ fn assert_still_serving(s: &mut Session, id: i64) {
     assert_eq!(pong["result"], json!({}), "{pong}");
     let result = pipe(s, id + 1, "jq -n '1 + 1'");
     assert_ne!(result["isError"], json!(true), "{result}");
-    assert_eq!(body(&result)["stdout"], "2\n");
+    assert_eq!(text_json(&result)["stdout"], "2\n");
 }
 
 /// Processes (not zombies) whose command line contains `marker`.
@@ -189,7 +184,7 @@ fn a_smaller_stage_memory_is_honoured_and_a_nonsense_one_refused() {
     assert_eq!(b["error"]["limit_bytes"], 64u64 << 20, "{b}");
     assert_still_serving(&mut s, 20);
 
-    let out = Command::new(filesystem())
+    let out = command()
         .args(["--legacy-pipe", "--stage-memory", "1K", "tools"])
         .output()
         .expect("run");
@@ -206,7 +201,7 @@ fn pipelines_of_more_than_32_stages_are_refused_before_anything_runs() {
 
     let accepted = pipe(&mut s, 10, &pipeline(32));
     assert_ne!(accepted["isError"], json!(true), "{accepted}");
-    let b = body(&accepted);
+    let b = text_json(&accepted);
     assert_eq!(b["stdout"], "bbb\n", "{b}");
     assert_eq!(b["meta"]["steps"].as_array().map(Vec::len), Some(32));
 

@@ -14,7 +14,7 @@ use filesystem_mcp::legacy::policy::{
     check, dangerous_spellings, tables, PolicyContext, ToolPaths,
 };
 
-use test_support::filesystem;
+use test_support::bin::command;
 use test_support::temp::canonical_temp_dir;
 
 struct Ws {
@@ -1068,7 +1068,7 @@ const STATE_CONTENT: &str = "HIDDENMARK inside-state\n";
 /// Runs one `shelpa_pipe` call through the real binary, as a client would; returns whether it
 /// succeeded and its JSON result.
 fn pipe_call(root: &Path, args: serde_json::Value) -> (bool, serde_json::Value) {
-    let out = Command::new(filesystem())
+    let out = command()
         .arg("--legacy-pipe")
         .args(["call", "shelpa_pipe", &args.to_string(), "--root"])
         .arg(root)

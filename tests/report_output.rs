@@ -1,19 +1,13 @@
 //! `filesystem report`'s text, CSV and SVG outputs, and its refusals, through the real binary.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use test_support::filesystem;
+use test_support::bin::command;
+use test_support::fixtures::fixture;
 use test_support::temp::temp_dir;
 
-fn fixture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(rel)
-}
-
 fn report(extra: &[&str]) -> Output {
-    Command::new(filesystem())
+    command()
         .arg("report")
         .arg("--transcripts")
         .arg(fixture("transcripts"))
@@ -115,7 +109,7 @@ fn svg_output_draws_a_curve_per_interface() {
 
 #[test]
 fn no_inputs_is_refused_with_what_to_give() {
-    let out = Command::new(filesystem())
+    let out = command()
         .arg("report")
         .output()
         .expect("run filesystem report");
@@ -129,7 +123,7 @@ fn no_inputs_is_refused_with_what_to_give() {
 
 #[test]
 fn a_missing_log_file_is_named_in_the_error() {
-    let out = Command::new(filesystem())
+    let out = command()
         .args(["report", "--log", "/nonexistent/calls.jsonl"])
         .output()
         .expect("run filesystem report");
@@ -142,7 +136,7 @@ fn a_missing_log_file_is_named_in_the_error() {
 fn mcp_server_filter_moves_other_servers_tools_out_of_adoption() {
     // With only "shelpa" admitted, the subagent's and sess-b's mcp__filesystem__ calls become
     // other MCP tools: writes through ours drop from 8 to the 2 pipe writes.
-    let out = Command::new(filesystem())
+    let out = command()
         .arg("report")
         .arg("--transcripts")
         .arg(fixture("transcripts"))
@@ -173,7 +167,7 @@ fn names_from_transcripts_cannot_drive_the_terminal_or_a_spreadsheet() {
     let dir = temp_dir();
     write_transcript(dir.path(), "evil.jsonl", "\u{1b}[2J=HYPERLINK(1)");
     let run = |format: &str| {
-        let out = Command::new(filesystem())
+        let out = command()
             .arg("report")
             .arg("--transcripts")
             .arg(dir.path())
@@ -196,7 +190,7 @@ fn symlinked_directories_are_not_followed() {
     let dir = temp_dir();
     write_transcript(dir.path(), "here.jsonl", "Edit");
     std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).expect("symlink");
-    let out = Command::new(filesystem())
+    let out = command()
         .arg("report")
         .arg("--transcripts")
         .arg(dir.path())

@@ -4,11 +4,10 @@
 //! modes and as a pipe `cwd`; anything that merely shares its prefix is still outside.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::json;
 
-use test_support::filesystem;
+use test_support::bin::command;
 use test_support::mcp::Session;
 use test_support::temp::canonical_temp_dir;
 
@@ -136,7 +135,7 @@ fn pipe_mode_accepts_the_linked_spelling_as_cwd_and_operand() {
 #[test]
 fn a_symlinked_home_spells_the_root_too() {
     let l = Layout::new();
-    let out = Command::new(filesystem())
+    let out = command()
         .args(["call", "read_text_file"])
         .arg(json!({"path": l.linked("a.txt")}).to_string())
         .arg("--root")
@@ -152,7 +151,7 @@ fn a_symlinked_home_spells_the_root_too() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("alpha"));
 
     // Without that home the same spelling is outside.
-    let out = Command::new(filesystem())
+    let out = command()
         .args(["call", "read_text_file"])
         .arg(json!({"path": l.linked("a.txt")}).to_string())
         .arg("--root")
@@ -168,7 +167,7 @@ fn a_symlinked_home_spells_the_root_too() {
 fn the_shells_spelling_of_the_current_directory_is_accepted() {
     let l = Layout::new();
     let run = |pwd: &Path| {
-        Command::new(filesystem())
+        command()
             .args(["call", "read_text_file"])
             .arg(json!({"path": l.linked("a.txt")}).to_string())
             .current_dir(l.base.join("real/ws"))

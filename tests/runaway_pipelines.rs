@@ -11,8 +11,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use test_support::filesystem;
+use test_support::bin::command;
+use test_support::mcp::text_json;
 use test_support::mcp::{text, Session};
+use test_support::procs::peak_rss_kib;
 use test_support::temp::temp_dir;
 
 /// Short enough to keep the file fast, long enough for a loaded 2-core machine to start a stage.
@@ -174,19 +176,14 @@ impl Pipe {
         assert_eq!(pong["result"], json!({}), "{pong}");
         let (result, groups) = self.run(json!({"command": "jq -n '1 + 1'"}));
         assert_ne!(result["isError"], json!(true), "{result}");
-        assert_eq!(body(&result)["stdout"], "2\n");
+        assert_eq!(text_json(&result)["stdout"], "2\n");
         self.assert_nothing_left(&groups);
     }
 }
 
-/// The JSON text of a pipe result.
-fn body(result: &Value) -> Value {
-    serde_json::from_str(&text(result)).unwrap_or_else(|e| panic!("not JSON ({e}): {result}"))
-}
-
 fn assert_timeout(result: &Value) {
     assert_eq!(result["isError"], json!(true), "{result}");
-    let b = body(result);
+    let b = text_json(result);
     assert_eq!(b["error"]["code"], "EXEC_FAILED", "{b}");
     assert_eq!(b["error"]["reason"], "TIMEOUT", "{b}");
     assert_eq!(b["error"]["limit"], "time", "{b}");
@@ -202,7 +199,7 @@ fn a_producer_that_never_stops_is_cut_at_the_output_cap() {
     if result["isError"] == json!(true) {
         assert_timeout(&result);
     } else {
-        let b = body(&result);
+        let b = text_json(&result);
         assert_eq!(b["meta"]["steps"][0]["truncated"], true, "{b}");
         let out = b["stdout"].as_str().expect("stdout");
         assert_eq!(out.len(), 1024 * 1024);
@@ -229,7 +226,7 @@ fn a_huge_sort_is_killed_at_the_limit_and_leaves_no_scratch_files() {
     };
     let before = sort_files_in_tmp();
     let mut s = {
-        let mut child = std::process::Command::new(filesystem());
+        let mut child = command();
         child
             .args(["--root".as_ref(), ws.path().as_os_str()])
             .args(["--legacy-pipe", "--timeout", TIMEOUT_SECS, "--no-call-log"])
@@ -288,7 +285,7 @@ fn follow_mode_is_refused_before_anything_runs() {
     ] {
         let (result, groups) = p.run(json!({"command": command}));
         assert_eq!(result["isError"], json!(true), "{command}: {result}");
-        let b = body(&result);
+        let b = text_json(&result);
         assert_eq!(b["error"]["code"], "GUARD_VIOLATION", "{command}: {b}");
         assert!(
             ["DISALLOWED_OPTION", "PARSE_ERROR"]
@@ -322,7 +319,7 @@ fn a_stage_flooding_stderr_neither_blocks_nor_grows_the_reply() {
         "the reply carries {} bytes of stderr",
         reply_text.len()
     );
-    let b = body(&result);
+    let b = text_json(&result);
     assert_eq!(b["stdout"], "");
     // What was produced first comes back, cut at the stderr cap (64 KiB).
     let stderr = b["stderr"].as_str().expect("stderr returned as text");
@@ -334,17 +331,6 @@ fn a_stage_flooding_stderr_neither_blocks_nor_grows_the_reply() {
     );
     p.assert_nothing_left(&groups);
     p.assert_still_serving();
-}
-
-/// Peak resident memory of a process (`VmHWM`), in KiB.
-fn peak_rss_kib(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .expect("VmHWM line")
 }
 
 #[test]
@@ -359,7 +345,7 @@ fn memory_stays_bounded_while_a_large_stream_passes_through_the_server() {
         "confirm_oversize": true,
     }));
     assert_ne!(result["isError"], json!(true), "{result}");
-    let b = body(&result);
+    let b = text_json(&result);
     let total = lines * 1001;
     assert!(total > 200_000_000);
     assert_eq!(b["stdout"], format!("{total}\n"), "{b}");
@@ -369,7 +355,7 @@ fn memory_stays_bounded_while_a_large_stream_passes_through_the_server() {
         .expect("written")
         .len();
     assert_eq!(written, 1024 * 1024);
-    let peak = peak_rss_kib(p.pid());
+    let peak = peak_rss_kib(p.s.child.id()).expect("VmHWM line");
     assert!(
         peak < 64 * 1024,
         "the server's peak RSS reached {peak} KiB while streaming {total} bytes"

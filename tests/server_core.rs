@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use test_support::bin::command;
 use test_support::filesystem;
 use test_support::framing::read_framed;
 use test_support::mcp::{initialize, text, Session};
@@ -197,7 +198,7 @@ fn conflicting_content_lengths_are_an_error_and_end_the_session() {
 #[test]
 fn a_client_that_closes_our_output_stops_the_calls_and_the_server_exits() {
     let dir = temp_dir();
-    let mut child = Command::new(filesystem())
+    let mut child = command()
         .arg("--root")
         .arg(dir.path())
         .stdin(Stdio::piped())

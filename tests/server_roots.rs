@@ -8,14 +8,14 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
 
-use test_support::filesystem;
+use test_support::bin::command;
 use test_support::mcp::{text, Session};
 use test_support::temp::canonical_temp_dir;
 
 /// A daemon command with a clean environment for the settings under test: no inherited allow-list
 /// and a HOME that serves nothing useful unless a test sets it.
 fn daemon(args: &[&str]) -> Command {
-    let mut cmd = Command::new(filesystem());
+    let mut cmd = command();
     cmd.arg("--server")
         .args(args)
         .env_remove("FILESYSTEM_ALLOW_ROOTS")
@@ -511,10 +511,7 @@ fn with_home_unset_and_no_passwd_entry_the_daemon_does_not_start() {
 
 #[test]
 fn help_explains_the_allowed_roots() {
-    let out = Command::new(filesystem())
-        .arg("--help")
-        .output()
-        .expect("run");
+    let out = command().arg("--help").output().expect("run");
     let help = String::from_utf8_lossy(&out.stdout);
     for needle in [
         "--allow-root <DIR>",

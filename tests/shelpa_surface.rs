@@ -22,6 +22,7 @@ use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
+use test_support::bin::command;
 use test_support::filesystem;
 use test_support::mcp::{text, Session};
 use test_support::temp::temp_dir;
@@ -71,10 +72,7 @@ fn golden(name: &str, actual: &str) {
 }
 
 fn run(args: &[&str]) -> Output {
-    Command::new(filesystem())
-        .args(args)
-        .output()
-        .expect("run filesystem")
+    command().args(args).output().expect("run filesystem")
 }
 
 fn stdout(out: &Output) -> String {

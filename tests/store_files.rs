@@ -3,10 +3,11 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use test_support::filesystem;
+use test_support::bin::command;
+use test_support::cli::printed;
 use test_support::temp::canonical_temp_dir;
 
 /// What a command did, once it finished (a command still running after a generous limit is a
@@ -17,7 +18,7 @@ struct Ran {
 }
 
 fn run(root: &Path, args: &[&str]) -> Ran {
-    let mut child = Command::new(filesystem())
+    let mut child = command()
         .args(args)
         .arg("--root")
         .arg(root)
@@ -272,14 +273,10 @@ fn names_with_control_characters_are_printed_escaped() {
 
 /// A command outside any workspace.
 fn run_plain(args: &[&str]) -> Ran {
-    let out = Command::new(filesystem()).args(args).output().expect("run");
+    let out = command().args(args).output().expect("run");
     Ran {
         ok: out.status.success(),
-        text: format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
+        text: printed(&out),
     }
 }
 
@@ -364,7 +361,7 @@ fn audit_grep_streams_a_mirror_of_many_records_in_bounded_memory() {
 
     // Reaped below by wait4, which also reports its own peak memory.
     #[allow(clippy::zombie_processes)]
-    let child = Command::new(filesystem())
+    let child = command()
         .args(["audit", "grep", "--json", "^line (7|199999) "])
         .arg("--root")
         .arg(&root)

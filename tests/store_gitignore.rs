@@ -5,7 +5,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use test_support::filesystem;
+use test_support::bin::command;
 use test_support::mcp::Session;
 
 #[test]
@@ -58,7 +58,7 @@ fn a_new_store_is_ignored_by_git_and_ripgrep_and_check_accepts_it() {
         assert!(text.contains("a.txt"), "{text}");
         assert!(!text.contains(".filesystem"), "git saw the store: {text}");
     }
-    let check = Command::new(filesystem())
+    let check = command()
         .args(["check", "--strict", "--root"])
         .arg(&root)
         .env_remove("FILESYSTEM_ROOT")

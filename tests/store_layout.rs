@@ -6,18 +6,19 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{json, Value};
 
-use test_support::filesystem;
+use test_support::bin::command;
+use test_support::cli::printed;
 use test_support::temp::canonical_temp_dir;
 
 /// The conversion's test hook (see `src/history/convert.rs`).
 const STOP_AFTER: &str = "FILESYSTEM_TEST_CONVERSION_STOP_AFTER";
 
 fn run(root: &Path, args: &[&str], stop_after: Option<u64>) -> Output {
-    let mut cmd = Command::new(filesystem());
+    let mut cmd = command();
     cmd.args(args)
         .arg("--root")
         .arg(root)
@@ -32,11 +33,7 @@ fn run(root: &Path, args: &[&str], stop_after: Option<u64>) -> Output {
 /// One tool call through `filesystem call … --backup`; its text, and whether it succeeded.
 fn call(root: &Path, tool: &str, args: Value) -> (bool, String) {
     let out = run(root, &["call", tool, &args.to_string(), "--backup"], None);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = printed(&out);
     (out.status.success(), text)
 }
 

@@ -2,12 +2,12 @@
 
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
 
-use test_support::filesystem;
+use test_support::bin::command;
 use test_support::temp::temp_dir;
 
 #[test]
@@ -22,7 +22,7 @@ fn a_person_at_a_terminal_is_told_what_the_server_is_waiting_for() {
         .write(true)
         .open(name.to_str().expect("utf8 pty name"))
         .expect("open pty slave");
-    let mut child = Command::new(filesystem())
+    let mut child = command()
         .arg("--root")
         .arg(root.path())
         .stdin(Stdio::from(slave))

@@ -3,12 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-/// The repository's `fixtures/` directory. This crate lives at `crates/test-support/`, two levels
-/// below the repository root, so the path is fixed at compile time relative to it.
-pub fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
-}
-
 /// A temp dir holding `ws/` (a copy of fixtures/shelpa-mirror) and `outside/` (a sibling the
 /// hostile cases point at).
 pub struct Workspace {
@@ -39,7 +33,7 @@ impl Workspace {
         let tmp = crate::temp::temp_dir();
         let base = tmp.path().canonicalize().expect("canonical");
         let root = base.join("ws");
-        copy_tree(&fixtures_dir().join("shelpa-mirror"), &root);
+        copy_tree(&crate::fixtures::fixture("shelpa-mirror"), &root);
         let outside = base.join("outside");
         std::fs::create_dir_all(&outside).expect("mkdir");
         std::fs::write(outside.join("secret.txt"), "TOP-SECRET outside the root\n").expect("write");

@@ -3,6 +3,7 @@
 //! is the only root in play, whatever the developer's shell exports.
 
 use std::path::Path;
+use std::process::Output;
 
 /// What one `filesystem call` printed.
 #[derive(Debug)]
@@ -63,10 +64,15 @@ pub fn run(root: &Path, args: &[&str]) -> (bool, String) {
         .env("TZ", "UTC")
         .output()
         .expect("run filesystem");
-    let text = format!(
+    (out.status.success(), printed(&out))
+}
+
+/// Everything a finished run printed: its stdout, then its stderr (lossily decoded), for tests
+/// that look for a message wherever it went.
+pub fn printed(out: &Output) -> String {
+    format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    )
 }

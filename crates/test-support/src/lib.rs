@@ -13,6 +13,8 @@
 //! - [`arena`]: a workspace beside a canary directory it must never reach, with snapshots and a
 //!   reply screen for leaks.
 //! - [`race`]: racing a server: a thread that swaps names, descriptor-relative helpers, timing.
+//! - [`fixtures`]: the repository's `fixtures/` directory.
+//! - [`logs`]: reading the JSON-lines call log.
 //! - [`audit`]: a private copy of the `.shelpa/` mirror fixture and `filesystem audit` on it.
 //! - [`procs`]: the processes alive on the machine, to find stages left behind.
 
@@ -22,7 +24,9 @@ pub mod arena;
 pub mod audit;
 pub mod bin;
 pub mod cli;
+pub mod fixtures;
 pub mod framing;
+pub mod logs;
 pub mod mcp;
 pub mod procs;
 pub mod race;

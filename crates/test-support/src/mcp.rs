@@ -164,6 +164,12 @@ pub fn outcome(result: &Value) -> (bool, String) {
     (result["isError"] == json!(true), text(result))
 }
 
+/// The text of a tool result parsed as JSON (the pipe tools answer with a JSON body), failing
+/// with the whole result when it is not.
+pub fn text_json(result: &Value) -> Value {
+    serde_json::from_str(&text(result)).unwrap_or_else(|e| panic!("not JSON ({e}): {result}"))
+}
+
 /// The text of a tool result (its first content block; empty when there is none).
 pub fn text(result: &Value) -> String {
     result["content"][0]["text"]

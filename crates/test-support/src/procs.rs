@@ -16,3 +16,14 @@ pub fn proc_entries() -> Vec<(i32, PathBuf)> {
         })
         .collect()
 }
+
+/// Peak resident memory (`VmHWM`) of a live process in KiB, or `None` when the process is gone
+/// or the kernel does not report it.
+pub fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
