@@ -11,19 +11,14 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use test_support::bin::command;
+use test_support::cli::in_root;
 use test_support::cli::printed;
 use test_support::mcp::initialize;
 use test_support::temp::canonical_temp_dir;
 
 fn check(root: &Path, flags: &[&str]) -> Output {
-    command()
-        .arg("check")
-        .args(flags)
-        .arg("--root")
-        .arg(root)
-        .env_remove("FILESYSTEM_ROOT")
-        .output()
-        .expect("run check")
+    let argv: Vec<&str> = ["check"].iter().chain(flags).copied().collect();
+    in_root(root, &argv).output().expect("run check")
 }
 
 fn code(out: &Output) -> i32 {

@@ -16,6 +16,7 @@ use rustix::fs::{Mode, OFlags};
 use serde_json::{json, Value};
 
 use test_support::bin::command;
+use test_support::cli::in_root;
 use test_support::mcp::{text, Session};
 
 /// How deep the trees are.
@@ -178,13 +179,7 @@ fn count_dirs(tree: &str, name: &str) -> usize {
 }
 
 fn cli(args: &[&str], root: &Path) -> Output {
-    command()
-        .args(args)
-        .arg("--root")
-        .arg(root)
-        .env_remove("FILESYSTEM_ROOT")
-        .output()
-        .expect("run filesystem")
+    in_root(root, args).output().expect("run filesystem")
 }
 
 fn stdout(out: &Output) -> String {

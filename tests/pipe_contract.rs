@@ -3,32 +3,27 @@
 //! companion tools are `MISSING_TOOL`, never `DISALLOWED_CMD`.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
 use std::process::Stdio;
 
 use serde_json::{json, Value};
 
 use test_support::bin::command;
-use test_support::temp::canonical_temp_dir;
+use test_support::temp::TempRoot;
 
-/// A canonical temporary workspace.
-struct Ws {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+/// A canonical temporary workspace, with this file's way to run the pipe tools in it.
+struct Ws(TempRoot);
+
+impl std::ops::Deref for Ws {
+    type Target = TempRoot;
+
+    fn deref(&self) -> &TempRoot {
+        &self.0
+    }
 }
 
 impl Ws {
     fn new() -> Ws {
-        let (tmp, root) = canonical_temp_dir();
-        Ws { _tmp: tmp, root }
-    }
-
-    fn write(&self, rel: &str, content: &str) {
-        std::fs::write(self.root.join(rel), content).expect("write");
-    }
-
-    fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.root.join(rel)).expect("read")
+        Ws(TempRoot::new())
     }
 
     fn ino(&self, rel: &str) -> u64 {

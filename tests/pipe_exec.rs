@@ -1,37 +1,30 @@
 //! The legacy pipe mode's execution, tee, mirror and session, through the real binary and the
 //! real tools.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 
 use serde_json::{json, Value};
 
 use test_support::bin::command;
 use test_support::mcp::{initialize, initialized, tools_call, Session};
+use test_support::temp::TempRoot;
 use test_support::temp::{canonical_temp_dir, temp_dir};
 
-/// A canonical temporary workspace.
-struct Ws {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+/// A canonical temporary workspace, with this file's way to run the pipe tools in it.
+struct Ws(TempRoot);
+
+impl std::ops::Deref for Ws {
+    type Target = TempRoot;
+
+    fn deref(&self) -> &TempRoot {
+        &self.0
+    }
 }
 
 impl Ws {
     fn new() -> Ws {
-        let (tmp, root) = canonical_temp_dir();
-        Ws { _tmp: tmp, root }
-    }
-
-    fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
-        let p = self.root.join(rel);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).expect("mkdir");
-        }
-        std::fs::write(p, content).expect("write");
-    }
-
-    fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.root.join(rel)).expect("read")
+        Ws(TempRoot::new())
     }
 
     /// Runs one tool call with `filesystem --legacy-pipe call`; returns (ok, result JSON).
@@ -634,10 +627,7 @@ fn ignore_files_above_the_workspace_do_not_shape_searches() {
     let (tmp, repo) = canonical_temp_dir();
     std::fs::create_dir_all(repo.join(".git")).expect("git dir");
     std::fs::write(repo.join(".gitignore"), "*.log\n").expect("gitignore");
-    let ws = Ws {
-        root: repo.join("ws"),
-        _tmp: tmp,
-    };
+    let ws = Ws(TempRoot::inside(tmp, repo.join("ws")));
     ws.write("a.log", "x\n");
     ws.write("b.txt", "x\n");
     ws.write(".gitignore", "*.tmp\n");

@@ -7,6 +7,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use test_support::bin::command;
+use test_support::cli::in_root;
 use test_support::cli::printed;
 use test_support::temp::canonical_temp_dir;
 
@@ -18,11 +19,7 @@ struct Ran {
 }
 
 fn run(root: &Path, args: &[&str]) -> Ran {
-    let mut child = command()
-        .args(args)
-        .arg("--root")
-        .arg(root)
-        .env_remove("FILESYSTEM_ROOT")
+    let mut child = in_root(root, args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -10,7 +10,7 @@ use std::process::Output;
 
 use serde_json::{json, Value};
 
-use test_support::bin::command;
+use test_support::cli::in_root;
 use test_support::cli::printed;
 use test_support::temp::canonical_temp_dir;
 
@@ -18,12 +18,8 @@ use test_support::temp::canonical_temp_dir;
 const STOP_AFTER: &str = "FILESYSTEM_TEST_CONVERSION_STOP_AFTER";
 
 fn run(root: &Path, args: &[&str], stop_after: Option<u64>) -> Output {
-    let mut cmd = command();
-    cmd.args(args)
-        .arg("--root")
-        .arg(root)
-        .env_remove("FILESYSTEM_ROOT")
-        .env_remove(STOP_AFTER);
+    let mut cmd = in_root(root, args);
+    cmd.env_remove(STOP_AFTER);
     if let Some(n) = stop_after {
         cmd.env(STOP_AFTER, n.to_string());
     }

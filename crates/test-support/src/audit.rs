@@ -61,13 +61,9 @@ impl Workspace {
 
     /// Runs `filesystem audit ARGS --root ROOT` in the time zone `tz` (times are shown in it).
     pub fn audit_tz(&self, args: &[&str], tz: &str) -> Run {
-        let out = crate::bin::command()
-            .arg("audit")
-            .args(args)
-            .arg("--root")
-            .arg(&self.root)
+        let argv: Vec<&str> = ["audit"].iter().chain(args).copied().collect();
+        let out = crate::cli::in_root(&self.root, &argv)
             .env("TZ", tz)
-            .env_remove("FILESYSTEM_ROOT")
             .output()
             .expect("run binary");
         Run {

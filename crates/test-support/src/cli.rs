@@ -3,7 +3,7 @@
 //! is the only root in play, whatever the developer's shell exports.
 
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output};
 
 /// What one `filesystem call` printed.
 #[derive(Debug)]
@@ -33,16 +33,21 @@ impl Outcome {
     }
 }
 
-/// `filesystem call TOOL ARGS --root ROOT FLAGS...`: one tool call through the real binary.
-pub fn call(root: &Path, tool: &str, args: &str, flags: &[&str]) -> Outcome {
-    let out = crate::bin::command()
-        .arg("call")
-        .arg(tool)
-        .arg(args)
+/// `filesystem ARGS --root ROOT`, without `FILESYSTEM_ROOT` in its environment: the start of a
+/// subcommand run that the caller finishes (more flags, environment, how to run it).
+pub fn in_root(root: &Path, args: &[&str]) -> Command {
+    let mut cmd = crate::bin::command();
+    cmd.args(args)
         .arg("--root")
         .arg(root)
+        .env_remove("FILESYSTEM_ROOT");
+    cmd
+}
+
+/// `filesystem call TOOL ARGS --root ROOT FLAGS...`: one tool call through the real binary.
+pub fn call(root: &Path, tool: &str, args: &str, flags: &[&str]) -> Outcome {
+    let out = in_root(root, &["call", tool, args])
         .args(flags)
-        .env_remove("FILESYSTEM_ROOT")
         .output()
         .expect("run filesystem");
     let ok = out.status.success();
@@ -56,11 +61,7 @@ pub fn call(root: &Path, tool: &str, args: &str, flags: &[&str]) -> Outcome {
 /// Runs `filesystem ARGS --root ROOT` (a subcommand such as `audit restore`) in UTC and returns
 /// (success, stdout + stderr).
 pub fn run(root: &Path, args: &[&str]) -> (bool, String) {
-    let out = crate::bin::command()
-        .args(args)
-        .arg("--root")
-        .arg(root)
-        .env_remove("FILESYSTEM_ROOT")
+    let out = in_root(root, args)
         .env("TZ", "UTC")
         .output()
         .expect("run filesystem");

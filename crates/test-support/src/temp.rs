@@ -71,6 +71,53 @@ impl Default for Ws {
     }
 }
 
+/// A canonical temporary directory that is itself the workspace root (for tests with no use for
+/// an `outside/` sibling, or that make their own).
+pub struct TempRoot {
+    _tmp: tempfile::TempDir,
+    /// The workspace root.
+    pub root: PathBuf,
+}
+
+impl TempRoot {
+    /// A new empty root.
+    pub fn new() -> TempRoot {
+        let (tmp, root) = canonical_temp_dir();
+        TempRoot { _tmp: tmp, root }
+    }
+
+    /// A root somewhere inside `tmp` (kept alive with it), for tests that put something above
+    /// the root, such as a repository's `.gitignore`.
+    pub fn inside(tmp: tempfile::TempDir, root: PathBuf) -> TempRoot {
+        TempRoot { _tmp: tmp, root }
+    }
+
+    /// The absolute path of `rel` inside the root.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// Writes a file under the root, making its parent directories.
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
+        let p = self.path(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(p, content).expect("write");
+    }
+
+    /// Reads a file under the root as text.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).expect("read")
+    }
+}
+
+impl Default for TempRoot {
+    fn default() -> TempRoot {
+        TempRoot::new()
+    }
+}
+
 /// True when `p` exists (a dangling symlink counts).
 pub fn exists(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok()
