@@ -6,7 +6,8 @@
 //! the server's own code, so the tests see what a client sees.
 //!
 //! - [`bin`]: where the binary under test is.
-//! - [`temp`]: temporary directories and workspaces (`Ws`: a root beside an `outside/` sibling).
+//! - [`temp`]: temporary directories and workspaces (`Ws`: a root beside an `outside/` sibling;
+//!   `TempRoot`: a temp dir that is the root).
 //! - [`mcp`]: an MCP session over stdio to the real binary, and the messages a client sends.
 //! - [`framing`]: reading `Content-Length` framed replies.
 //! - [`cli`]: running one subcommand (`call`, `audit`, ...) and reading what it printed.
