@@ -1,23 +1,17 @@
 //! `filesystem audit import`: the shelpa era's mirror becomes `.filesystem/` history that
 //! `undo_file` walks back through, and a second import adds nothing.
 
-mod audit_support;
-
-use std::process::Command;
-
-use audit_support::{Workspace, BIN};
+use test_support::audit::Workspace;
+use test_support::bin::command;
+use test_support::cli::printed;
 
 fn call(ws: &Workspace, tool: &str, args: &str) -> (bool, String) {
-    let out = Command::new(BIN)
+    let out = command()
         .args(["call", tool, args, "--backup", "--no-call-log", "--root"])
         .arg(&ws.root)
         .output()
         .expect("run");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = printed(&out);
     (out.status.success(), text)
 }
 

@@ -2,14 +2,14 @@
 //! reader agree on the format byte for byte.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_filesystem");
+use test_support::bin::command;
+use test_support::temp::temp_dir;
 
 fn pipe(root: &Path, tool: &str, args: Value) {
-    let out = Command::new(BIN)
+    let out = command()
         .args(["--legacy-pipe", "--no-call-log", "call", tool])
         .arg(args.to_string())
         .arg("--root")
@@ -24,7 +24,7 @@ fn pipe(root: &Path, tool: &str, args: Value) {
 }
 
 fn audit(root: &Path, args: &[&str]) -> (i32, Vec<u8>) {
-    let out = Command::new(BIN)
+    let out = command()
         .arg("audit")
         .args(args)
         .arg("--root")
@@ -36,7 +36,7 @@ fn audit(root: &Path, args: &[&str]) -> (i32, Vec<u8>) {
 
 #[test]
 fn tee_mirrors_read_back_exactly_with_the_auditor() {
-    let tmp = tempfile::tempdir().expect("tmp");
+    let tmp = temp_dir();
     let root = tmp.path();
     std::fs::write(root.join("notes.md"), "written before shelpa\n").expect("write");
     std::fs::write(root.join("app.log"), "a\nERROR one\nb\nERROR two\n").expect("write");

@@ -1,10 +1,10 @@
 //! `filesystem audit list/log/show/grep/diff` on the hand-written fixture mirror, through
 //! the real binary.
 
-mod audit_support;
-
-use audit_support::Workspace;
 use serde_json::json;
+
+use test_support::audit::Workspace;
+use test_support::bin::command;
 
 #[test]
 fn list_shows_every_mirror_with_counts_times_and_workspace_state() {
@@ -278,7 +278,7 @@ fn usage_errors_exit_2_and_say_what_to_do() {
 #[test]
 fn root_defaults_to_the_current_directory() {
     let ws = Workspace::fixture();
-    let out = std::process::Command::new(audit_support::BIN)
+    let out = command()
         .args(["audit", "show", "todo.txt"])
         .current_dir(&ws.root)
         .env_remove("FILESYSTEM_ROOT")

@@ -1,9 +1,7 @@
 //! `filesystem audit restore` through the real binary: the file, the mirror record, the guard and
 //! the refusal to destroy unrecorded content.
 
-mod audit_support;
-
-use audit_support::Workspace;
+use test_support::audit::Workspace;
 
 /// The separators in a mirror, as (kind, record_id).
 fn separators(mirror: &[u8]) -> Vec<(String, u64)> {

@@ -1,12 +1,11 @@
 //! `filesystem audit verify` and hostile `.shelpa/` trees, through the real binary: problems are
 //! reported, never followed.
 
-mod audit_support;
-
 use std::os::unix::fs::symlink;
 
-use audit_support::Workspace;
 use serde_json::Value;
+
+use test_support::audit::Workspace;
 
 fn findings(v: &Value) -> Vec<(String, String, Option<u64>, String)> {
     v["findings"]

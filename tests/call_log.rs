@@ -1,18 +1,11 @@
 //! The adoption-study call log and the combined mode, through the real binary.
 
-mod support;
-
-use std::path::Path;
-
 use serde_json::{json, Value};
-use support::{text, Session};
 
-fn log_lines(path: &Path) -> Vec<Value> {
-    let raw = std::fs::read_to_string(path).unwrap_or_default();
-    raw.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("torn line {l:?}: {e}")))
-        .collect()
-}
+use test_support::bin::command;
+use test_support::logs::json_lines;
+use test_support::mcp::{text, Session};
+use test_support::temp::temp_dir;
 
 #[test]
 fn every_call_is_logged_with_outcome_sizes_and_client_but_no_contents() {
@@ -26,7 +19,7 @@ fn every_call_is_logged_with_outcome_sizes_and_client_but_no_contents() {
     let dir = s.dir.take();
     assert!(s.close_and_wait().success());
 
-    let lines = log_lines(&root.join(".filesystem/.calls.jsonl"));
+    let lines = json_lines(&root.join(".filesystem/.calls.jsonl"));
     assert_eq!(lines.len(), 2, "{lines:?}");
     let first = &lines[0];
     assert_eq!(first["tool"], json!("read_text_file"));
@@ -53,7 +46,7 @@ fn every_call_is_logged_with_outcome_sizes_and_client_but_no_contents() {
 
 #[test]
 fn arguments_are_logged_only_when_asked_and_the_log_can_move_or_be_off() {
-    let elsewhere = tempfile::tempdir().expect("tmp");
+    let elsewhere = temp_dir();
     let log = elsewhere.path().join("calls.jsonl");
     let log_arg = log.to_string_lossy().into_owned();
     let mut s = Session::start(&["--call-log", &log_arg, "--call-log-args"]);
@@ -62,7 +55,7 @@ fn arguments_are_logged_only_when_asked_and_the_log_can_move_or_be_off() {
     let root = s.root.clone();
     let _dir = s.dir.take();
     assert!(s.close_and_wait().success());
-    let lines = log_lines(&log);
+    let lines = json_lines(&log);
     assert_eq!(lines.len(), 1);
     assert_eq!(lines[0]["args"], json!({"path": "hello.txt"}));
     assert!(!root.join(".filesystem/.calls.jsonl").exists());
@@ -81,7 +74,7 @@ fn arguments_are_logged_only_when_asked_and_the_log_can_move_or_be_off() {
 
 #[test]
 fn concurrent_servers_sharing_a_log_never_interleave_lines() {
-    let ws = tempfile::tempdir().expect("tmp");
+    let ws = temp_dir();
     std::fs::write(ws.path().join("hello.txt"), "hello\n").expect("write");
     let per_server = 150;
     let mut sessions: Vec<Session> = (0..3).map(|_| Session::start_in(ws.path(), &[])).collect();
@@ -106,7 +99,7 @@ fn concurrent_servers_sharing_a_log_never_interleave_lines() {
     for s in sessions {
         assert!(s.close_and_wait().success());
     }
-    let lines = log_lines(&ws.path().join(".filesystem/.calls.jsonl"));
+    let lines = json_lines(&ws.path().join(".filesystem/.calls.jsonl"));
     assert_eq!(lines.len(), 3 * per_server as usize);
     let sessions: std::collections::HashSet<String> = lines
         .iter()
@@ -152,7 +145,7 @@ fn the_combined_mode_serves_both_interfaces_and_the_log_shows_which_was_used() {
     let root = s.root.clone();
     let _dir = s.dir.take();
     assert!(s.close_and_wait().success());
-    let lines = log_lines(&root.join(".filesystem/.calls.jsonl"));
+    let lines = json_lines(&root.join(".filesystem/.calls.jsonl"));
     assert_eq!(lines.len(), 3);
     assert!(lines
         .iter()
@@ -167,7 +160,7 @@ fn the_combined_mode_serves_both_interfaces_and_the_log_shows_which_was_used() {
         .is_some_and(|t| t.starts_with("-o")));
 
     // The report reads the log the server wrote, not only hand-made fixtures.
-    let out = std::process::Command::new(support::BIN)
+    let out = command()
         .args(["report", "--format", "json", "--log"])
         .arg(root.join(".filesystem/.calls.jsonl"))
         .output()
@@ -194,7 +187,7 @@ fn the_combined_mode_serves_both_interfaces_and_the_log_shows_which_was_used() {
 
 #[test]
 fn a_line_torn_by_a_killed_server_is_cut_before_the_next_append() {
-    let ws = tempfile::tempdir().expect("tmp");
+    let ws = temp_dir();
     std::fs::write(ws.path().join("hello.txt"), "hello\n").expect("write");
     std::fs::create_dir_all(ws.path().join(".filesystem")).expect("mkdir");
     let log = ws.path().join(".filesystem/.calls.jsonl");
@@ -203,7 +196,7 @@ fn a_line_torn_by_a_killed_server_is_cut_before_the_next_append() {
     s.initialize("2025-11-25");
     s.call(2, "read_text_file", json!({"path": "hello.txt"}));
     assert!(s.close_and_wait().success());
-    let lines = log_lines(&log);
+    let lines = json_lines(&log);
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert_eq!(lines[0], json!({"whole": 1}));
     assert_eq!(lines[1]["tool"], json!("read_text_file"));
@@ -218,7 +211,7 @@ fn a_call_is_in_the_log_by_the_time_its_reply_arrives() {
     for id in 2..5 {
         let reply = s.call(id, "read_text_file", json!({"path": "hello.txt"}));
         assert_eq!(reply["isError"], json!(false), "{reply}");
-        assert_eq!(log_lines(&log).len() as i64, id - 1, "after reply {id}");
+        assert_eq!(json_lines(&log).len() as i64, id - 1, "after reply {id}");
     }
     // Pipelined: all requests first, then every reply; lines go out in batches, but never after
     // the replies they describe.
@@ -230,19 +223,19 @@ fn a_call_is_in_the_log_by_the_time_its_reply_arrives() {
         let reply = s.recv();
         assert!(reply.get("result").is_some(), "{reply}");
         assert!(
-            log_lines(&log).len() >= 3 + n,
+            json_lines(&log).len() >= 3 + n,
             "reply {n} of the pipelined calls arrived before its log line"
         );
     }
     let dir = s.dir.take();
     assert!(s.close_and_wait().success());
-    assert_eq!(log_lines(&log).len(), 53);
+    assert_eq!(json_lines(&log).len(), 53);
     drop(dir);
 }
 
 #[test]
 fn a_per_root_log_hard_linked_to_an_outside_file_is_not_written_through() {
-    let base = tempfile::tempdir().expect("tmp");
+    let base = temp_dir();
     let ws = base.path().join("ws");
     std::fs::create_dir_all(ws.join(".filesystem")).expect("mkdir");
     std::fs::write(ws.join("hello.txt"), "hello\n").expect("write");

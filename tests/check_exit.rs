@@ -2,44 +2,27 @@
 //! consistent (warnings and notes are printed but do not fail it), 1 when an error remains,
 //! `--strict` counting warnings too, and 2 when the check cannot run at all.
 
-mod support;
-
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::BIN;
+
+use test_support::bin::command;
+use test_support::cli::in_root;
+use test_support::cli::printed;
+use test_support::mcp::initialize;
+use test_support::temp::canonical_temp_dir;
 
 fn check(root: &Path, flags: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("check")
-        .args(flags)
-        .arg("--root")
-        .arg(root)
-        .env_remove("FILESYSTEM_ROOT")
-        .output()
-        .expect("run check")
+    let argv: Vec<&str> = ["check"].iter().chain(flags).copied().collect();
+    in_root(root, &argv).output().expect("run check")
 }
 
 fn code(out: &Output) -> i32 {
     out.status.code().expect("check exited, not killed")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn root() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().canonicalize().expect("canonical");
-    (dir, root)
 }
 
 fn write(root: &Path, rel: &str, content: &[u8]) {
@@ -58,17 +41,21 @@ fn leftover_temporary(root: &Path, rel: &str) {
 
 #[test]
 fn a_workspace_without_problems_exits_0() {
-    let (_d, root) = root();
+    let (_d, root) = canonical_temp_dir();
     write(&root, "a.txt", b"a");
     let out = check(&root, &[]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    assert!(text(&out).contains("nothing left to do"), "{}", text(&out));
+    assert_eq!(code(&out), 0, "{}", printed(&out));
+    assert!(
+        printed(&out).contains("nothing left to do"),
+        "{}",
+        printed(&out)
+    );
     assert_eq!(code(&check(&root, &["--strict"])), 0);
 }
 
 #[test]
 fn warnings_are_printed_but_exit_0_unless_strict() {
-    let (_d, root) = root();
+    let (_d, root) = canonical_temp_dir();
     let t = "2024-01-01T00:00:00.000000Z";
     // A torn last log line and a leftover temporary: both harmless leftovers of a crash.
     write(
@@ -78,7 +65,7 @@ fn warnings_are_printed_but_exit_0_unless_strict() {
     );
     leftover_temporary(&root, "src/.filesystem-tmp-Ab12Cd");
     let out = check(&root, &[]);
-    let shown = text(&out);
+    let shown = printed(&out);
     assert_eq!(code(&out), 0, "{shown}");
     assert!(shown.contains("0 error(s), 2 warning(s)"), "{shown}");
     assert!(shown.contains("warning .filesystem/.moves:2"), "{shown}");
@@ -87,7 +74,7 @@ fn warnings_are_printed_but_exit_0_unless_strict() {
         "{shown}"
     );
     let strict = check(&root, &["--strict"]);
-    assert_eq!(code(&strict), 1, "{}", text(&strict));
+    assert_eq!(code(&strict), 1, "{}", printed(&strict));
     let json = check(&root, &["--json", "--strict"]);
     assert_eq!(code(&json), 1);
     let v: Value = serde_json::from_slice(&json.stdout).expect("json");
@@ -97,20 +84,20 @@ fn warnings_are_printed_but_exit_0_unless_strict() {
     );
     // Repaired, nothing remains, so even --strict passes.
     let repaired = check(&root, &["--repair", "--strict"]);
-    assert_eq!(code(&repaired), 0, "{}", text(&repaired));
+    assert_eq!(code(&repaired), 0, "{}", printed(&repaired));
     assert!(!root.join("src/.filesystem-tmp-Ab12Cd").exists());
 }
 
 #[test]
 fn an_error_exits_1_until_repaired_and_one_repair_cannot_fix_stays_1() {
-    let (_d, root) = root();
+    let (_d, root) = canonical_temp_dir();
     write(&root, ".filesystem/a/00001", b"1");
     write(&root, ".filesystem/a/.head", b"3\n");
     let out = check(&root, &[]);
-    assert_eq!(code(&out), 1, "{}", text(&out));
-    assert!(text(&out).contains("error "), "{}", text(&out));
+    assert_eq!(code(&out), 1, "{}", printed(&out));
+    assert!(printed(&out).contains("error "), "{}", printed(&out));
     let repaired = check(&root, &["--repair"]);
-    assert_eq!(code(&repaired), 0, "{}", text(&repaired));
+    assert_eq!(code(&repaired), 0, "{}", printed(&repaired));
     assert_eq!(code(&check(&root, &["--strict"])), 0);
     // A link planted in the store is never followed or removed by check: it stays an error.
     std::os::unix::fs::symlink("/etc", root.join(".filesystem/a/evil")).expect("link");
@@ -120,17 +107,14 @@ fn an_error_exits_1_until_repaired_and_one_repair_cannot_fix_stays_1() {
 
 #[test]
 fn a_check_that_cannot_run_exits_2() {
-    let (_d, root) = root();
+    let (_d, root) = canonical_temp_dir();
     let out = check(&root.join("missing"), &[]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert_eq!(code(&out), 2, "{}", printed(&out));
 }
 
 #[test]
 fn check_help_documents_the_exit_status() {
-    let out = Command::new(BIN)
-        .args(["check", "--help"])
-        .output()
-        .expect("help");
+    let out = command().args(["check", "--help"]).output().expect("help");
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success());
     for needle in [
@@ -148,7 +132,7 @@ fn check_help_documents_the_exit_status() {
 /// that write (and of its snapshot) behind, and `check` must call the store consistent.
 #[test]
 fn after_a_server_is_killed_mid_write_check_exits_0_with_warnings() {
-    let (_d, root) = root();
+    let (_d, root) = canonical_temp_dir();
     write(&root, "big.txt", b"old\n");
     let content = "x".repeat(48 << 20);
     let request = format!(
@@ -158,7 +142,7 @@ fn after_a_server_is_killed_mid_write_check_exits_0_with_warnings() {
     );
     let mut left = None;
     for _ in 0..20 {
-        let mut child = Command::new(BIN)
+        let mut child = command()
             .arg("--root")
             .arg(&root)
             .arg("--backup")
@@ -169,8 +153,7 @@ fn after_a_server_is_killed_mid_write_check_exits_0_with_warnings() {
             .spawn()
             .expect("spawn");
         let mut stdin = child.stdin.take().expect("stdin");
-        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        let init = initialize(1, "2025-06-18", "t");
         writeln!(stdin, "{init}").expect("init");
         stdin.write_all(request.as_bytes()).expect("request");
         stdin.flush().expect("flush");
@@ -201,7 +184,7 @@ fn after_a_server_is_killed_mid_write_check_exits_0_with_warnings() {
         panic!("the write never left a temporary to kill it at");
     };
     let out = check(&root, &[]);
-    let shown = text(&out);
+    let shown = printed(&out);
     assert_eq!(code(&out), 0, "{shown}");
     assert!(shown.contains(" 0 error(s)"), "{shown}");
     let mode = std::fs::metadata(root.join(&name))
@@ -214,7 +197,7 @@ fn after_a_server_is_killed_mid_write_check_exits_0_with_warnings() {
         assert_eq!(code(&check(&root, &["--strict"])), 1);
     }
     let repaired = check(&root, &["--repair"]);
-    assert_eq!(code(&repaired), 0, "{}", text(&repaired));
+    assert_eq!(code(&repaired), 0, "{}", printed(&repaired));
     // The file itself is whole: the old content or the new, never a mix.
     let now = std::fs::read(root.join("big.txt")).expect("big");
     assert!(
@@ -226,8 +209,8 @@ fn after_a_server_is_killed_mid_write_check_exits_0_with_warnings() {
 
 #[test]
 fn a_running_servers_registry_and_rotated_call_logs_are_part_of_a_consistent_store() {
-    let (_dir, root) = root();
-    let mut server = Command::new(BIN)
+    let (_dir, root) = canonical_temp_dir();
+    let mut server = command()
         .arg("--root")
         .arg(&root)
         .env("FILESYSTEM_CALL_LOG_ROTATE_BYTES", "2000")
@@ -244,9 +227,7 @@ fn a_running_servers_registry_and_rotated_call_logs_are_part_of_a_consistent_sto
         std::io::BufRead::read_line(&mut stdout, &mut line).expect("reply");
         serde_json::from_str(&line).expect("json")
     };
-    ask(
-        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
-    );
+    ask(initialize(0, "2025-11-25", "t"));
     // Enough writes for the call log to rotate and for the server to register its temporaries.
     for i in 1..40 {
         let reply = ask(
@@ -264,11 +245,11 @@ fn a_running_servers_registry_and_rotated_call_logs_are_part_of_a_consistent_sto
         "the call log rotated"
     );
     let out = check(&root, &["--strict"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(code(&out), 0, "{}", printed(&out));
     // A repair while the server runs leaves its registry where it is.
     let out = check(&root, &["--repair"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    assert!(store.join(".live").is_dir(), "{}", text(&out));
+    assert_eq!(code(&out), 0, "{}", printed(&out));
+    assert!(store.join(".live").is_dir(), "{}", printed(&out));
     drop(stdin);
     let deadline = Instant::now() + Duration::from_secs(10);
     while server.try_wait().expect("wait").is_none() {

@@ -1,12 +1,13 @@
 //! The command line without an MCP client: `tools`, `call`, exit codes, a reader that stops early.
 
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-const BIN: &str = env!("CARGO_BIN_EXE_filesystem");
+use test_support::bin::command;
+use test_support::temp::temp_dir;
 
 fn workspace() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tmp");
+    let dir = temp_dir();
     let lines: String = (0..50_000).map(|i| format!("line {i}\n")).collect();
     std::fs::write(dir.path().join("big.txt"), lines).expect("write");
     dir
@@ -15,7 +16,7 @@ fn workspace() -> tempfile::TempDir {
 #[test]
 fn call_prints_results_and_exits_1_with_the_message_on_stderr_when_the_tool_fails() {
     let ws = workspace();
-    let ok = Command::new(BIN)
+    let ok = command()
         .args([
             "call",
             "read_text_file",
@@ -28,7 +29,7 @@ fn call_prints_results_and_exits_1_with_the_message_on_stderr_when_the_tool_fail
     assert!(ok.status.success());
     assert_eq!(String::from_utf8_lossy(&ok.stdout), "line 0\nline 1\n");
 
-    let failed = Command::new(BIN)
+    let failed = command()
         .args(["call", "read_text_file", r#"{"path":"../x"}"#, "--root"])
         .arg(ws.path())
         .output()
@@ -42,7 +43,7 @@ fn call_prints_results_and_exits_1_with_the_message_on_stderr_when_the_tool_fail
         ("read_text_file", "not json"),
         ("read_text_file", "[1]"),
     ] {
-        let usage = Command::new(BIN)
+        let usage = command()
             .args(["call", tool, args, "--root"])
             .arg(ws.path())
             .output()
@@ -55,7 +56,7 @@ fn call_prints_results_and_exits_1_with_the_message_on_stderr_when_the_tool_fail
 #[test]
 fn tools_lists_every_tool_of_the_mode_with_a_summary_line() {
     let ws = workspace();
-    let out = Command::new(BIN)
+    let out = command()
         .args(["tools", "--backup", "--root"])
         .arg(ws.path())
         .output()
@@ -64,7 +65,7 @@ fn tools_lists_every_tool_of_the_mode_with_a_summary_line() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("14 tools (mode: filesystem"), "{text}");
     assert!(text.contains("  undo_file "));
-    let pipe = Command::new(BIN)
+    let pipe = command()
         .args(["--legacy-pipe", "tools", "--root"])
         .arg(ws.path())
         .output()
@@ -76,7 +77,7 @@ fn tools_lists_every_tool_of_the_mode_with_a_summary_line() {
 #[test]
 fn a_reader_that_stops_early_is_not_an_error() {
     let ws = workspace();
-    let mut child = Command::new(BIN)
+    let mut child = command()
         .args(["call", "read_text_file", r#"{"path":"big.txt"}"#, "--root"])
         .arg(ws.path())
         .stdout(Stdio::piped())
@@ -107,7 +108,7 @@ fn a_reader_that_stops_early_is_not_an_error() {
 fn the_legacy_help_reproduces_shelpas() {
     // The modern surface's help, which spells out the rules (the original surface's is the
     // recorded text: tests/shelpa_surface.rs).
-    let out = Command::new(BIN)
+    let out = command()
         .args(["--legacy-pipe", "--surface", "modern", "--help"])
         .output()
         .expect("run");

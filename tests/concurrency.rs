@@ -8,13 +8,13 @@
 //! through a history or the trash (unless a later write after an undo dropped it, as designed),
 //! every `head` must be sound, the logs must parse and the trash ids must be unique and rising.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use support::{text, Session};
+
+use test_support::mcp::{text, Session};
+use test_support::temp::canonical_temp_dir;
 
 /// Calls each of the two servers makes.
 const CALLS_PER_SERVER: usize = 400;
@@ -374,8 +374,7 @@ fn log_lines(path: &Path) -> Vec<Vec<String>> {
 
 #[test]
 fn two_servers_on_one_root_never_corrupt_or_lose_acknowledged_work() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().canonicalize().expect("canonical");
+    let (_dir, root) = canonical_temp_dir();
     let a = Session::start_in(&root, &["--backup"]);
     let b = Session::start_in(&root, &["--backup"]);
     let (wa, wb) = (
@@ -588,8 +587,7 @@ const ROOTS: usize = 3;
 
 #[test]
 fn a_server_daemon_keeps_interleaved_roots_isolated() {
-    let base = tempfile::tempdir().expect("tempdir");
-    let base = base.path().canonicalize().expect("canonical");
+    let (_base_dir, base) = canonical_temp_dir();
     let roots: Vec<PathBuf> = (0..ROOTS)
         .map(|i| {
             let r = base.join(format!("r{i}"));

@@ -3,21 +3,20 @@
 //! namespace. Each test works through the real binary (`filesystem call`, an MCP session, or a
 //! subcommand) and checks what is on disk, not the wording of messages.
 
-mod support;
-
-mod confinement_support;
-
 use std::path::Path;
 
-use confinement_support::{cli, Arena, Client, Snapshot};
 use serde_json::{json, Value};
+
+use test_support::arena::{Arena, Snapshot};
+use test_support::cli;
+use test_support::mcp::Client;
 
 /// `filesystem [FLAGS] call TOOL ARGS --root ROOT`: (success, stdout + stderr).
 fn call(root: &Path, flags: &[&str], tool: &str, args: Value) -> (bool, String) {
     let mut argv: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
     argv.extend(["call".into(), tool.into(), args.to_string()]);
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-    cli(root, &argv)
+    cli::run(root, &argv)
 }
 
 /// An outside file (in the arena, so on the same file system as the workspace) and a hard link
@@ -105,7 +104,7 @@ fn audit_import_never_appends_to_a_hard_linked_imports_log() {
     arena.write(".shelpa/notes.txt", mirror_of("one\n"));
     let outside = b"outside imports log, not ours\n";
     let victim = hard_link_outside(&arena, ".filesystem/.imports", outside);
-    cli(&arena.root, &["audit", "import"]);
+    cli::run(&arena.root, &["audit", "import"]);
     assert_unchanged(&victim, outside, ".filesystem/.imports");
 }
 
@@ -115,7 +114,7 @@ fn audit_restore_never_appends_to_a_hard_linked_mirror() {
     arena.write("notes.txt", "two\n");
     let mirror = mirror_of("one\n");
     let victim = hard_link_outside(&arena, ".shelpa/notes.txt", mirror.as_bytes());
-    cli(
+    cli::run(
         &arena.root,
         &["audit", "restore", "notes.txt", "#1", "--force"],
     );
@@ -201,7 +200,7 @@ fn check_repair_never_cuts_a_hard_linked_log_with_a_torn_last_line() {
         let victim = hard_link_outside(&arena, log, &content);
         victims.push((victim, content, log));
     }
-    cli(&arena.root, &["check", "--repair"]);
+    cli::run(&arena.root, &["check", "--repair"]);
     for (victim, content, log) in victims {
         assert_unchanged(&victim, &content, log);
     }
@@ -305,12 +304,12 @@ fn audit_restore_never_writes_a_hostile_mirror_into_git() {
     );
     arena.write(".shelpa/a.txt", mirror_of("#!/bin/sh\necho pwned\n"));
     let before = Snapshot::of(&arena.path(".git"));
-    let (ok, text) = cli(
+    let (ok, text) = cli::run(
         &arena.root,
         &["audit", "restore", ".git/hooks/pre-commit", "#1", "--force"],
     );
     assert!(!ok, "restored into .git/: {text}");
-    let (ok, text) = cli(
+    let (ok, text) = cli::run(
         &arena.root,
         &[
             "audit",
@@ -520,7 +519,7 @@ fn errors_never_show_the_host_path_of_the_root_or_of_anything_outside() {
             "show through a link",
         ),
     ] {
-        let (ok, text) = cli(&arena.root, &args);
+        let (ok, text) = cli::run(&arena.root, &args);
         assert!(!ok, "{reason}: {text}");
         replies.push((reason.to_string(), text));
     }
@@ -583,7 +582,7 @@ fn check_repair_leaves_user_files_named_like_temporaries_alone() {
     );
     assert!(ok, "{text}");
     let before = Snapshot::of(&arena.root);
-    cli(&arena.root, &["check", "--repair"]);
+    cli::run(&arena.root, &["check", "--repair"]);
     let after = Snapshot::of(&arena.root);
     for name in TEMP_LOOKALIKES {
         for rel in [name.to_string(), format!("deep/{name}")] {
@@ -646,7 +645,7 @@ fn a_file_a_tool_puts_at_a_temporary_name_is_refused_or_survives_check_repair() 
     }
     pipe.close();
     let before = Snapshot::of(&arena.root);
-    cli(&arena.root, &["check", "--repair"]);
+    cli::run(&arena.root, &["check", "--repair"]);
     let after = Snapshot::of(&arena.root);
     for name in made {
         assert_eq!(

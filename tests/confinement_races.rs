@@ -11,18 +11,17 @@
 //! times at least), and every operation it raced succeeded at least once, so a success could have
 //! been a redirected one.
 
-mod support;
-
-mod confinement_support;
-
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
-use confinement_support::{
-    cli, exists_at, for_duration, open_dir, race_duration, write_at, Arena, Client, Reply, Screen,
-    Snapshot, Swapper, Tally,
-};
 use serde_json::{json, Value};
+
+use test_support::arena::{Arena, Screen, Snapshot};
+use test_support::cli;
+use test_support::mcp::{Client, Reply};
+use test_support::race::{
+    exists_at, for_duration, open_dir, race_duration, write_at, Swapper, Tally,
+};
 
 /// Fewest exchanges a race must have seen to count.
 const MIN_SWAPS: u64 = 100;
@@ -73,7 +72,7 @@ impl Rig {
 
     /// Runs a CLI subcommand, screening and tallying it like a tool call.
     fn cli(&mut self, op: &str, args: &[&str]) -> (bool, String) {
-        let (ok, text) = cli(&self.arena.root, args);
+        let (ok, text) = cli::run(&self.arena.root, args);
         self.screen.check(op, &text);
         self.tally.record(op, ok);
         (ok, text)

@@ -9,14 +9,15 @@
 //! so a torn or mixed file can never pass for a real version.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_filesystem");
+use test_support::bin::command;
+use test_support::mcp::{initialize, initialized, outcome, tools_call, Session};
+use test_support::temp::canonical_temp_dir;
+
 const PATHS: [&str; 4] = ["a.txt", "b.txt", "d/c.txt", "d/e/f.txt"];
 const KILL_ROUNDS: usize = 40;
 
@@ -76,94 +77,51 @@ fn validate(bytes: &[u8]) -> Option<u64> {
     (header(seq, &bytes[nl + 1..]).as_bytes() == &bytes[..=nl]).then_some(seq)
 }
 
-/// One running server and its pipes.
+/// One running server and its request ids.
 struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
+    s: Session,
+    next_id: i64,
 }
 
 impl Server {
     fn start(root: &Path) -> Server {
-        let mut child = Command::new(BIN)
-            .arg("--backup")
+        let mut cmd = command();
+        cmd.arg("--backup")
             .arg("--root")
             .arg(root)
-            .env_remove("FILESYSTEM_ROOT")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start server");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut s = Server {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        };
-        s.send(
-            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "crash-test", "version": "1"}}}),
-        );
-        s.reply().expect("initialize answered");
-        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        s
+            .env_remove("FILESYSTEM_ROOT");
+        let mut s = Session::from_command(cmd);
+        s.send(initialize(0, "2025-06-18", "crash-test"));
+        s.try_recv().expect("initialize answered");
+        s.send(initialized());
+        Server { s, next_id: 1 }
     }
 
-    fn send(&mut self, v: &Value) {
-        self.stdin
-            .write_all(format!("{v}\n").as_bytes())
-            .expect("send");
-        self.stdin.flush().expect("flush");
-    }
-
-    fn reply(&mut self) -> Option<Value> {
-        let mut line = String::new();
-        match self.stdout.read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(serde_json::from_str(&line).expect("reply is JSON")),
-        }
-    }
-
-    fn request(&mut self, tool: &str, args: &Value) {
+    fn request(&mut self, tool: &str, args: Value) {
         let id = self.next_id;
         self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": tool, "arguments": args}}));
+        self.s.send(tools_call(id, tool, args));
     }
 
     /// Calls a tool and waits: (is_error, text).
     fn call(&mut self, tool: &str, args: Value) -> (bool, String) {
-        self.request(tool, &args);
-        result(&self.reply().expect("the server answers"))
+        self.request(tool, args);
+        outcome(&self.s.try_recv().expect("the server answers")["result"])
     }
 
     /// Sends a call, SIGKILLs the server after `delay`, and returns the reply if it got out.
     fn call_and_kill(mut self, tool: &str, args: Value, delay: Duration) -> Option<(bool, String)> {
-        self.request(tool, &args);
+        self.request(tool, args);
         std::thread::sleep(delay);
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().expect("reap");
-        self.reply().map(|r| result(&r))
+        self.s.child.kill().expect("SIGKILL");
+        self.s.child.wait().expect("reap");
+        self.s.try_recv().map(|r| outcome(&r["result"]))
     }
 
     fn stop(mut self) {
-        drop(self.stdin);
-        self.child.wait().expect("exit on EOF");
+        drop(self.s.stdin.take());
+        self.s.child.wait().expect("exit on EOF");
     }
-}
-
-fn result(reply: &Value) -> (bool, String) {
-    let r = &reply["result"];
-    let text = r["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    (r["isError"].as_bool().unwrap_or(false), text)
 }
 
 /// What the test believes about one path's history.
@@ -412,7 +370,7 @@ fn workspace(root: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn check(root: &Path, repair: bool) -> (i32, Value) {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = command();
     cmd.arg("check").arg("--json").arg("--root").arg(root);
     if repair {
         cmd.arg("--repair");
@@ -499,8 +457,7 @@ fn undo_chain(server: &mut Server, root: &Path, path: &str, found: &mut BTreeSet
 
 #[test]
 fn killed_at_random_moments_the_store_stays_consistent_and_nothing_acknowledged_is_lost() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let root: PathBuf = tmp.path().canonicalize().expect("canonical");
+    let (_tmp, root) = canonical_temp_dir();
     let mut rng = Rng(0x5eed_c0ff_ee15_dead);
     let mut model = Model::default();
     let mut seq = 0;

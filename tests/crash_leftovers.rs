@@ -1,14 +1,14 @@
 //! After a crash, the next server to start clears the temporaries of the writes the crash cut
 //! short, and nothing else: never a live server's temporary, never a user's file.
 
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::Session;
+
+use test_support::mcp::Session;
+use test_support::temp::canonical_temp_dir;
 
 const TEMP_PREFIX: &str = ".filesystem-tmp-";
 
@@ -65,8 +65,7 @@ fn plant_dead_registry(root: &Path, token: &str, dirs: &[&str]) {
 
 #[test]
 fn a_server_killed_mid_write_leaves_nothing_once_the_next_one_starts() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let root = dir.path().canonicalize().expect("canonical");
+    let (_dir, root) = canonical_temp_dir();
     std::fs::create_dir(root.join("big")).expect("mkdir");
     // Large enough that writing and syncing it takes a while; caught by polling the directory.
     let content = "x".repeat(48 * 1024 * 1024);
@@ -110,15 +109,14 @@ fn a_server_killed_mid_write_leaves_nothing_once_the_next_one_starts() {
     wait_for("the leftover to be cleared", || {
         temporaries(&root.join("big")).is_empty() && registries(&root).is_empty()
     });
-    let listing = support::text(&next.call(3, "list_directory", json!({"path": "big"})));
+    let listing = test_support::mcp::text(&next.call(3, "list_directory", json!({"path": "big"})));
     assert!(!listing.contains(TEMP_PREFIX), "{listing}");
     assert!(next.close_and_wait().success());
 }
 
 #[test]
 fn a_live_servers_temporaries_are_left_alone_while_a_dead_ones_are_cleared() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let root = dir.path().canonicalize().expect("canonical");
+    let (_dir, root) = canonical_temp_dir();
     std::fs::create_dir_all(root.join("d")).expect("mkdir");
     std::fs::create_dir_all(root.join("e/f")).expect("mkdir");
 
@@ -175,8 +173,7 @@ fn a_live_servers_temporaries_are_left_alone_while_a_dead_ones_are_cleared() {
 
 #[test]
 fn a_registry_that_is_a_fifo_or_lists_a_symlink_is_not_followed() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let base = dir.path().canonicalize().expect("canonical");
+    let (_dir, base) = canonical_temp_dir();
     let root = base.join("ws");
     let outside = base.join("outside");
     std::fs::create_dir_all(&root).expect("mkdir");

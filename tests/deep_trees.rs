@@ -7,16 +7,17 @@
 //! no path of that depth can be named in one call) and with the tools alone (`create_directory`
 //! chains nested into each other with `move_file`, as a client could).
 
-mod support;
-
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use rustix::fs::{Mode, OFlags};
 use serde_json::{json, Value};
-use support::{text, Session, BIN};
+
+use test_support::bin::command;
+use test_support::cli::in_root;
+use test_support::mcp::{text, Session};
 
 /// How deep the trees are.
 const LEVELS: usize = 10_000;
@@ -163,16 +164,11 @@ fn serve(root: &Path, extra: &[&str]) -> Session {
 }
 
 /// Calls a tool and returns (is_error, text); a JSON-RPC error or a dead server fails the test.
-fn call(s: &mut Session, id: i64, name: &str, args: Value) -> (bool, String) {
-    let result = s.call(id, name, args);
-    (result["isError"] == json!(true), text(&result))
-}
-
 /// The server still answers: a ping and a listing of the root.
 fn still_answers(s: &mut Session, id: i64) {
     let pong = s.request(id, "ping", json!({}));
     assert!(pong.get("result").is_some(), "{pong}");
-    let (err, listing) = call(s, id + 1, "list_directory", json!({"path": "."}));
+    let (err, listing) = s.call_text(id + 1, "list_directory", json!({"path": "."}));
     assert!(!err, "{listing}");
 }
 
@@ -183,13 +179,7 @@ fn count_dirs(tree: &str, name: &str) -> usize {
 }
 
 fn cli(args: &[&str], root: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--root")
-        .arg(root)
-        .env_remove("FILESYSTEM_ROOT")
-        .output()
-        .expect("run filesystem")
+    in_root(root, args).output().expect("run filesystem")
 }
 
 fn stdout(out: &Output) -> String {
@@ -209,7 +199,7 @@ fn a_tree_ten_thousand_levels_deep_on_disk_is_walked_by_every_tool_and_the_serve
     let mut s = serve(&root, &["--backup"]);
 
     // The whole tree: 4,096 levels shown (`top` and 4,095 `d`s), the last marked as cut.
-    let (err, tree) = call(&mut s, 2, "directory_tree", json!({"path": "."}));
+    let (err, tree) = s.call_text(2, "directory_tree", json!({"path": "."}));
     assert!(!err, "{tree}");
     assert_eq!(count_dirs(&tree, "top"), 1);
     assert_eq!(count_dirs(&tree, "d"), MAX_DEPTH - 1);
@@ -217,12 +207,7 @@ fn a_tree_ten_thousand_levels_deep_on_disk_is_walked_by_every_tool_and_the_serve
     assert!(tree.contains("deeper than 4096 levels"), "{}", &tree[..200]);
     assert!(tree.starts_with("[{\"name\":\"hello.txt\",\"type\":\"file\"}"));
     // A depth the caller asks for is honoured silently, as before, and is plain JSON.
-    let (err, shallow) = call(
-        &mut s,
-        3,
-        "directory_tree",
-        json!({"path": ".", "maxDepth": 3}),
-    );
+    let (err, shallow) = s.call_text(3, "directory_tree", json!({"path": ".", "maxDepth": 3}));
     assert!(!err, "{shallow}");
     let v: Value = serde_json::from_str(&shallow).expect("json");
     assert_eq!(
@@ -237,50 +222,35 @@ fn a_tree_ten_thousand_levels_deep_on_disk_is_walked_by_every_tool_and_the_serve
         ])
     );
     // Listing from 1,500 levels down walks the rest: 8,500 levels, cut at 4,096 below it.
-    let (err, below) = call(
-        &mut s,
-        4,
-        "directory_tree",
-        json!({"path": chain("top", 1500)}),
-    );
+    let (err, below) = s.call_text(4, "directory_tree", json!({"path": chain("top", 1500)}));
     assert!(!err, "{}", &below[..below.len().min(300)]);
     assert_eq!(count_dirs(&below, "d"), MAX_DEPTH);
     assert!(below.contains("\"truncated\":"));
 
-    let (err, listing) = call(&mut s, 5, "list_directory", json!({"path": "top"}));
+    let (err, listing) = s.call_text(5, "list_directory", json!({"path": "top"}));
     assert_eq!((err, listing.as_str()), (false, "[DIR] d"));
-    let (err, listing) = call(
-        &mut s,
-        6,
-        "list_directory",
-        json!({"path": chain("top", 1500)}),
-    );
+    let (err, listing) = s.call_text(6, "list_directory", json!({"path": chain("top", 1500)}));
     assert_eq!((err, listing.as_str()), (false, "[DIR] d"));
     // A path longer than the kernel accepts is a clear error, not a crash.
-    let (err, refused) = call(
-        &mut s,
-        7,
-        "list_directory",
-        json!({"path": chain("top", 2500)}),
-    );
+    let (err, refused) = s.call_text(7, "list_directory", json!({"path": chain("top", 2500)}));
     assert!(err, "{}", &refused[..200]);
     assert!(
         refused.contains("File name too long"),
         "{}",
         &refused[..200]
     );
-    let (err, story) = call(&mut s, 8, "search_file", json!({"path": "top"}));
+    let (err, story) = s.call_text(8, "search_file", json!({"path": "top"}));
     assert!(!err, "{story}");
     still_answers(&mut s, 9);
 
     // Into the trash and back: the trash's size walk goes as deep as the limit, no deeper.
-    let (err, deleted) = call(&mut s, 20, "delete_file", json!({"path": "top"}));
+    let (err, deleted) = s.call_text(20, "delete_file", json!({"path": "top"}));
     assert!(!err, "{deleted}");
-    let (err, trash) = call(&mut s, 21, "list_trash", json!({}));
+    let (err, trash) = s.call_text(21, "list_trash", json!({}));
     assert!(!err && trash.contains("top"), "{trash}");
-    let (err, restored) = call(&mut s, 22, "restore_file", json!({"id": 1}));
+    let (err, restored) = s.call_text(22, "restore_file", json!({"id": 1}));
     assert!(!err, "{restored}");
-    let (err, tree) = call(&mut s, 23, "directory_tree", json!({"path": "top"}));
+    let (err, tree) = s.call_text(23, "directory_tree", json!({"path": "top"}));
     assert!(!err && tree.contains("\"truncated\":"), "{}", &tree[..200]);
     still_answers(&mut s, 24);
     assert!(s.close_and_wait().success());
@@ -303,8 +273,7 @@ fn a_tree_nested_ten_thousand_deep_with_the_tools_alone_is_walked_and_checked() 
     const CHAINS: usize = 11;
     let mut id = 10;
     for k in 0..CHAINS {
-        let (err, made) = call(
-            &mut s,
+        let (err, made) = s.call_text(
             id,
             "create_directory",
             json!({"path": chain(&format!("c{k}"), CHUNK - 1)}),
@@ -313,8 +282,7 @@ fn a_tree_nested_ten_thousand_deep_with_the_tools_alone_is_walked_and_checked() 
         id += 1;
     }
     // A file with a history at the bottom: its history tree moves along with every nesting.
-    let (err, written) = call(
-        &mut s,
+    let (err, written) = s.call_text(
         id,
         "write_file",
         json!({"path": format!("{}/leaf.txt", chain("c0", CHUNK - 1)), "content": "deep\n"}),
@@ -323,8 +291,7 @@ fn a_tree_nested_ten_thousand_deep_with_the_tools_alone_is_walked_and_checked() 
     for k in 0..CHAINS - 1 {
         id += 1;
         let into = format!("{}/c{k}", chain(&format!("c{}", k + 1), CHUNK - 1));
-        let (err, moved) = call(
-            &mut s,
+        let (err, moved) = s.call_text(
             id,
             "move_file",
             json!({"source": format!("c{k}"), "destination": into}),
@@ -332,23 +299,23 @@ fn a_tree_nested_ten_thousand_deep_with_the_tools_alone_is_walked_and_checked() 
         assert!(!err, "{}", &moved[..moved.len().min(200)]);
     }
     let last = format!("c{}", CHAINS - 1);
-    let (err, tree) = call(&mut s, 100, "directory_tree", json!({"path": "."}));
+    let (err, tree) = s.call_text(100, "directory_tree", json!({"path": "."}));
     assert!(!err, "{}", &tree[..tree.len().min(200)]);
     assert_eq!(tree.matches("\"truncated\":").count(), 1);
     assert_eq!(
         count_dirs(&tree, "d") + tree.matches("{\"name\":\"c").count(),
         MAX_DEPTH
     );
-    let (err, listing) = call(&mut s, 101, "list_directory", json!({"path": last}));
+    let (err, listing) = s.call_text(101, "list_directory", json!({"path": last}));
     assert_eq!((err, listing.as_str()), (false, "[DIR] d"));
     still_answers(&mut s, 102);
-    let (err, deleted) = call(&mut s, 103, "delete_file", json!({"path": last}));
+    let (err, deleted) = s.call_text(103, "delete_file", json!({"path": last}));
     assert!(!err, "{deleted}");
-    let (err, trash) = call(&mut s, 104, "list_trash", json!({}));
+    let (err, trash) = s.call_text(104, "list_trash", json!({}));
     assert!(!err && trash.contains(&last), "{trash}");
-    let (err, story) = call(&mut s, 105, "search_file", json!({"path": last}));
+    let (err, story) = s.call_text(105, "search_file", json!({"path": last}));
     assert!(!err && story.contains("trash"), "{story}");
-    let (err, restored) = call(&mut s, 106, "restore_file", json!({"id": 1}));
+    let (err, restored) = s.call_text(106, "restore_file", json!({"id": 1}));
     assert!(!err, "{restored}");
     still_answers(&mut s, 107);
     assert!(s.close_and_wait().success());
@@ -375,7 +342,7 @@ fn a_deep_tree_in_one_root_does_not_take_the_daemon_down_for_the_others() {
     let plain = scratch.dir("plain");
     std::fs::write(plain.join("a.txt"), "a").expect("write");
     nest(&deep, "top", LEVELS, None);
-    let mut cmd = Command::new(BIN);
+    let mut cmd = command();
     cmd.arg("--server")
         .arg("--allow-root")
         .arg(&scratch.base)
@@ -385,15 +352,9 @@ fn a_deep_tree_in_one_root_does_not_take_the_daemon_down_for_the_others() {
     s.initialize("2025-11-25");
     for round in 0..2 {
         let id = 10 * round;
-        let (err, tree) = call(
-            &mut s,
-            id + 1,
-            "directory_tree",
-            json!({"root": deep, "path": "."}),
-        );
+        let (err, tree) = s.call_text(id + 1, "directory_tree", json!({"root": deep, "path": "."}));
         assert!(!err && tree.contains("\"truncated\":"), "{}", &tree[..200]);
-        let (err, listing) = call(
-            &mut s,
+        let (err, listing) = s.call_text(
             id + 2,
             "list_directory",
             json!({"root": plain, "path": "."}),
@@ -493,7 +454,7 @@ fn report_reads_a_transcript_folder_2100_deep_and_skips_only_what_is_past_the_li
         5000,
         Some(("s.jsonl", line("t3").as_bytes())),
     );
-    let out = Command::new(BIN)
+    let out = command()
         .arg("report")
         .arg("--transcripts")
         .arg(&projects)

@@ -1,12 +1,11 @@
 //! edit_file through the real binary: matching, ambiguity, line endings, all-or-nothing, dryRun
 //! and the diff it answers with.
 
-mod fs_support;
-
-use fs_support::Ws;
 use serde_json::json;
 
-fn edit(ws: &Ws, path: &str, edits: serde_json::Value) -> fs_support::Outcome {
+use test_support::temp::Ws;
+
+fn edit(ws: &Ws, path: &str, edits: serde_json::Value) -> test_support::cli::Outcome {
     ws.call("edit_file", json!({"path": path, "edits": edits}))
 }
 

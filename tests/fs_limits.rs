@@ -3,15 +3,14 @@
 //! that `patch` still applies, edits per call are capped, and a cancelled or timed-out edit
 //! writes nothing.
 
-mod fs_support;
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{text, Session};
+
+use test_support::mcp::{text, Session};
+use test_support::temp::temp_dir;
 
 /// The diff inside a reply's ```diff fence.
 fn fenced_diff(reply: &str) -> &str {
@@ -23,7 +22,7 @@ fn fenced_diff(reply: &str) -> &str {
 /// `original` with `diff` applied by the real `patch` (or `git apply` where there is no
 /// `patch`); `None` when neither tool is installed.
 fn patched(original: &str, diff: &str) -> Option<String> {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let file = dir.path().join("f.txt");
     let patch_file = dir.path().join("change.diff");
     std::fs::write(&file, original).expect("write");
@@ -89,7 +88,7 @@ fn numbered(prefix: &str, count: usize) -> String {
 fn a_whitespace_tolerant_edit_that_repeats_all_over_the_file_is_answered_at_once() {
     // The old line-by-line match compared 60,000 lines at each of 60,000 positions here
     // (an hour of CPU in a debug build); the linear one finishes far inside the limit.
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let body = "    xx\n".repeat(120_000);
     std::fs::write(dir.path().join("q.txt"), format!("{body}    yy\n")).expect("write");
     let mut s = Session::start_in(dir.path(), &["--timeout", "20", "--no-call-log"]);
@@ -125,7 +124,7 @@ fn a_whitespace_tolerant_edit_that_repeats_all_over_the_file_is_answered_at_once
 
 #[test]
 fn a_sixty_thousand_line_replacement_is_shown_as_one_block_that_patch_applies() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let old = numbered("old line", 60_000);
     let new = numbered("new text", 60_000);
     let file = format!("head\n{old}tail\n");
@@ -157,7 +156,7 @@ fn a_sixty_thousand_line_replacement_is_shown_as_one_block_that_patch_applies() 
 fn a_diff_past_its_time_budget_is_one_block_that_patch_applies() {
     // The same lines reversed: nothing suggests the diff is large until the search runs out of
     // time; the block drawn then still applies.
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let lines: Vec<String> = (0..20_000).map(|i| format!("line {i}\n")).collect();
     let old: String = lines.concat();
     let new: String = lines.iter().rev().map(String::as_str).collect();
@@ -183,7 +182,7 @@ fn a_diff_past_its_time_budget_is_one_block_that_patch_applies() {
 
 #[test]
 fn a_diff_of_several_hunks_in_a_large_file_applies_with_patch() {
-    let ws = fs_support::Ws::new();
+    let ws = test_support::temp::Ws::new();
     let file = numbered("line", 5_000);
     ws.write("f.txt", &file);
     let reply = ws
@@ -205,7 +204,7 @@ fn a_diff_of_several_hunks_in_a_large_file_applies_with_patch() {
 
 #[test]
 fn more_than_a_hundred_edits_are_refused_and_a_hundred_are_applied() {
-    let ws = fs_support::Ws::new();
+    let ws = test_support::temp::Ws::new();
     let file = numbered("line", 200);
     ws.write("f.txt", &file);
     let edits = |n: usize| -> Value {
@@ -230,7 +229,7 @@ fn more_than_a_hundred_edits_are_refused_and_a_hundred_are_applied() {
 
 #[test]
 fn more_edit_text_than_a_call_takes_is_refused() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     std::fs::write(dir.path().join("f.txt"), "a\n").expect("write");
     let mut s = Session::start_in(dir.path(), &["--no-call-log"]);
     s.initialize("2025-06-18");
@@ -266,7 +265,7 @@ fn slow_edit(root: &Path) -> (String, Value) {
 
 #[test]
 fn a_cancelled_edit_writes_nothing_and_is_not_answered() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let (before, edits) = slow_edit(dir.path());
     std::fs::write(dir.path().join("hello.txt"), "hello\n").expect("write");
     let mut s = Session::start_in(dir.path(), &["--no-call-log"]);
@@ -302,7 +301,7 @@ fn a_cancelled_edit_writes_nothing_and_is_not_answered() {
 
 #[test]
 fn a_timed_out_edit_is_a_timeout_and_writes_nothing() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let (before, edits) = slow_edit(dir.path());
     let mut s = Session::start_in(dir.path(), &["--timeout", "1", "--no-call-log"]);
     s.initialize("2025-06-18");

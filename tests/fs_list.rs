@@ -1,11 +1,10 @@
 //! list_directory and directory_tree through the real binary: format, order, what is left out,
 //! symlinks, depth and exclude patterns.
 
-mod fs_support;
-
-use fs_support::Ws;
 use serde_json::{json, Value};
 use std::os::unix::fs::symlink;
+
+use test_support::temp::Ws;
 
 fn tree(ws: &Ws, args: Value) -> Value {
     let text = ws.call("directory_tree", args).expect_ok();

@@ -1,10 +1,11 @@
 //! The filesystem mode over real MCP on stdin/stdout: the tool list (12 tools, 14 with
 //! `--backup`), annotations, schemas, structured content and error results.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use serde_json::{json, Value};
+
+use test_support::bin::command;
+use test_support::mcp::batch;
+use test_support::temp::temp_dir;
 
 /// The names of the filesystem mode's table of tools, in its order (the order of `tools/list`
 /// under `--backup`).
@@ -12,40 +13,14 @@ fn table() -> Vec<&'static str> {
     fs_tools::TOOLS.iter().map(|t| t.name).collect()
 }
 
-/// Sends `requests` (one JSON per line) to a server on `root` and returns its replies by id.
+/// Sends `requests` (after the handshake) to a server on `root` and returns its replies by id.
 fn session(root: &std::path::Path, flags: &[&str], requests: &[Value]) -> Vec<Value> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_filesystem"))
-        .arg("--root")
+    let mut cmd = command();
+    cmd.arg("--root")
         .arg(root)
         .args(flags)
-        .env_remove("FILESYSTEM_ROOT")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start server");
-    let mut input = String::new();
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});
-    input.push_str(&format!("{init}\n"));
-    input.push_str("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
-    for r in requests {
-        input.push_str(&format!("{r}\n"));
-    }
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.as_bytes())
-        .expect("write requests");
-    let out = child.wait_with_output().expect("server exits on EOF");
-    let mut replies: Vec<Value> = String::from_utf8(out.stdout)
-        .expect("utf8")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
-        .collect();
-    replies.sort_by_key(|r| r["id"].as_u64());
-    replies
+        .env_remove("FILESYSTEM_ROOT");
+    batch(cmd, requests)
 }
 
 fn tools(root: &std::path::Path, flags: &[&str]) -> Vec<Value> {
@@ -69,7 +44,7 @@ fn names(tools: &[Value]) -> Vec<String> {
 
 #[test]
 fn tools_list_shows_twelve_tools_and_fourteen_with_backup() {
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = temp_dir();
     let plain = names(&tools(tmp.path(), &[]));
     let backup = names(&tools(tmp.path(), &["--backup"]));
     assert_eq!(backup, table(), "under --backup: the whole table, in order");
@@ -86,7 +61,7 @@ fn tools_list_shows_twelve_tools_and_fourteen_with_backup() {
 
 #[test]
 fn annotations_and_schemas_describe_each_tool() {
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = temp_dir();
     let list = tools(tmp.path(), &[]);
     let get = |name: &str| -> Value {
         list.iter()
@@ -132,7 +107,7 @@ fn annotations_and_schemas_describe_each_tool() {
 
 #[test]
 fn calls_return_structured_content_and_errors_as_results() {
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = temp_dir();
     std::fs::write(tmp.path().join("a.txt"), "hello\n").expect("write");
     let replies = session(
         tmp.path(),
@@ -170,8 +145,8 @@ fn calls_return_structured_content_and_errors_as_results() {
 
 #[test]
 fn a_root_argument_injected_by_a_gateway_is_accepted_and_ignored_by_every_tool() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let tmp = temp_dir();
+    let elsewhere = temp_dir();
     std::fs::write(tmp.path().join("a.txt"), "v1\n").expect("write");
     // A gateway adds the same `root` to every call; here it even names another directory,
     // which must change nothing: `--root` alone decides the workspace in this mode.

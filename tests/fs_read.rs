@@ -1,10 +1,9 @@
 //! read_text_file through the real binary: whole files, head/tail, and every refusal.
 
-mod fs_support;
-
-use fs_support::Ws;
 use serde_json::json;
 use std::os::unix::fs::symlink;
+
+use test_support::temp::Ws;
 
 #[test]
 fn reads_a_whole_text_file() {

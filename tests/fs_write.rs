@@ -1,11 +1,10 @@
 //! create_file, write_file and create_directory through the real binary: what they create,
 //! what they keep (mode, hard links), and every refusal, symlinks above all.
 
-mod fs_support;
-
-use fs_support::{exists, Ws};
 use serde_json::json;
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+
+use test_support::temp::{exists, Ws};
 
 #[test]
 fn create_file_creates_missing_parents_and_answers_one_line() {

@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use workspace::guard::{FinalLink, PathGuard};
 
+use test_support::temp::canonical_temp_dir;
+
 /// A workspace with links that point inside, outside, at each other, at nothing, and upward.
 fn planted_tree() -> (tempfile::TempDir, PathBuf, PathGuard) {
-    let tmp = tempfile::tempdir().expect("tmp");
-    let base = tmp.path().canonicalize().expect("canonical");
+    let (tmp, base) = canonical_temp_dir();
     let root = base.join("ws");
     std::fs::create_dir_all(root.join("a/b")).expect("mkdir");
     std::fs::create_dir_all(base.join("ws-evil")).expect("mkdir");

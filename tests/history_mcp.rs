@@ -1,48 +1,28 @@
 //! The recovery tools over a real MCP session: structured results match their output schemas.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use serde_json::{json, Value};
+
+use test_support::bin::command;
+use test_support::mcp::{batch, tools_call};
+use test_support::temp::canonical_temp_dir;
 
 /// Sends `calls` (tool name, arguments) after the handshake and returns the responses by id.
 fn session(root: &std::path::Path, calls: &[(&str, Value)]) -> Vec<Value> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_filesystem"))
-        .arg("--root")
-        .arg(root)
-        .arg("--backup")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start server");
-    let mut input = String::new();
-    input.push_str(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}).to_string());
-    input.push('\n');
-    input.push_str(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}).to_string());
-    input.push('\n');
-    input.push_str(&json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}).to_string());
-    input.push('\n');
-    for (i, (name, args)) in calls.iter().enumerate() {
-        input.push_str(&json!({"jsonrpc":"2.0","id":i + 2,"method":"tools/call","params":{"name":name,"arguments":args}}).to_string());
-        input.push('\n');
-    }
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(input.as_bytes()).expect("send");
-    drop(stdin);
-    let out = child.wait_with_output().expect("server output");
-    let mut responses: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    responses.sort_by_key(|r| r["id"].as_u64());
-    responses
+    let mut cmd = command();
+    cmd.arg("--root").arg(root).arg("--backup");
+    let mut requests = vec![json!({"jsonrpc":"2.0","id":1,"method":"tools/list"})];
+    requests.extend(
+        calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, args))| tools_call(i as i64 + 2, name, args.clone())),
+    );
+    batch(cmd, &requests)
 }
 
 #[test]
 fn list_trash_and_search_file_return_structured_content_with_schemas() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let root = tmp.path().canonicalize().expect("canonical");
+    let (_tmp, root) = canonical_temp_dir();
     std::fs::create_dir(root.join("docs")).expect("mkdir");
     std::fs::write(root.join("docs/a.md"), "hello").expect("seed");
     let r = session(

@@ -2,7 +2,10 @@
 //! process, which is exactly how history must survive (everything is on disk).
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use test_support::bin::command;
+use test_support::temp::{canonical_temp_dir, temp_dir};
 
 struct Ws {
     _tmp: tempfile::TempDir,
@@ -11,13 +14,12 @@ struct Ws {
 
 impl Ws {
     fn new() -> Ws {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let root = tmp.path().canonicalize().expect("canonical");
+        let (tmp, root) = canonical_temp_dir();
         Ws { _tmp: tmp, root }
     }
 
     fn run(&self, backup: bool, tool: &str, args: &str) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_filesystem"));
+        let mut cmd = command();
         cmd.arg("call")
             .arg(tool)
             .arg(args)
@@ -416,7 +418,7 @@ fn deleting_a_symlink_trashes_the_link_and_leaves_the_target() {
 fn undo_and_redo_are_only_offered_with_backup() {
     let ws = Ws::new();
     let list = |backup: bool| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_filesystem"));
+        let mut cmd = command();
         cmd.arg("tools").arg("--root").arg(&ws.root);
         if backup {
             cmd.arg("--backup");
@@ -474,7 +476,7 @@ fn two_processes_writing_one_file_never_corrupt_the_history() {
 #[test]
 fn a_symlink_planted_inside_the_store_is_never_followed() {
     let ws = Ws::new();
-    let outside = tempfile::tempdir().expect("outside");
+    let outside = temp_dir();
     std::fs::create_dir_all(ws.path(".filesystem")).expect("mkdir");
     std::os::unix::fs::symlink(outside.path(), ws.path(".filesystem/a.txt")).expect("plant");
     std::os::unix::fs::symlink(outside.path(), ws.path(".filesystem/.trash")).expect("plant");

@@ -1,25 +1,16 @@
 //! Hostile protocol input: every malformed message gets the right JSON-RPC error or a clean exit,
 //! memory stays bounded, and the server never panics.
 
-mod support;
-
 use std::io::{Read, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::{read_framed, Session, BIN};
 
-/// Peak resident memory of a live process, in KiB.
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
+use test_support::bin::command;
+use test_support::framing::read_framed;
+use test_support::mcp::Session;
+use test_support::procs::peak_rss_kib;
 
 #[test]
 fn malformed_messages_each_get_the_right_error_and_the_session_survives() {
@@ -124,7 +115,7 @@ fn a_100_mb_line_is_refused_with_bounded_memory() {
     let reply = s.recv();
     assert_eq!(reply["error"]["code"], json!(-32600), "{reply}");
     assert_eq!(s.request(3, "ping", json!({}))["result"], json!({}));
-    let peak = peak_rss_kib(s.child.id());
+    let peak = peak_rss_kib(s.child.id()).unwrap_or(0);
     assert!(
         peak > 0 && peak < 64 * 1024,
         "peak RSS {peak} KiB: the line was buffered"
@@ -154,7 +145,7 @@ fn content_length_lies_are_handled() {
     assert!(answered);
 
     // Longer than the body, then EOF: the server exits cleanly without answering garbage.
-    let mut child = Command::new(BIN)
+    let mut child = command()
         .args(["--root", "/tmp"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -186,7 +177,7 @@ fn headers_without_a_body_and_a_negative_length_are_clean() {
         &b"Content-Length: -1\r\n\r\n"[..],
         &b"Content-Length: 99999999999999999999999\r\n\r\n"[..],
     ] {
-        let mut child = Command::new(BIN)
+        let mut child = command()
             .args(["--root", "/tmp"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

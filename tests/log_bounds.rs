@@ -2,23 +2,17 @@
 //! cut to a documented length, and the file is rotated by size, with `report` reading across the
 //! rotated files.
 
-mod support;
-
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{json, Value};
-use support::{Session, BIN};
+
+use test_support::bin::command;
+use test_support::logs::json_lines;
+use test_support::mcp::Session;
+use test_support::temp::{canonical_temp_dir, temp_dir};
 
 /// The documented cut: 256 bytes of a client-supplied string, then a marker.
 const TOKEN_MAX_BYTES: usize = 256;
-
-fn log_lines(path: &Path) -> Vec<Value> {
-    let raw = std::fs::read_to_string(path).unwrap_or_default();
-    raw.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("torn line {l:?}: {e}")))
-        .collect()
-}
 
 fn is_cut(v: &Value, original_len: usize) -> bool {
     let s = v.as_str().unwrap_or_default();
@@ -47,7 +41,7 @@ fn a_huge_client_name_and_version_are_cut_in_every_line() {
     let log = root.join(".filesystem/.calls.jsonl");
     let size = std::fs::metadata(&log).expect("log").len();
     assert!(size < 20 * 2048, "20 calls wrote {size} bytes");
-    let lines = log_lines(&log);
+    let lines = json_lines(&log);
     assert_eq!(lines.len(), 20);
     for l in &lines {
         assert!(is_cut(&l["client"]["name"], name.len()), "{}", l["client"]);
@@ -71,7 +65,7 @@ fn a_stateless_clients_meta_identity_is_cut_too() {
     let root = s.root.clone();
     let _dir = s.dir.take();
     assert!(s.close_and_wait().success());
-    let lines = log_lines(&root.join(".filesystem/.calls.jsonl"));
+    let lines = json_lines(&root.join(".filesystem/.calls.jsonl"));
     assert_eq!(lines.len(), 1);
     assert!(is_cut(&lines[0]["client"]["name"], name.len()));
     assert_eq!(lines[0]["client"]["version"], json!("v"));
@@ -101,7 +95,7 @@ fn a_huge_pipe_command_word_makes_a_short_line() {
     let log = root.join(".filesystem/.calls.jsonl");
     let size = std::fs::metadata(&log).expect("log").len();
     assert!(size < 8 * 1024, "two calls wrote {size} bytes");
-    let lines = log_lines(&log);
+    let lines = json_lines(&log);
     assert_eq!(lines.len(), 2);
     assert!(is_cut(&lines[0]["stages"][0], word.len()), "{}", lines[0]);
     assert!(is_cut(&lines[0]["token"], word.len()), "{}", lines[0]);
@@ -110,7 +104,7 @@ fn a_huge_pipe_command_word_makes_a_short_line() {
 
 /// Runs `report --format json --log FILE…` and returns the call-log section.
 fn report(logs: &[&Path]) -> Value {
-    let out = Command::new(BIN)
+    let out = command()
         .args(["report", "--format", "json", "--log"])
         .args(logs)
         .output()
@@ -126,14 +120,14 @@ fn report(logs: &[&Path]) -> Value {
 
 #[test]
 fn the_log_rotates_by_size_and_report_reads_across_the_rotated_files() {
-    let ws = tempfile::tempdir().expect("tmp");
+    let ws = temp_dir();
     std::fs::write(ws.path().join("hello.txt"), "hello\n").expect("write");
     let limit = 4096;
     let calls: i64 = 40;
     // Two servers sharing the log, appending at the same time, rotating it between them.
     let mut servers: Vec<Session> = (0..2)
         .map(|_| {
-            let mut cmd = Command::new(BIN);
+            let mut cmd = command();
             cmd.arg("--root")
                 .arg(ws.path())
                 .env("FILESYSTEM_CALL_LOG_ROTATE_BYTES", limit.to_string());
@@ -173,7 +167,7 @@ fn the_log_rotates_by_size_and_report_reads_across_the_rotated_files() {
     for p in rotated.iter().chain([&log]) {
         let size = std::fs::metadata(p).expect("size").len();
         assert!(size < limit + 64 * 1024, "{} is {size} bytes", p.display());
-        total += log_lines(p).len();
+        total += json_lines(p).len();
     }
     assert_eq!(total, calls as usize);
     let section = report(&[&log]);
@@ -186,9 +180,9 @@ fn the_log_rotates_by_size_and_report_reads_across_the_rotated_files() {
 
 #[test]
 fn only_the_documented_number_of_rotated_files_is_kept() {
-    let ws = tempfile::tempdir().expect("tmp");
+    let ws = temp_dir();
     std::fs::write(ws.path().join("hello.txt"), "hello\n").expect("write");
-    let mut cmd = Command::new(BIN);
+    let mut cmd = command();
     cmd.arg("--root")
         .arg(ws.path())
         .env("FILESYSTEM_CALL_LOG_ROTATE_BYTES", "512");
@@ -211,7 +205,7 @@ fn only_the_documented_number_of_rotated_files_is_kept() {
 
 #[test]
 fn a_fifo_named_as_a_log_is_refused_by_report_and_the_server_keeps_serving() {
-    let dir = tempfile::tempdir().expect("tmp");
+    let dir = temp_dir();
     let fifo = dir.path().join("calls.jsonl");
     rustix::fs::mknodat(
         rustix::fs::CWD,
@@ -221,7 +215,7 @@ fn a_fifo_named_as_a_log_is_refused_by_report_and_the_server_keeps_serving() {
         0,
     )
     .expect("mkfifo");
-    let out = Command::new(BIN)
+    let out = command()
         .args(["report", "--log"])
         .arg(&fifo)
         .output()
@@ -239,8 +233,7 @@ fn a_fifo_named_as_a_log_is_refused_by_report_and_the_server_keeps_serving() {
 
 #[test]
 fn a_daemon_keeps_a_bounded_number_of_logs_open_and_loses_no_line() {
-    let base = tempfile::tempdir().expect("tmp");
-    let base = base.path().canonicalize().expect("canonical");
+    let (_base_dir, base) = canonical_temp_dir();
     let roots: Vec<_> = (0..80)
         .map(|i| {
             let r = base.join(format!("r{i}"));
@@ -249,7 +242,7 @@ fn a_daemon_keeps_a_bounded_number_of_logs_open_and_loses_no_line() {
             r
         })
         .collect();
-    let mut cmd = Command::new(BIN);
+    let mut cmd = command();
     cmd.arg("--server")
         .arg("--allow-root")
         .arg(&base)
@@ -272,7 +265,7 @@ fn a_daemon_keeps_a_bounded_number_of_logs_open_and_loses_no_line() {
     }
     assert!(s.close_and_wait().success());
     for r in &roots {
-        let lines = log_lines(&r.join(".filesystem/.calls.jsonl"));
+        let lines = json_lines(&r.join(".filesystem/.calls.jsonl"));
         assert_eq!(lines.len(), 2, "{}", r.display());
     }
 }

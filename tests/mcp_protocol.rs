@@ -1,11 +1,13 @@
 //! The MCP core as a client sees it: the real binary, spoken to over stdin/stdout in both framings.
 
-mod support;
-
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
-use support::{read_framed, Session, BIN};
+
+use test_support::bin::command;
+use test_support::framing::read_framed;
+use test_support::mcp::{initialize, Session};
+use test_support::temp::temp_dir;
 
 #[test]
 fn every_handshake_version_is_echoed_and_unknown_ones_get_the_latest() {
@@ -126,9 +128,7 @@ fn tools_list_pages_follow_next_cursor_to_the_full_list() {
 #[test]
 fn content_length_framing_is_detected_and_answered_in_kind() {
     let mut s = Session::start(&[]);
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "lsp", "version": "1"}}})
-    .to_string();
+    let body = initialize(1, "2025-06-18", "lsp").to_string();
     let framed = format!(
         "Content-Type: application/vscode-jsonrpc; charset=utf-8\r\ncontent-length: {}\r\n\r\n{}",
         body.len(),
@@ -243,7 +243,7 @@ fn batches_are_accepted_only_under_2025_03_26() {
 
 #[test]
 fn the_server_refuses_slash_as_root_and_explains_why() {
-    let out = Command::new(BIN)
+    let out = command()
         .args(["--root", "/"])
         .stdin(Stdio::null())
         .output()
@@ -258,9 +258,9 @@ fn the_server_refuses_slash_as_root_and_explains_why() {
 
 #[test]
 fn root_precedence_is_flag_then_environment_then_current_directory() {
-    let a = tempfile::tempdir().expect("tmp");
-    let b = tempfile::tempdir().expect("tmp");
-    let c = tempfile::tempdir().expect("tmp");
+    let a = temp_dir();
+    let b = temp_dir();
+    let c = temp_dir();
     let root_line = |cmd: &mut Command| {
         let out = cmd.arg("tools").output().expect("run");
         assert!(out.status.success(), "{out:?}");
@@ -272,7 +272,7 @@ fn root_precedence_is_flag_then_environment_then_current_directory() {
     };
     let canon = |d: &tempfile::TempDir| d.path().canonicalize().expect("c").display().to_string();
     let flag = root_line(
-        Command::new(BIN)
+        command()
             .arg("--root")
             .arg(a.path())
             .env("FILESYSTEM_ROOT", b.path())
@@ -280,18 +280,18 @@ fn root_precedence_is_flag_then_environment_then_current_directory() {
     );
     assert!(flag.contains(&canon(&a)), "{flag}");
     let env = root_line(
-        Command::new(BIN)
+        command()
             .env("FILESYSTEM_ROOT", b.path())
             .current_dir(c.path()),
     );
     assert!(env.contains(&canon(&b)), "{env}");
     let cwd = root_line(
-        Command::new(BIN)
+        command()
             .env_remove("FILESYSTEM_ROOT")
             .current_dir(c.path()),
     );
     assert!(cwd.contains(&canon(&c)), "{cwd}");
-    let missing = Command::new(BIN)
+    let missing = command()
         .args(["--root", "/definitely/not/here", "tools"])
         .output()
         .expect("run");
@@ -301,7 +301,7 @@ fn root_precedence_is_flag_then_environment_then_current_directory() {
 
 #[test]
 fn server_mode_refuses_root_flag_and_requires_root_per_call() {
-    let refused = Command::new(BIN)
+    let refused = command()
         .args(["--server", "--root", "/tmp"])
         .stdin(Stdio::null())
         .output()
@@ -310,7 +310,7 @@ fn server_mode_refuses_root_flag_and_requires_root_per_call() {
 
     // An exported FILESYSTEM_ROOT must not stop the daemon from starting.
     std::env::set_var("FILESYSTEM_ROOT", "/tmp");
-    let allowed = tempfile::tempdir().expect("tempdir");
+    let allowed = temp_dir();
     let mut s = Session::spawn(
         &[
             "--server".as_ref(),

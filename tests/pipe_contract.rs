@@ -3,34 +3,27 @@
 //! companion tools are `MISSING_TOOL`, never `DISALLOWED_CMD`.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_filesystem")
-}
+use test_support::bin::command;
+use test_support::temp::TempRoot;
 
-/// A canonical temporary workspace.
-struct Ws {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+/// A canonical temporary workspace, with this file's way to run the pipe tools in it.
+struct Ws(TempRoot);
+
+impl std::ops::Deref for Ws {
+    type Target = TempRoot;
+
+    fn deref(&self) -> &TempRoot {
+        &self.0
+    }
 }
 
 impl Ws {
     fn new() -> Ws {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let root = tmp.path().canonicalize().expect("canonical");
-        Ws { _tmp: tmp, root }
-    }
-
-    fn write(&self, rel: &str, content: &str) {
-        std::fs::write(self.root.join(rel), content).expect("write");
-    }
-
-    fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.root.join(rel)).expect("read")
+        Ws(TempRoot::new())
     }
 
     fn ino(&self, rel: &str) -> u64 {
@@ -46,7 +39,7 @@ impl Ws {
 
     /// Runs one tool call with `filesystem --legacy-pipe call`; returns (ok, result JSON).
     fn call(&self, tool: &str, args: Value) -> (bool, Value) {
-        let out = Command::new(bin())
+        let out = command()
             .args(["--legacy-pipe", "--no-call-log", "call", tool])
             .arg(args.to_string())
             .arg("--root")
@@ -164,7 +157,7 @@ fn the_help_lists_the_companion_tools_as_missing() {
 }
 
 fn help_lists_the_companions(surface: &str) {
-    let out = Command::new(bin())
+    let out = command()
         .args(["--legacy-pipe", "--surface", surface, "--help"])
         .output()
         .expect("run binary");

@@ -3,19 +3,12 @@
 //! directory replaced by a symlink is refused, not followed, and `cd`/`pwd` still work.
 //! Every test runs the real binary in one MCP session.
 
-mod support;
-
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Value};
-use support::Session;
 
-/// A canonical temporary workspace (so `pwd` output can be compared with it).
-fn workspace() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let root = tmp.path().canonicalize().expect("canonical");
-    (tmp, root)
-}
+use test_support::mcp::Session;
+use test_support::temp::{canonical_temp_dir, temp_dir};
 
 fn start(root: &Path, combined: bool) -> Session {
     let flags: &[&str] = if combined {
@@ -33,7 +26,7 @@ fn pipe(s: &mut Session, id: i64, command: &str) -> (bool, Value) {
     let r = s.call(id, "shelpa_pipe", json!({ "command": command }));
     (
         r["isError"] == json!(true),
-        serde_json::from_str(&support::text(&r)).expect("JSON result"),
+        serde_json::from_str(&test_support::mcp::text(&r)).expect("JSON result"),
     )
 }
 
@@ -49,7 +42,7 @@ fn note(v: &Value) -> &str {
 
 #[test]
 fn a_session_directory_deleted_by_delete_file_falls_back_to_the_root_and_says_so() {
-    let (_tmp, root) = workspace();
+    let (_tmp, root) = canonical_temp_dir();
     std::fs::create_dir_all(root.join("sub")).expect("mkdir");
     std::fs::create_dir_all(root.join("other")).expect("mkdir");
     std::fs::write(root.join("sub/in.txt"), "x\n").expect("write");
@@ -89,7 +82,7 @@ fn a_session_directory_deleted_by_delete_file_falls_back_to_the_root_and_says_so
 
 #[test]
 fn a_nested_directory_removed_outside_falls_back_to_its_parent() {
-    let (_tmp, root) = workspace();
+    let (_tmp, root) = canonical_temp_dir();
     std::fs::create_dir_all(root.join("a/b")).expect("mkdir");
     std::fs::write(root.join("a/keep.txt"), "k\n").expect("write");
     let mut s = start(&root, false);
@@ -116,7 +109,7 @@ fn a_nested_directory_removed_outside_falls_back_to_its_parent() {
 
 #[test]
 fn a_whole_removed_chain_falls_back_to_the_root_and_a_failure_carries_the_note_too() {
-    let (_tmp, root) = workspace();
+    let (_tmp, root) = canonical_temp_dir();
     std::fs::create_dir_all(root.join("x/y/z")).expect("mkdir");
     let mut s = start(&root, false);
 
@@ -136,7 +129,7 @@ fn a_whole_removed_chain_falls_back_to_the_root_and_a_failure_carries_the_note_t
 
 #[test]
 fn a_session_directory_turned_into_a_file_falls_back_and_shelpa_write_says_so() {
-    let (_tmp, root) = workspace();
+    let (_tmp, root) = canonical_temp_dir();
     std::fs::create_dir_all(root.join("d")).expect("mkdir");
     let mut s = start(&root, false);
 
@@ -150,7 +143,7 @@ fn a_session_directory_turned_into_a_file_falls_back_and_shelpa_write_says_so() 
         json!({"path": "written.txt", "content": "w\n"}),
     );
     assert_eq!(r["isError"], json!(false), "{r}");
-    let v: Value = serde_json::from_str(&support::text(&r)).expect("json");
+    let v: Value = serde_json::from_str(&test_support::mcp::text(&r)).expect("json");
     assert!(note(&v).contains("'d'") && note(&v).contains("'.'"), "{v}");
     assert_eq!(
         std::fs::read_to_string(root.join("written.txt")).expect("written at the root"),
@@ -164,10 +157,10 @@ fn a_session_directory_turned_into_a_file_falls_back_and_shelpa_write_says_so() 
 
 #[test]
 fn a_session_directory_replaced_by_a_symlink_is_refused_not_followed_but_cd_and_pwd_work() {
-    let (_tmp, root) = workspace();
+    let (_tmp, root) = canonical_temp_dir();
     std::fs::create_dir_all(root.join("sub")).expect("mkdir");
     std::fs::write(root.join("top.txt"), "t\n").expect("write");
-    let outside = tempfile::tempdir().expect("outside");
+    let outside = temp_dir();
     std::fs::write(outside.path().join("outside-marker"), "secret\n").expect("write");
     let mut s = start(&root, false);
 
@@ -206,7 +199,7 @@ fn a_session_directory_replaced_by_a_symlink_is_refused_not_followed_but_cd_and_
 
 #[test]
 fn an_ancestor_replaced_by_a_symlink_is_refused_not_skipped() {
-    let (_tmp, root) = workspace();
+    let (_tmp, root) = canonical_temp_dir();
     std::fs::create_dir_all(root.join("a/b")).expect("mkdir");
     std::fs::create_dir_all(root.join("elsewhere")).expect("mkdir");
     std::fs::write(root.join("elsewhere/inside-marker"), "x\n").expect("write");
@@ -228,11 +221,11 @@ fn an_ancestor_replaced_by_a_symlink_is_refused_not_skipped() {
 
 #[test]
 fn an_explicit_cwd_that_does_not_exist_is_still_an_error() {
-    let (_tmp, root) = workspace();
+    let (_tmp, root) = canonical_temp_dir();
     let mut s = start(&root, false);
     let r = s.call(2, "shelpa_pipe", json!({"command": "ls", "cwd": "missing"}));
     assert_eq!(r["isError"], json!(true), "{r}");
-    let v: Value = serde_json::from_str(&support::text(&r)).expect("json");
+    let v: Value = serde_json::from_str(&test_support::mcp::text(&r)).expect("json");
     assert_eq!(v["error"]["reason"], "NOT_A_DIRECTORY", "{v}");
     assert!(v.get("note").is_none(), "{v}");
 }

@@ -1,44 +1,35 @@
 //! The legacy pipe mode's execution, tee, mirror and session, through the real binary and the
 //! real tools.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_filesystem")
-}
+use test_support::bin::command;
+use test_support::mcp::{initialize, initialized, tools_call, Session};
+use test_support::temp::TempRoot;
+use test_support::temp::{canonical_temp_dir, temp_dir};
 
-/// A canonical temporary workspace.
-struct Ws {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+/// A canonical temporary workspace, with this file's way to run the pipe tools in it.
+struct Ws(TempRoot);
+
+impl std::ops::Deref for Ws {
+    type Target = TempRoot;
+
+    fn deref(&self) -> &TempRoot {
+        &self.0
+    }
 }
 
 impl Ws {
     fn new() -> Ws {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let root = tmp.path().canonicalize().expect("canonical");
-        Ws { _tmp: tmp, root }
-    }
-
-    fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
-        let p = self.root.join(rel);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).expect("mkdir");
-        }
-        std::fs::write(p, content).expect("write");
-    }
-
-    fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.root.join(rel)).expect("read")
+        Ws(TempRoot::new())
     }
 
     /// Runs one tool call with `filesystem --legacy-pipe call`; returns (ok, result JSON).
     fn call_with(&self, tool: &str, args: Value, flags: &[&str]) -> (bool, Value) {
-        let out = Command::new(bin())
+        let out = command()
             .arg("--legacy-pipe")
             .args(flags)
             .args(["call", tool, &args.to_string(), "--root"])
@@ -435,7 +426,7 @@ fn unsafe_write_targets_are_refused() {
 #[test]
 fn a_symlinked_mirror_is_refused_and_nothing_is_written() {
     let ws = Ws::new();
-    let outside = tempfile::tempdir().expect("tempdir");
+    let outside = temp_dir();
     std::os::unix::fs::symlink(outside.path(), ws.root.join(".shelpa")).expect("symlink");
     let (ok, v) = ws.call_with(
         "shelpa_write",
@@ -465,52 +456,30 @@ fn the_builtin_ls_hides_the_mirror() {
 
 /// A server speaking MCP over stdin/stdout.
 struct Mcp {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    s: Session,
 }
 
 impl Mcp {
     fn start(root: &Path) -> Mcp {
-        let mut child = Command::new(bin())
-            .args(["--legacy-pipe", "--root"])
-            .arg(root)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn server");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let mut mcp = Mcp {
-            child,
-            stdin,
-            stdout,
+            s: Session::start_in(root, &["--legacy-pipe"]),
         };
-        mcp.send(
-            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "pipe-exec-test", "version": "1"}}}),
-        );
+        mcp.send(initialize(0, "2025-06-18", "pipe-exec-test"));
         let init = mcp.response(0);
         assert!(init["result"]["protocolVersion"].is_string(), "{init}");
-        mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp.send(initialized());
         mcp
     }
 
     fn send(&mut self, msg: Value) {
-        writeln!(self.stdin, "{msg}").expect("write");
-        self.stdin.flush().expect("flush");
+        self.s.send(msg);
     }
 
     /// Reads messages until the response to `id`; panics if a response to any other id in
     /// `forbidden` shows up first.
     fn response_excluding(&mut self, id: u64, forbidden: &[u64]) -> Value {
         loop {
-            let mut line = String::new();
-            let n = self.stdout.read_line(&mut line).expect("read");
-            assert!(n > 0, "server closed stdout");
-            let msg: Value = serde_json::from_str(&line).expect("json");
+            let msg = self.s.recv();
             if let Some(got) = msg["id"].as_u64() {
                 assert!(
                     !forbidden.contains(&got),
@@ -528,16 +497,16 @@ impl Mcp {
     }
 
     fn pipe(&mut self, id: u64, args: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "shelpa_pipe", "arguments": args}}));
+        let id_number = i64::try_from(id).expect("small id");
+        self.send(tools_call(id_number, "shelpa_pipe", args));
         self.response(id)["result"].clone()
     }
 }
 
 impl Drop for Mcp {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.s.child.kill();
+        let _ = self.s.child.wait();
     }
 }
 
@@ -611,7 +580,7 @@ fn cancelling_a_call_kills_its_pipeline() {
 fn the_help_names_the_tools_commands_and_rules() {
     // The modern surface's help (the original surface's is the recorded text, golden-tested in
     // tests/shelpa_surface.rs).
-    let out = Command::new(bin())
+    let out = command()
         .args(["--legacy-pipe", "--surface", "modern", "--help"])
         .output()
         .expect("run binary");
@@ -655,14 +624,10 @@ fn one_tee_can_write_several_files_each_with_its_mirror() {
 #[test]
 fn ignore_files_above_the_workspace_do_not_shape_searches() {
     // The workspace sits inside a repository whose .gitignore (outside the workspace) hides *.log.
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let repo = tmp.path().canonicalize().expect("canonical");
+    let (tmp, repo) = canonical_temp_dir();
     std::fs::create_dir_all(repo.join(".git")).expect("git dir");
     std::fs::write(repo.join(".gitignore"), "*.log\n").expect("gitignore");
-    let ws = Ws {
-        root: repo.join("ws"),
-        _tmp: tmp,
-    };
+    let ws = Ws(TempRoot::inside(tmp, repo.join("ws")));
     ws.write("a.log", "x\n");
     ws.write("b.txt", "x\n");
     ws.write(".gitignore", "*.tmp\n");
@@ -679,8 +644,7 @@ fn ignore_files_above_the_workspace_do_not_shape_searches() {
 fn the_builtin_ls_long_shows_inside_link_targets_but_never_outside_ones() {
     let ws = Ws::new();
     ws.write("a.txt", "x\n");
-    let outside = tempfile::tempdir().expect("tmp");
-    let outside = outside.path().canonicalize().expect("canonical");
+    let (_outside_dir, outside) = canonical_temp_dir();
     std::os::unix::fs::symlink("a.txt", ws.root.join("in-link")).expect("link");
     std::os::unix::fs::symlink(&outside, ws.root.join("out-link")).expect("link");
     std::os::unix::fs::symlink("../../etc/passwd", ws.root.join("rel-out")).expect("link");
@@ -718,7 +682,7 @@ fn the_builtin_ls_hides_nested_state_dirs_and_temporaries() {
 #[test]
 fn tee_never_appends_through_a_mirror_hard_linked_to_an_outside_file() {
     let ws = Ws::new();
-    let outside = tempfile::tempdir().expect("tmp");
+    let outside = temp_dir();
     let secret = outside.path().join("secret.txt");
     std::fs::write(&secret, "secret\n").expect("write");
     std::fs::create_dir_all(ws.root.join(".shelpa")).expect("mkdir");
@@ -795,7 +759,7 @@ fn write_refusals_never_name_the_host_root() {
 fn a_stage_never_runs_in_a_directory_swapped_for_an_outside_link() {
     let ws = Ws::new();
     ws.write("a/inside-marker", "x\n");
-    let outside = tempfile::tempdir().expect("tmp");
+    let outside = temp_dir();
     std::fs::write(outside.path().join("outside-marker"), "x\n").expect("write");
     let real = ws.root.join("a");
     let parked = ws.root.join("a-parked");

@@ -2,19 +2,15 @@
 //! count, the memory limit of each stage, the time limit counted from the first spawn, and that
 //! no stage — nor its scratch folder — outlives a server that is killed mid-pipeline.
 
-mod support;
-
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{text, Session};
 
-/// The JSON text of a pipe result.
-fn body(result: &Value) -> Value {
-    serde_json::from_str(&text(result)).unwrap_or_else(|e| panic!("not JSON ({e}): {result}"))
-}
+use test_support::bin::command;
+use test_support::mcp::text_json;
+use test_support::mcp::Session;
+use test_support::temp::temp_dir;
 
 /// A server that is killed when the test ends, passed or not (its stages die with it), so a
 /// failed test leaves no busy loop behind.
@@ -44,7 +40,7 @@ impl Drop for Server {
 /// and which its start-up sweep looks at) is `tmp`, so that what it leaves can be seen and no
 /// other program's folders are touched.
 fn server(root: &Path, tmp: &Path, flags: &[&str]) -> Server {
-    let mut cmd = Command::new(support::BIN);
+    let mut cmd = command();
     cmd.args(["--root".as_ref(), root.as_os_str()])
         .args(["--legacy-pipe", "--no-call-log"])
         .args(flags)
@@ -73,7 +69,7 @@ fn cancel(s: &mut Session, id: i64) {
 
 fn assert_failure(result: &Value, code: &str, reason: &str) -> Value {
     assert_eq!(result["isError"], json!(true), "{result}");
-    let b = body(result);
+    let b = text_json(result);
     assert_eq!(b["error"]["code"], code, "{b}");
     assert_eq!(b["error"]["reason"], reason, "{b}");
     b
@@ -85,13 +81,13 @@ fn assert_still_serving(s: &mut Session, id: i64) {
     assert_eq!(pong["result"], json!({}), "{pong}");
     let result = pipe(s, id + 1, "jq -n '1 + 1'");
     assert_ne!(result["isError"], json!(true), "{result}");
-    assert_eq!(body(&result)["stdout"], "2\n");
+    assert_eq!(text_json(&result)["stdout"], "2\n");
 }
 
 /// Processes (not zombies) whose command line contains `marker`.
 fn with_marker(marker: &str) -> Vec<i32> {
     let mut found = Vec::new();
-    for (pid, dir) in support::proc_entries() {
+    for (pid, dir) in test_support::procs::proc_entries() {
         let Ok(cmdline) = std::fs::read(dir.join("cmdline")) else {
             continue;
         };
@@ -146,10 +142,7 @@ fn marker(name: &str, tmp: &Path) -> String {
 
 #[test]
 fn an_awk_doubling_its_string_is_stopped_at_the_memory_limit() {
-    let (ws, tmp) = (
-        tempfile::tempdir().expect("ws"),
-        tempfile::tempdir().expect("tmp"),
-    );
+    let (ws, tmp) = (temp_dir(), temp_dir());
     // The default limit (1 GiB); the time limit is far away, so only the memory limit can end it.
     let mut s = server(ws.path(), tmp.path(), &["--timeout", "60"]);
     let started = Instant::now();
@@ -184,17 +177,14 @@ fn an_awk_doubling_its_string_is_stopped_at_the_memory_limit() {
 
 #[test]
 fn a_smaller_stage_memory_is_honoured_and_a_nonsense_one_refused() {
-    let (ws, tmp) = (
-        tempfile::tempdir().expect("ws"),
-        tempfile::tempdir().expect("tmp"),
-    );
+    let (ws, tmp) = (temp_dir(), temp_dir());
     let mut s = server(ws.path(), tmp.path(), &["--stage-memory", "64M"]);
     let result = pipe(&mut s, 10, "awk 'BEGIN{s=\"x\"; while(1) s = s s}'");
     let b = assert_failure(&result, "EXEC_FAILED", "RESOURCE_LIMIT");
     assert_eq!(b["error"]["limit_bytes"], 64u64 << 20, "{b}");
     assert_still_serving(&mut s, 20);
 
-    let out = Command::new(support::BIN)
+    let out = command()
         .args(["--legacy-pipe", "--stage-memory", "1K", "tools"])
         .output()
         .expect("run");
@@ -205,16 +195,13 @@ fn a_smaller_stage_memory_is_honoured_and_a_nonsense_one_refused() {
 
 #[test]
 fn pipelines_of_more_than_32_stages_are_refused_before_anything_runs() {
-    let (ws, tmp) = (
-        tempfile::tempdir().expect("ws"),
-        tempfile::tempdir().expect("tmp"),
-    );
+    let (ws, tmp) = (temp_dir(), temp_dir());
     let mut s = server(ws.path(), tmp.path(), &["--timeout", "30"]);
     let pipeline = |stages: usize| format!("jq -rn '\"aaa\"'{}", " | tr a b".repeat(stages - 1));
 
     let accepted = pipe(&mut s, 10, &pipeline(32));
     assert_ne!(accepted["isError"], json!(true), "{accepted}");
-    let b = body(&accepted);
+    let b = text_json(&accepted);
     assert_eq!(b["stdout"], "bbb\n", "{b}");
     assert_eq!(b["meta"]["steps"].as_array().map(Vec::len), Some(32));
 
@@ -236,10 +223,7 @@ fn pipelines_of_more_than_32_stages_are_refused_before_anything_runs() {
 
 #[test]
 fn the_time_limit_stops_a_slow_pipeline_and_a_cancel_stops_it_at_once() {
-    let (ws, tmp) = (
-        tempfile::tempdir().expect("ws"),
-        tempfile::tempdir().expect("tmp"),
-    );
+    let (ws, tmp) = (temp_dir(), temp_dir());
     let mut s = server(ws.path(), tmp.path(), &["--timeout", "2"]);
     let mark = marker("slow", tmp.path());
     let slow = format!("{}{}", busy_loop(&mark), " | tr a b".repeat(31));
@@ -297,13 +281,13 @@ fn signal(s: &Server, sig: i32) {
 
 #[test]
 fn no_stage_outlives_a_server_killed_mid_pipeline() {
-    let ws = tempfile::tempdir().expect("ws");
+    let ws = temp_dir();
     for (name, sig) in [
         ("term", libc::SIGTERM),
         ("int", libc::SIGINT),
         ("kill", libc::SIGKILL),
     ] {
-        let tmp = tempfile::tempdir().expect("tmp");
+        let tmp = temp_dir();
         let mark = marker(name, tmp.path());
         let (mut s, _folder) = busy_server(ws.path(), tmp.path(), &mark);
         signal(&s, sig);
@@ -322,8 +306,8 @@ fn no_stage_outlives_a_server_killed_mid_pipeline() {
 
 #[test]
 fn the_next_start_removes_the_folder_of_a_killed_server_but_not_that_of_a_live_one() {
-    let ws = tempfile::tempdir().expect("ws");
-    let tmp = tempfile::tempdir().expect("tmp");
+    let ws = temp_dir();
+    let tmp = temp_dir();
     let dead_mark = marker("dead", tmp.path());
     let live_mark = marker("live", tmp.path());
     let (mut dead, dead_folder) = busy_server(ws.path(), tmp.path(), &dead_mark);

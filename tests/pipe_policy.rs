@@ -12,6 +12,9 @@ use shelpa::policy::getopt::{Arity, LongMatch, Rule, Syntax};
 use shelpa::policy::{check, dangerous_spellings, tables, PolicyContext, ToolPaths};
 use workspace::guard::PathGuard;
 
+use test_support::bin::command;
+use test_support::temp::canonical_temp_dir;
+
 struct Ws {
     _tmp: tempfile::TempDir,
     root: PathBuf,
@@ -23,8 +26,7 @@ struct Ws {
 /// A workspace with a log, a small crate, hidden and state directories, a symlink out, a FIFO
 /// and a hard-linked file; and a sibling directory outside it.
 fn ws() -> Ws {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let base = tmp.path().canonicalize().expect("canonical");
+    let (tmp, base) = canonical_temp_dir();
     let root = base.join("ws");
     let outside = base.join("outside");
     for d in ["src", ".shelpa", ".git", "docs", "empty"] {
@@ -1035,8 +1037,7 @@ fn seed_pipelines_run_with_the_real_tools() {
 /// `STATE_CONTENT`; ordinary files beside them hold the same search marker. Symlinks lead into a
 /// nested state directory and onto a file inside one.
 fn state_ws() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let root = tmp.path().canonicalize().expect("canonical");
+    let (tmp, root) = canonical_temp_dir();
     for (rel, content) in [
         (".filesystem/secret", STATE_CONTENT),
         ("sub/.filesystem/secret", STATE_CONTENT),
@@ -1065,7 +1066,7 @@ const STATE_CONTENT: &str = "HIDDENMARK inside-state\n";
 /// Runs one `shelpa_pipe` call through the real binary, as a client would; returns whether it
 /// succeeded and its JSON result.
 fn pipe_call(root: &Path, args: serde_json::Value) -> (bool, serde_json::Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    let out = command()
         .arg("--legacy-pipe")
         .args(["call", "shelpa_pipe", &args.to_string(), "--root"])
         .arg(root)

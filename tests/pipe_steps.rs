@@ -4,15 +4,15 @@
 //! relay must not change what a pipeline does: `head` still stops its upstream with SIGPIPE, a
 //! timeout still kills every stage, and no descriptor is left behind.
 
-mod support;
-
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{text, Session};
+
+use test_support::mcp::{text, Session};
+use test_support::temp::temp_dir;
 
 /// A `--legacy-pipe` server on `root`.
 struct Pipe {
@@ -52,10 +52,6 @@ impl Pipe {
             .expect("server fd dir")
             .count()
     }
-}
-
-fn workspace() -> tempfile::TempDir {
-    tempfile::tempdir().expect("tempdir")
 }
 
 fn steps(body: &Value) -> &Vec<Value> {
@@ -106,7 +102,7 @@ fn run_tool(dir: &Path, argv: &[&str], input: &[u8]) -> Vec<u8> {
 
 #[test]
 fn each_step_is_its_stage_as_written() {
-    let ws = workspace();
+    let ws = temp_dir();
     std::fs::write(ws.path().join("x.txt"), "a|b one\nc two\na|b three\n").expect("write");
     std::fs::create_dir(ws.path().join("sub")).expect("mkdir");
     let mut p = Pipe::start(ws.path(), &[]);
@@ -137,7 +133,7 @@ fn each_step_is_its_stage_as_written() {
 
 #[test]
 fn every_stage_reports_the_bytes_it_wrote() {
-    let ws = workspace();
+    let ws = temp_dir();
     // About 5 MB, so the first junction passes its pipe-growing threshold; one line in 997
     // holds `needle`, so what reaches `sort` is small and `head` reads it in one go.
     let mut log = String::new();
@@ -181,7 +177,7 @@ fn every_stage_reports_the_bytes_it_wrote() {
 
 #[test]
 fn head_still_stops_a_large_upstream_promptly() {
-    let ws = workspace();
+    let ws = temp_dir();
     let line = "0123456789".repeat(10) + "\n";
     let big = line.repeat(200_000);
     std::fs::write(ws.path().join("big.txt"), &big).expect("write");
@@ -217,7 +213,7 @@ fn head_still_stops_a_large_upstream_promptly() {
 
 #[test]
 fn a_timeout_still_kills_every_stage_and_counts_what_they_wrote() {
-    let ws = workspace();
+    let ws = temp_dir();
     let marker = format!("steps-timeout-{}", std::process::id());
     let mut p = Pipe::start(ws.path(), &["--timeout", "2"]);
     let command = format!(
@@ -234,7 +230,7 @@ fn a_timeout_still_kills_every_stage_and_counts_what_they_wrote() {
     let s = sizes(&body);
     // The producer streamed until it was killed; the counter never printed its END line.
     assert!(s[0] > 0 && s[1] == 0, "{s:?}");
-    let left: Vec<_> = support::proc_entries()
+    let left: Vec<_> = test_support::procs::proc_entries()
         .into_iter()
         .filter(|(_, dir)| {
             std::fs::read(dir.join("cmdline"))
@@ -246,7 +242,7 @@ fn a_timeout_still_kills_every_stage_and_counts_what_they_wrote() {
 
 #[test]
 fn junctions_leave_no_descriptor_behind() {
-    let ws = workspace();
+    let ws = temp_dir();
     std::fs::write(ws.path().join("f.txt"), "b\na\nc\n".repeat(100_000)).expect("write");
     let mut p = Pipe::start(ws.path(), &["--timeout", "2"]);
     // A first call opens whatever the server keeps for the session (the fence, the tools).

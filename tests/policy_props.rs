@@ -8,6 +8,8 @@ use shelpa::plan::GuardReason;
 use shelpa::policy::{check, dangerous_spellings, PolicyContext, ToolPaths};
 use workspace::guard::PathGuard;
 
+use test_support::temp::canonical_temp_dir;
+
 /// Stages that are allowed on their own, used to surround the one under test.
 const SAFE_STAGES: [&str; 6] = [
     "head -n 3 f.txt",
@@ -20,8 +22,7 @@ const SAFE_STAGES: [&str; 6] = [
 
 #[test]
 fn no_generated_spelling_of_a_refused_option_is_ever_admitted() {
-    let tmp = tempfile::tempdir().expect("tmp");
-    let root = tmp.path().canonicalize().expect("canonical");
+    let (_tmp, root) = canonical_temp_dir();
     std::fs::write(root.join("f.txt"), "x y\n").expect("write");
     std::fs::write(root.join("x"), "x\n").expect("write");
     std::fs::write(root.join("y"), "y\n").expect("write");

@@ -46,19 +46,13 @@
 //! tee 3); filesystem 7 (edit_file 4, writes 5, NotFound 3, retried 3); adoption 9/9 = 1.0;
 //! decile 0: 3 calls, 1 write (filesystem).
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use serde_json::Value;
 
-fn fixture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(rel)
-}
+use test_support::bin::command;
+use test_support::fixtures::fixture;
 
 fn report_json() -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    let out = command()
         .arg("report")
         .arg("--transcripts")
         .arg(fixture("transcripts"))

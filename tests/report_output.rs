@@ -1,16 +1,13 @@
 //! `filesystem report`'s text, CSV and SVG outputs, and its refusals, through the real binary.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn fixture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(rel)
-}
+use test_support::bin::command;
+use test_support::fixtures::fixture;
+use test_support::temp::temp_dir;
 
 fn report(extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    command()
         .arg("report")
         .arg("--transcripts")
         .arg(fixture("transcripts"))
@@ -84,7 +81,7 @@ fn csv_output_is_one_number_a_row() {
 
 #[test]
 fn svg_output_draws_a_curve_per_interface() {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = temp_dir();
     let svg_path = dir.path().join("adoption.svg");
     let svg_arg = svg_path.to_str().expect("utf-8 temp path");
     stdout_of(&report(&["--svg", svg_arg, "--format", "json"]));
@@ -112,7 +109,7 @@ fn svg_output_draws_a_curve_per_interface() {
 
 #[test]
 fn no_inputs_is_refused_with_what_to_give() {
-    let out = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    let out = command()
         .arg("report")
         .output()
         .expect("run filesystem report");
@@ -126,7 +123,7 @@ fn no_inputs_is_refused_with_what_to_give() {
 
 #[test]
 fn a_missing_log_file_is_named_in_the_error() {
-    let out = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    let out = command()
         .args(["report", "--log", "/nonexistent/calls.jsonl"])
         .output()
         .expect("run filesystem report");
@@ -139,7 +136,7 @@ fn a_missing_log_file_is_named_in_the_error() {
 fn mcp_server_filter_moves_other_servers_tools_out_of_adoption() {
     // With only "shelpa" admitted, the subagent's and sess-b's mcp__filesystem__ calls become
     // other MCP tools: writes through ours drop from 8 to the 2 pipe writes.
-    let out = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    let out = command()
         .arg("report")
         .arg("--transcripts")
         .arg(fixture("transcripts"))
@@ -167,10 +164,10 @@ fn write_transcript(dir: &std::path::Path, file: &str, name: &str) {
 
 #[test]
 fn names_from_transcripts_cannot_drive_the_terminal_or_a_spreadsheet() {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = temp_dir();
     write_transcript(dir.path(), "evil.jsonl", "\u{1b}[2J=HYPERLINK(1)");
     let run = |format: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+        let out = command()
             .arg("report")
             .arg("--transcripts")
             .arg(dir.path())
@@ -188,12 +185,12 @@ fn names_from_transcripts_cannot_drive_the_terminal_or_a_spreadsheet() {
 
 #[test]
 fn symlinked_directories_are_not_followed() {
-    let outside = tempfile::tempdir().expect("temp dir");
+    let outside = temp_dir();
     write_transcript(outside.path(), "elsewhere.jsonl", "Write");
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = temp_dir();
     write_transcript(dir.path(), "here.jsonl", "Edit");
     std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).expect("symlink");
-    let out = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    let out = command()
         .arg("report")
         .arg("--transcripts")
         .arg(dir.path())

@@ -6,12 +6,14 @@
 //! that fell back to it (as `check` and `audit` once did) would be caught.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
-
-const BIN: &str = env!("CARGO_BIN_EXE_filesystem");
+use test_support::audit::copy_tree;
+use test_support::bin::command;
+use test_support::fixtures::fixture;
+use test_support::temp::canonical_temp_dir;
 
 /// Three workspaces side by side: `env` (named by `FILESYSTEM_ROOT`), `flag` (named by `--root`)
 /// and `cwd` (the current directory). Each holds `which.txt` naming itself; `env` and `flag` also
@@ -23,9 +25,8 @@ struct Roots {
 
 impl Roots {
     fn new() -> Roots {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let base = tmp.path().canonicalize().expect("canonical");
-        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/shelpa-mirror");
+        let (tmp, base) = canonical_temp_dir();
+        let fixture = fixture("shelpa-mirror");
         for name in ["env", "flag", "cwd"] {
             let root = base.join(name);
             if name == "cwd" {
@@ -48,7 +49,7 @@ impl Roots {
     /// The binary with `FILESYSTEM_ROOT` naming `env`, started in `cwd`, with `--root flag`
     /// when `with_flag`.
     fn command(&self, with_flag: bool) -> Command {
-        let mut cmd = Command::new(BIN);
+        let mut cmd = command();
         cmd.env("FILESYSTEM_ROOT", self.root("env"))
             .env("TZ", "UTC")
             .current_dir(self.root("cwd"))
@@ -57,19 +58,6 @@ impl Roots {
             cmd.arg("--root").arg(self.root("flag"));
         }
         cmd
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read fixture") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
     }
 }
 

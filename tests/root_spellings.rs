@@ -3,13 +3,13 @@
 //! through a link. Absolute paths written with that spelling are inside the workspace, in both
 //! modes and as a pipe `cwd`; anything that merely shares its prefix is still outside.
 
-mod support;
-
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use serde_json::{json, Value};
-use support::{Session, BIN};
+use serde_json::json;
+
+use test_support::bin::command;
+use test_support::mcp::Session;
+use test_support::temp::canonical_temp_dir;
 
 /// `base/real/ws` (holding `a.txt` and `sub/b.txt`), `base/link -> base/real`, and a sibling
 /// `base/real/ws-evil` with a secret in it.
@@ -20,8 +20,7 @@ struct Layout {
 
 impl Layout {
     fn new() -> Layout {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let base = tmp.path().canonicalize().expect("canonical");
+        let (tmp, base) = canonical_temp_dir();
         std::fs::create_dir_all(base.join("real/ws/sub")).expect("mkdir");
         std::fs::create_dir_all(base.join("real/ws-evil")).expect("mkdir");
         std::fs::write(base.join("real/ws/a.txt"), "alpha\n").expect("write");
@@ -41,28 +40,17 @@ impl Layout {
     }
 }
 
-fn call(s: &mut Session, id: i64, tool: &str, args: Value) -> (bool, String) {
-    let r = s.call(id, tool, args);
-    (r["isError"] == json!(true), support::text(&r))
-}
-
 #[test]
 fn filesystem_mode_accepts_the_linked_spelling_of_the_root() {
     let l = Layout::new();
     let mut s = Session::start_in(&l.linked_root(), &[]);
     s.initialize("2025-11-25");
 
-    let (err, text) = call(
-        &mut s,
-        1,
-        "read_text_file",
-        json!({"path": l.linked("a.txt")}),
-    );
+    let (err, text) = s.call_text(1, "read_text_file", json!({"path": l.linked("a.txt")}));
     assert!(!err, "{text}");
     assert!(text.contains("alpha"), "{text}");
 
-    let (err, text) = call(
-        &mut s,
+    let (err, text) = s.call_text(
         2,
         "write_file",
         json!({"path": l.linked("sub/new.txt"), "content": "new\n"}),
@@ -75,7 +63,7 @@ fn filesystem_mode_accepts_the_linked_spelling_of_the_root() {
 
     // The canonical spelling keeps working.
     let canonical = l.base.join("real/ws/a.txt").display().to_string();
-    let (err, text) = call(&mut s, 3, "read_text_file", json!({"path": canonical}));
+    let (err, text) = s.call_text(3, "read_text_file", json!({"path": canonical}));
     assert!(!err, "{text}");
 
     // A sibling sharing the prefix, a climb out of the spelling, and the link's parent stay out.
@@ -87,8 +75,7 @@ fn filesystem_mode_accepts_the_linked_spelling_of_the_root() {
     .iter()
     .enumerate()
     {
-        let (err, text) = call(
-            &mut s,
+        let (err, text) = s.call_text(
             10 + i as i64,
             "read_text_file",
             json!({"path": outside.display().to_string()}),
@@ -97,8 +84,7 @@ fn filesystem_mode_accepts_the_linked_spelling_of_the_root() {
         assert!(!text.contains("secret\n"), "{text}");
     }
     // The store is refused under this spelling too.
-    let (err, _) = call(
-        &mut s,
+    let (err, _) = s.call_text(
         20,
         "write_file",
         json!({"path": l.linked(".filesystem/x"), "content": "x"}),
@@ -112,8 +98,7 @@ fn pipe_mode_accepts_the_linked_spelling_as_cwd_and_operand() {
     let mut s = Session::start_in(&l.linked_root(), &["--legacy-pipe"]);
     s.initialize("2025-11-25");
 
-    let (err, text) = call(
-        &mut s,
+    let (err, text) = s.call_text(
         1,
         "shelpa_pipe",
         json!({"command": "ls", "cwd": l.linked("sub")}),
@@ -121,8 +106,7 @@ fn pipe_mode_accepts_the_linked_spelling_as_cwd_and_operand() {
     assert!(!err, "{text}");
     assert!(text.contains("b.txt"), "{text}");
 
-    let (err, text) = call(
-        &mut s,
+    let (err, text) = s.call_text(
         2,
         "shelpa_pipe",
         json!({"command": format!("head -n 1 {}", l.linked("a.txt"))}),
@@ -130,16 +114,14 @@ fn pipe_mode_accepts_the_linked_spelling_as_cwd_and_operand() {
     assert!(!err, "{text}");
     assert!(text.contains("alpha"), "{text}");
 
-    let (err, text) = call(
-        &mut s,
+    let (err, text) = s.call_text(
         3,
         "shelpa_pipe",
         json!({"command": format!("cd {}", l.linked("sub"))}),
     );
     assert!(!err, "{text}");
 
-    let (err, text) = call(
-        &mut s,
+    let (err, text) = s.call_text(
         4,
         "shelpa_pipe",
         json!({"command": "ls", "cwd": l.base.join("link/ws-evil").display().to_string()}),
@@ -153,7 +135,7 @@ fn pipe_mode_accepts_the_linked_spelling_as_cwd_and_operand() {
 #[test]
 fn a_symlinked_home_spells_the_root_too() {
     let l = Layout::new();
-    let out = Command::new(BIN)
+    let out = command()
         .args(["call", "read_text_file"])
         .arg(json!({"path": l.linked("a.txt")}).to_string())
         .arg("--root")
@@ -169,7 +151,7 @@ fn a_symlinked_home_spells_the_root_too() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("alpha"));
 
     // Without that home the same spelling is outside.
-    let out = Command::new(BIN)
+    let out = command()
         .args(["call", "read_text_file"])
         .arg(json!({"path": l.linked("a.txt")}).to_string())
         .arg("--root")
@@ -185,7 +167,7 @@ fn a_symlinked_home_spells_the_root_too() {
 fn the_shells_spelling_of_the_current_directory_is_accepted() {
     let l = Layout::new();
     let run = |pwd: &Path| {
-        Command::new(BIN)
+        command()
             .args(["call", "read_text_file"])
             .arg(json!({"path": l.linked("a.txt")}).to_string())
             .current_dir(l.base.join("real/ws"))
@@ -220,16 +202,14 @@ fn the_daemon_accepts_the_spelling_a_call_names_its_root_by() {
     );
     s.initialize("2025-11-25");
     let root = l.linked_root().display().to_string();
-    let (err, text) = call(
-        &mut s,
+    let (err, text) = s.call_text(
         1,
         "read_text_file",
         json!({"root": root, "path": l.linked("a.txt")}),
     );
     assert!(!err, "{text}");
     assert!(text.contains("alpha"), "{text}");
-    let (err, text) = call(
-        &mut s,
+    let (err, text) = s.call_text(
         2,
         "read_text_file",
         json!({"root": root, "path": l.base.join("link/ws-evil/secret").display().to_string()}),
@@ -252,15 +232,13 @@ fn the_daemon_learns_a_later_spelling_of_an_open_root() {
     );
     s.initialize("2025-11-25");
     let canonical = l.base.join("real/ws").display().to_string();
-    let (err, text) = call(
-        &mut s,
+    let (err, text) = s.call_text(
         1,
         "read_text_file",
         json!({"root": canonical, "path": "a.txt"}),
     );
     assert!(!err, "{text}");
-    let (err, text) = call(
-        &mut s,
+    let (err, text) = s.call_text(
         2,
         "read_text_file",
         json!({"root": l.linked_root().display().to_string(), "path": l.linked("sub/b.txt")}),

@@ -3,8 +3,6 @@
 //! process of its group behind, and leave the server serving. The server's own memory must stay
 //! bounded while a large stream passes through it.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,7 +10,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{text, Session};
+
+use test_support::bin::command;
+use test_support::mcp::text_json;
+use test_support::mcp::{text, Session};
+use test_support::procs::peak_rss_kib;
+use test_support::temp::temp_dir;
 
 /// Short enough to keep the file fast, long enough for a loaded 2-core machine to start a stage.
 const TIMEOUT_SECS: &str = "2";
@@ -29,7 +32,7 @@ struct ProcStat {
 /// Every process visible in `/proc` (processes that vanish mid-scan are skipped).
 fn processes() -> Vec<ProcStat> {
     let mut out = Vec::new();
-    for (pid, dir) in support::proc_entries() {
+    for (pid, dir) in test_support::procs::proc_entries() {
         let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
             continue;
         };
@@ -178,31 +181,22 @@ impl Pipe {
         assert_eq!(pong["result"], json!({}), "{pong}");
         let (result, groups) = self.run(json!({"command": "jq -n '1 + 1'"}));
         assert_ne!(result["isError"], json!(true), "{result}");
-        assert_eq!(body(&result)["stdout"], "2\n");
+        assert_eq!(text_json(&result)["stdout"], "2\n");
         self.assert_nothing_left(&groups);
     }
 }
 
-/// The JSON text of a pipe result.
-fn body(result: &Value) -> Value {
-    serde_json::from_str(&text(result)).unwrap_or_else(|e| panic!("not JSON ({e}): {result}"))
-}
-
 fn assert_timeout(result: &Value) {
     assert_eq!(result["isError"], json!(true), "{result}");
-    let b = body(result);
+    let b = text_json(result);
     assert_eq!(b["error"]["code"], "EXEC_FAILED", "{b}");
     assert_eq!(b["error"]["reason"], "TIMEOUT", "{b}");
     assert_eq!(b["error"]["limit"], "time", "{b}");
 }
 
-fn workspace() -> tempfile::TempDir {
-    tempfile::tempdir().expect("tempdir")
-}
-
 #[test]
 fn a_producer_that_never_stops_is_cut_at_the_output_cap() {
-    let ws = workspace();
+    let ws = temp_dir();
     let mut p = Pipe::start(ws.path(), &[]);
     let (result, groups) = p.run(json!({"command": "jq -n 'range(1e18)'"}));
     // Hitting the cap is a success with truncated output; should the cap not be reached in time
@@ -210,7 +204,7 @@ fn a_producer_that_never_stops_is_cut_at_the_output_cap() {
     if result["isError"] == json!(true) {
         assert_timeout(&result);
     } else {
-        let b = body(&result);
+        let b = text_json(&result);
         assert_eq!(b["meta"]["steps"][0]["truncated"], true, "{b}");
         let out = b["stdout"].as_str().expect("stdout");
         assert_eq!(out.len(), 1024 * 1024);
@@ -222,9 +216,9 @@ fn a_producer_that_never_stops_is_cut_at_the_output_cap() {
 
 #[test]
 fn a_huge_sort_is_killed_at_the_limit_and_leaves_no_scratch_files() {
-    let ws = workspace();
+    let ws = temp_dir();
     // The server's temp directory is ours, so what its calls leave behind can be seen.
-    let scratch = tempfile::tempdir().expect("scratch");
+    let scratch = temp_dir();
     let sort_files_in_tmp = || -> BTreeSet<String> {
         std::fs::read_dir("/tmp")
             .map(|d| {
@@ -237,7 +231,7 @@ fn a_huge_sort_is_killed_at_the_limit_and_leaves_no_scratch_files() {
     };
     let before = sort_files_in_tmp();
     let mut s = {
-        let mut child = std::process::Command::new(support::BIN);
+        let mut child = command();
         child
             .args(["--root".as_ref(), ws.path().as_os_str()])
             .args(["--legacy-pipe", "--timeout", TIMEOUT_SECS, "--no-call-log"])
@@ -268,7 +262,7 @@ fn a_huge_sort_is_killed_at_the_limit_and_leaves_no_scratch_files() {
 
 #[test]
 fn an_awk_infinite_loop_is_killed_at_the_limit() {
-    let ws = workspace();
+    let ws = temp_dir();
     let mut p = Pipe::start(ws.path(), &[]);
     let (result, groups) = p.run(json!({"command": "awk 'BEGIN{while(1){}}'"}));
     assert_timeout(&result);
@@ -279,7 +273,7 @@ fn an_awk_infinite_loop_is_killed_at_the_limit() {
 
 #[test]
 fn follow_mode_is_refused_before_anything_runs() {
-    let ws = workspace();
+    let ws = temp_dir();
     std::fs::write(ws.path().join("app.log"), "one\ntwo\n").expect("seed");
     let mut p = Pipe::start(ws.path(), &[]);
     for command in [
@@ -296,7 +290,7 @@ fn follow_mode_is_refused_before_anything_runs() {
     ] {
         let (result, groups) = p.run(json!({"command": command}));
         assert_eq!(result["isError"], json!(true), "{command}: {result}");
-        let b = body(&result);
+        let b = text_json(&result);
         assert_eq!(b["error"]["code"], "GUARD_VIOLATION", "{command}: {b}");
         assert!(
             ["DISALLOWED_OPTION", "PARSE_ERROR"]
@@ -313,7 +307,7 @@ fn follow_mode_is_refused_before_anything_runs() {
 
 #[test]
 fn a_stage_flooding_stderr_neither_blocks_nor_grows_the_reply() {
-    let ws = workspace();
+    let ws = temp_dir();
     let mut p = Pipe::start(ws.path(), &[]);
     // Never ends, writes only to stderr: a pipe nobody drained would block it; here it runs into
     // the time limit instead.
@@ -332,7 +326,7 @@ fn a_stage_flooding_stderr_neither_blocks_nor_grows_the_reply() {
         "the reply carries {} bytes of stderr",
         reply_text.len()
     );
-    let b = body(&result);
+    let b = text_json(&result);
     assert_eq!(b["stdout"], "");
     // What was produced first comes back, cut at the stderr cap (64 KiB).
     let stderr = b["stderr"].as_str().expect("stderr returned as text");
@@ -346,20 +340,9 @@ fn a_stage_flooding_stderr_neither_blocks_nor_grows_the_reply() {
     p.assert_still_serving();
 }
 
-/// Peak resident memory of a process (`VmHWM`), in KiB.
-fn peak_rss_kib(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .expect("VmHWM line")
-}
-
 #[test]
 fn memory_stays_bounded_while_a_large_stream_passes_through_the_server() {
-    let ws = workspace();
+    let ws = temp_dir();
     let mut p = Pipe::start(ws.path(), &[]);
     // 220,000 lines of 1,000 spaces: 220 MB through awk, the server's built-in tee (which keeps
     // at most its 1 MiB write limit) and on into wc.
@@ -369,7 +352,7 @@ fn memory_stays_bounded_while_a_large_stream_passes_through_the_server() {
         "confirm_oversize": true,
     }));
     assert_ne!(result["isError"], json!(true), "{result}");
-    let b = body(&result);
+    let b = text_json(&result);
     let total = lines * 1001;
     assert!(total > 200_000_000);
     assert_eq!(b["stdout"], format!("{total}\n"), "{b}");
@@ -379,7 +362,7 @@ fn memory_stays_bounded_while_a_large_stream_passes_through_the_server() {
         .expect("written")
         .len();
     assert_eq!(written, 1024 * 1024);
-    let peak = peak_rss_kib(p.pid());
+    let peak = peak_rss_kib(p.s.child.id()).expect("VmHWM line");
     assert!(
         peak < 64 * 1024,
         "the server's peak RSS reached {peak} KiB while streaming {total} bytes"

@@ -2,15 +2,18 @@
 //! framing edges, a client that stops reading or closes our output, and the daemon's roots (one
 //! slow tenant, twenty thousand tenants).
 
-mod support;
-
 use std::io::{BufRead, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{read_framed, text, Session, BIN};
+
+use test_support::bin::command;
+use test_support::filesystem;
+use test_support::framing::read_framed;
+use test_support::mcp::{initialize, text, Session};
+use test_support::temp::temp_dir;
 
 /// A pipeline that runs until it is stopped.
 const BUSY: &str = "awk 'BEGIN { while (1) {} }'";
@@ -194,8 +197,8 @@ fn conflicting_content_lengths_are_an_error_and_end_the_session() {
 
 #[test]
 fn a_client_that_closes_our_output_stops_the_calls_and_the_server_exits() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut child = Command::new(BIN)
+    let dir = temp_dir();
+    let mut child = command()
         .arg("--root")
         .arg(dir.path())
         .stdin(Stdio::piped())
@@ -205,7 +208,7 @@ fn a_client_that_closes_our_output_stops_the_calls_and_the_server_exits() {
         .expect("spawn");
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
+    let init = initialize(1, "2025-11-25", "t");
     writeln!(stdin, "{init}").expect("send");
     let mut line = String::new();
     stdout.read_line(&mut line).expect("init reply");
@@ -278,7 +281,7 @@ fn a_client_that_does_not_read_holds_the_server_to_a_bounded_size() {
 
 #[test]
 fn in_server_mode_a_slow_tenant_does_not_hold_up_another_and_each_root_stays_in_order() {
-    let allowed = tempfile::tempdir().expect("tempdir");
+    let allowed = temp_dir();
     let a = allowed.path().join("a");
     let b = allowed.path().join("b");
     std::fs::create_dir(&a).expect("a");
@@ -319,7 +322,7 @@ fn in_server_mode_a_slow_tenant_does_not_hold_up_another_and_each_root_stays_in_
 
 #[test]
 fn twenty_thousand_roots_cost_a_bounded_number_of_descriptors() {
-    let allowed = tempfile::tempdir().expect("tempdir");
+    let allowed = temp_dir();
     let roots = 20_000;
     for i in 0..roots {
         std::fs::create_dir(allowed.path().join(format!("r{i}"))).expect("mkdir");
@@ -384,7 +387,7 @@ fn twenty_thousand_roots_cost_a_bounded_number_of_descriptors() {
 
 #[test]
 fn under_a_low_descriptor_limit_every_root_is_still_served() {
-    let allowed = tempfile::tempdir().expect("tempdir");
+    let allowed = temp_dir();
     let roots = 300;
     for i in 0..roots {
         std::fs::create_dir(allowed.path().join(format!("r{i}"))).expect("mkdir");
@@ -392,7 +395,7 @@ fn under_a_low_descriptor_limit_every_root_is_still_served() {
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
-        .arg(BIN)
+        .arg(filesystem())
         .args(["--server", "--allow-root"])
         .arg(allowed.path());
     let mut s = Session::from_command(cmd);

@@ -2,19 +2,20 @@
 //! (`--allow-root`, `FILESYSTEM_ALLOW_ROOTS`, else the user's home), resolved through symlinks,
 //! and never a root that is or lies inside a `.filesystem/` or `.shelpa/` store.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
-use support::{text, Session, BIN};
+
+use test_support::bin::command;
+use test_support::mcp::{text, Session};
+use test_support::temp::canonical_temp_dir;
 
 /// A daemon command with a clean environment for the settings under test: no inherited allow-list
 /// and a HOME that serves nothing useful unless a test sets it.
 fn daemon(args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = command();
     cmd.arg("--server")
         .args(args)
         .env_remove("FILESYSTEM_ALLOW_ROOTS")
@@ -61,8 +62,7 @@ fn stderr(out: &Output) -> String {
 
 /// A temp directory by its canonical name (the daemon reports canonical paths).
 fn temp() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().canonicalize().expect("canonical");
+    let (dir, path) = canonical_temp_dir();
     (dir, path)
 }
 
@@ -511,7 +511,7 @@ fn with_home_unset_and_no_passwd_entry_the_daemon_does_not_start() {
 
 #[test]
 fn help_explains_the_allowed_roots() {
-    let out = Command::new(BIN).arg("--help").output().expect("run");
+    let out = command().arg("--help").output().expect("run");
     let help = String::from_utf8_lossy(&out.stdout);
     for needle in [
         "--allow-root <DIR>",

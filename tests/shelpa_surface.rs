@@ -17,13 +17,15 @@
 //! The recorded opening of the help is also spelled out below, independently of the code and of
 //! the golden file, so regenerating the golden cannot quietly change the recorded words.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{json, Value};
-use support::{text, Session, BIN};
+
+use test_support::bin::command;
+use test_support::filesystem;
+use test_support::mcp::{text, Session};
+use test_support::temp::temp_dir;
 
 /// The help's opening as the design notes record it, verbatim (the stored copy of the page ends
 /// mid-word, after "if no").
@@ -70,10 +72,7 @@ fn golden(name: &str, actual: &str) {
 }
 
 fn run(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("run filesystem")
+    command().args(args).output().expect("run filesystem")
 }
 
 fn stdout(out: &Output) -> String {
@@ -221,7 +220,7 @@ fn the_sets_hold_the_tools_the_notes_name() {
             &["shelpa_pipe", "shelpa_tee", "shelpa_write", "shelpa"],
         ),
     ];
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let root = dir.path().to_str().expect("utf-8 path");
     for (set, tools) in expected {
         for surface in ["original", "modern"] {
@@ -271,9 +270,9 @@ fn modern_still_serves_todays_texts() {
 
 #[test]
 fn started_as_shelpa_mcp_it_is_the_original_shelpa() {
-    let links = tempfile::tempdir().expect("tempdir");
+    let links = temp_dir();
     let shelpa = links.path().join("shelpa-mcp");
-    std::os::unix::fs::symlink(BIN, &shelpa).expect("symlink");
+    std::os::unix::fs::symlink(filesystem(), &shelpa).expect("symlink");
 
     let help = Command::new(&shelpa)
         .arg("--help")
@@ -282,7 +281,7 @@ fn started_as_shelpa_mcp_it_is_the_original_shelpa() {
     let help = stdout(&help);
     golden("help-recorded.txt", &split_help(&help).0);
 
-    let ws = tempfile::tempdir().expect("tempdir");
+    let ws = temp_dir();
     std::fs::write(ws.path().join("app.log"), "a ERROR db\nb ok\n").expect("write");
     let mut cmd = Command::new(&shelpa);
     cmd.arg("--root").arg(ws.path()).arg("--no-call-log");
@@ -325,7 +324,7 @@ fn started_as_shelpa_mcp_it_is_the_original_shelpa() {
 
 /// A server serving all four tools on a workspace holding `src/main.rs`.
 fn all_tools() -> Session {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     std::fs::create_dir(dir.path().join("src")).expect("mkdir");
     std::fs::write(dir.path().join("src/main.rs"), "fn main() {}\n").expect("write");
     let root = dir.path().to_path_buf();
@@ -462,7 +461,7 @@ fn shelpa_navigates_alone_and_sends_pipelines_to_shelpa_pipe() {
 
 #[test]
 fn one_off_calls_reach_every_tool_of_the_set_and_no_other() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let root = dir.path().to_str().expect("utf-8 path");
     let calls = [
         ("shelpa_pipe", r#"{"command":"pwd"}"#),
@@ -538,9 +537,9 @@ fn report_counts_shelpa_tee_and_shelpa_as_the_pipe_and_tee_calls_as_writes() {
 
 #[test]
 fn a_served_shelpa_tee_call_is_logged_and_reported_as_a_pipe_write() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let log = dir.path().join("calls.jsonl");
-    let ws = tempfile::tempdir().expect("tempdir");
+    let ws = temp_dir();
     let mut s = Session::start_in(
         ws.path(),
         &[

@@ -3,10 +3,13 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_filesystem");
+use test_support::bin::command;
+use test_support::cli::in_root;
+use test_support::cli::printed;
+use test_support::temp::canonical_temp_dir;
 
 /// What a command did, once it finished (a command still running after a generous limit is a
 /// hang, and fails the test).
@@ -16,11 +19,7 @@ struct Ran {
 }
 
 fn run(root: &Path, args: &[&str]) -> Ran {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .arg("--root")
-        .arg(root)
-        .env_remove("FILESYSTEM_ROOT")
+    let mut child = in_root(root, args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -72,8 +71,7 @@ fn mkfifo(path: &Path) {
 /// A workspace with a two-version history of `a.txt`, a mirror of it with two records, and an
 /// empty trash log.
 fn fixture() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tmp");
-    let root = dir.path().canonicalize().expect("canonical");
+    let (dir, root) = canonical_temp_dir();
     for content in ["one\n", "two\n"] {
         let r = run(
             &root,
@@ -197,8 +195,7 @@ fn has_raw_controls(text: &str) -> bool {
 
 #[test]
 fn names_with_control_characters_are_printed_escaped() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let root = dir.path().canonicalize().expect("canonical");
+    let (_dir, root) = canonical_temp_dir();
     let evil = "e\u{1b}]0;pwned\u{7}\u{1b}[2Jvil\rname\u{202e}txt.md";
     std::fs::create_dir_all(root.join(".shelpa")).expect("mkdir");
     std::fs::write(
@@ -273,14 +270,10 @@ fn names_with_control_characters_are_printed_escaped() {
 
 /// A command outside any workspace.
 fn run_plain(args: &[&str]) -> Ran {
-    let out = Command::new(BIN).args(args).output().expect("run");
+    let out = command().args(args).output().expect("run");
     Ran {
         ok: out.status.success(),
-        text: format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
+        text: printed(&out),
     }
 }
 
@@ -305,8 +298,7 @@ fn csv_fields(row: &str) -> usize {
 
 #[test]
 fn a_record_id_at_the_largest_value_is_never_reused() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let root = dir.path().canonicalize().expect("canonical");
+    let (_dir, root) = canonical_temp_dir();
     std::fs::create_dir_all(root.join(".shelpa")).expect("mkdir");
     let mirror = format!(
         "--- shelpa:overwrite ts=2026-01-01T00:00:00Z record_id=5 ---\nold\n\
@@ -346,8 +338,7 @@ fn a_record_id_at_the_largest_value_is_never_reused() {
 
 #[test]
 fn audit_grep_streams_a_mirror_of_many_records_in_bounded_memory() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let root = dir.path().canonicalize().expect("canonical");
+    let (_dir, root) = canonical_temp_dir();
     std::fs::create_dir_all(root.join(".shelpa")).expect("mkdir");
     let records = 200_000u64;
     let mut mirror = Vec::with_capacity(24 << 20);
@@ -366,7 +357,7 @@ fn audit_grep_streams_a_mirror_of_many_records_in_bounded_memory() {
 
     // Reaped below by wait4, which also reports its own peak memory.
     #[allow(clippy::zombie_processes)]
-    let child = Command::new(BIN)
+    let child = command()
         .args(["audit", "grep", "--json", "^line (7|199999) "])
         .arg("--root")
         .arg(&root)

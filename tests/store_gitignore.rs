@@ -1,12 +1,12 @@
 //! The store marks itself ignored: `.filesystem/.gitignore` says `*`, so git, ripgrep and fd
 //! leave the store alone, and `check` counts the file as one of the store's own.
 
-mod support;
-
 use std::process::Command;
 
 use serde_json::json;
-use support::{Session, BIN};
+
+use test_support::bin::command;
+use test_support::mcp::Session;
 
 #[test]
 fn a_new_store_is_ignored_by_git_and_ripgrep_and_check_accepts_it() {
@@ -58,7 +58,7 @@ fn a_new_store_is_ignored_by_git_and_ripgrep_and_check_accepts_it() {
         assert!(text.contains("a.txt"), "{text}");
         assert!(!text.contains(".filesystem"), "git saw the store: {text}");
     }
-    let check = Command::new(BIN)
+    let check = command()
         .args(["check", "--strict", "--root"])
         .arg(&root)
         .env_remove("FILESYSTEM_ROOT")

@@ -6,28 +6,20 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_filesystem");
+use test_support::cli::in_root;
+use test_support::cli::printed;
+use test_support::temp::canonical_temp_dir;
 
 /// The conversion's test hook (see `crates/workspace/src/history/convert.rs`).
 const STOP_AFTER: &str = "FILESYSTEM_TEST_CONVERSION_STOP_AFTER";
 
-fn workspace() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().canonicalize().expect("canonical");
-    (dir, root)
-}
-
 fn run(root: &Path, args: &[&str], stop_after: Option<u64>) -> Output {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .arg("--root")
-        .arg(root)
-        .env_remove("FILESYSTEM_ROOT")
-        .env_remove(STOP_AFTER);
+    let mut cmd = in_root(root, args);
+    cmd.env_remove(STOP_AFTER);
     if let Some(n) = stop_after {
         cmd.env(STOP_AFTER, n.to_string());
     }
@@ -37,11 +29,7 @@ fn run(root: &Path, args: &[&str], stop_after: Option<u64>) -> Output {
 /// One tool call through `filesystem call … --backup`; its text, and whether it succeeded.
 fn call(root: &Path, tool: &str, args: Value) -> (bool, String) {
     let out = run(root, &["call", tool, &args.to_string(), "--backup"], None);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = printed(&out);
     (out.status.success(), text)
 }
 
@@ -78,7 +66,7 @@ fn log_lines(root: &Path, log: &str) -> Vec<Vec<String>> {
 
 #[test]
 fn the_documented_paths_exist_after_writes_undo_delete_and_move() {
-    let (_d, root) = workspace();
+    let (_d, root) = canonical_temp_dir();
     write(&root, "src/main.rs", "one");
     write(&root, "src/main.rs", "two");
     let s = ".filesystem/src/main.rs";
@@ -138,7 +126,7 @@ fn the_documented_paths_exist_after_writes_undo_delete_and_move() {
 
 #[test]
 fn a_user_s_own_store_gitignore_is_never_overwritten() {
-    let (_d, root) = workspace();
+    let (_d, root) = canonical_temp_dir();
     put(&root, ".filesystem/.gitignore", "mine\n");
     write(&root, "a.txt", "one");
     assert_eq!(read(&root, ".filesystem/.gitignore"), "mine\n");
@@ -146,7 +134,7 @@ fn a_user_s_own_store_gitignore_is_never_overwritten() {
 
 #[test]
 fn colliding_workspace_names_round_trip_through_write_undo_redo_delete_restore() {
-    let (_d, root) = workspace();
+    let (_d, root) = canonical_temp_dir();
     // Each workspace path and where its history must be.
     let cases = [
         (".moves", ".filesystem/%.moves"),
@@ -328,7 +316,7 @@ fn assert_converted(root: &Path) {
 
 #[test]
 fn a_store_in_the_previous_layout_converts_on_first_open_and_keeps_working() {
-    let (_d, root) = workspace();
+    let (_d, root) = canonical_temp_dir();
     old_store(&root);
     let out = run(&root, &["check"], None);
     let text = String::from_utf8_lossy(&out.stdout);
@@ -372,7 +360,7 @@ fn a_store_in_the_previous_layout_converts_on_first_open_and_keeps_working() {
 fn a_conversion_killed_at_any_step_converts_on_the_next_open_and_loses_nothing() {
     let mut n = 1u64;
     loop {
-        let (_d, root) = workspace();
+        let (_d, root) = canonical_temp_dir();
         old_store(&root);
         let first = run(&root, &["call", "list_trash", "{}"], Some(n));
         if first.status.success() {

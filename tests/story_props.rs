@@ -11,13 +11,14 @@
 //! or `y` (at the root or in a directory), and every such path under `d` and `e` exists at the
 //! start (`f` appears only by a move or a restore). Destinations always have an existing
 //! parent: a move or restore that must create parent directories creates them unlogged.
-mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use support::Session;
+
+use test_support::mcp::Session;
+use test_support::temp::canonical_temp_dir;
 
 /// Where a thing of the model is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,15 +188,14 @@ impl Run {
 
     fn ok(&mut self, tool: &str, args: Value) -> String {
         let r = self.call(tool, args.clone());
-        let text = support::text(&r);
+        let text = test_support::mcp::text(&r);
         assert_ne!(r["isError"], json!(true), "{tool} {args}: {text}");
         text
     }
 }
 
 fn check(ops: &[Op]) -> Result<(), TestCaseError> {
-    let tmp = tempfile::tempdir().expect("tmp");
-    let root = tmp.path().canonicalize().expect("canonical");
+    let (_tmp, root) = canonical_temp_dir();
     let mut m = Model::default();
     for d in ["d", "e"] {
         std::fs::create_dir(root.join(d)).expect("mkdir");
@@ -276,7 +276,7 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
     for p in m.seen.clone() {
         let r = run.call("search_file", json!({"path": p}));
         let s = &r["structuredContent"];
-        let text = support::text(&r);
+        let text = test_support::mcp::text(&r);
         let ctx = format!("{p} after {log:?}: {text}");
         prop_assert_eq!(&s["existsNow"], &json!(m.at.contains_key(&p)), "{}", ctx);
         match m.left.get(&p) {

@@ -2,14 +2,17 @@
 
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
 
+use test_support::bin::command;
+use test_support::temp::temp_dir;
+
 #[test]
 fn a_person_at_a_terminal_is_told_what_the_server_is_waiting_for() {
-    let root = tempfile::tempdir().expect("tmp");
+    let root = temp_dir();
     let master: OwnedFd = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
     grantpt(&master).expect("grantpt");
     unlockpt(&master).expect("unlockpt");
@@ -19,7 +22,7 @@ fn a_person_at_a_terminal_is_told_what_the_server_is_waiting_for() {
         .write(true)
         .open(name.to_str().expect("utf8 pty name"))
         .expect("open pty slave");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_filesystem"))
+    let mut child = command()
         .arg("--root")
         .arg(root.path())
         .stdin(Stdio::from(slave))

@@ -1,0 +1,132 @@
+//! Temporary directories and workspaces: what almost every test starts from.
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::Outcome;
+
+/// A fresh temporary directory, removed when dropped (a test that cannot make one cannot run).
+pub fn temp_dir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+/// A temporary workspace root (canonical) beside an `outside/` directory the tools must never
+/// reach.
+pub struct Ws {
+    _tmp: tempfile::TempDir,
+    /// The workspace root.
+    pub root: PathBuf,
+    /// A sibling directory outside the root.
+    pub outside: PathBuf,
+}
+
+impl Ws {
+    /// A new empty workspace and its empty `outside/` sibling.
+    pub fn new() -> Ws {
+        let tmp = temp_dir();
+        let base = tmp.path().canonicalize().expect("canonical");
+        let root = base.join("ws");
+        let outside = base.join("outside");
+        std::fs::create_dir_all(&root).expect("mkdir ws");
+        std::fs::create_dir_all(&outside).expect("mkdir outside");
+        Ws {
+            _tmp: tmp,
+            root,
+            outside,
+        }
+    }
+
+    /// The absolute path of `rel` inside the workspace.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// Writes a file in the workspace, making its parent directories.
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
+        let p = self.path(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(p, content).expect("write");
+    }
+
+    /// Reads a workspace file as text.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).expect("read")
+    }
+
+    /// Runs one tool through `filesystem call` on this workspace.
+    pub fn call(&self, tool: &str, args: serde_json::Value) -> Outcome {
+        self.call_with(tool, args, &[])
+    }
+
+    /// Runs one tool through `filesystem call` with extra flags (e.g. `--backup`).
+    pub fn call_with(&self, tool: &str, args: serde_json::Value, flags: &[&str]) -> Outcome {
+        crate::cli::call(&self.root, tool, &args.to_string(), flags)
+    }
+}
+
+impl Default for Ws {
+    fn default() -> Ws {
+        Ws::new()
+    }
+}
+
+/// A canonical temporary directory that is itself the workspace root (for tests with no use for
+/// an `outside/` sibling, or that make their own).
+pub struct TempRoot {
+    _tmp: tempfile::TempDir,
+    /// The workspace root.
+    pub root: PathBuf,
+}
+
+impl TempRoot {
+    /// A new empty root.
+    pub fn new() -> TempRoot {
+        let (tmp, root) = canonical_temp_dir();
+        TempRoot { _tmp: tmp, root }
+    }
+
+    /// A root somewhere inside `tmp` (kept alive with it), for tests that put something above
+    /// the root, such as a repository's `.gitignore`.
+    pub fn inside(tmp: tempfile::TempDir, root: PathBuf) -> TempRoot {
+        TempRoot { _tmp: tmp, root }
+    }
+
+    /// The absolute path of `rel` inside the root.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// Writes a file under the root, making its parent directories.
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
+        let p = self.path(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(p, content).expect("write");
+    }
+
+    /// Reads a file under the root as text.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).expect("read")
+    }
+}
+
+impl Default for TempRoot {
+    fn default() -> TempRoot {
+        TempRoot::new()
+    }
+}
+
+/// True when `p` exists (a dangling symlink counts).
+pub fn exists(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok()
+}
+
+/// A fresh temporary directory and its canonical path (macOS `/tmp` is `/private/tmp`), for tests
+/// that compare paths the server prints with the root they gave it.
+pub fn canonical_temp_dir() -> (tempfile::TempDir, PathBuf) {
+    let dir = temp_dir();
+    let path = dir.path().canonicalize().expect("canonical");
+    (dir, path)
+}
