@@ -281,9 +281,7 @@ impl PipeToolset {
         log: &mut CallLog,
     ) -> Result<Value, Failure> {
         let started = Instant::now();
-        let a = Args(args);
-        a.check_names(&["command", "cwd", "confirm_oversize"])
-            .map_err(bad_argument)?;
+        let a = checked_args(args, &["command", "cwd", "confirm_oversize"])?;
         let command = a.str("command").map_err(bad_argument)?;
         let cwd_arg = a.opt_str("cwd").map_err(bad_argument)?;
         let confirmed = flag(&a, "confirm_oversize")?;
@@ -456,9 +454,7 @@ impl PipeToolset {
         log: &mut CallLog,
     ) -> Result<Value, Failure> {
         let started = Instant::now();
-        let a = Args(args);
-        a.check_names(&["path", "content", "append", "confirm_oversize"])
-            .map_err(bad_argument)?;
+        let a = checked_args(args, &["path", "content", "append", "confirm_oversize"])?;
         let path = a.str("path").map_err(bad_argument)?;
         let content = a.str("content").map_err(bad_argument)?;
         let append = flag(&a, "append")?;
@@ -531,9 +527,7 @@ impl PipeToolset {
         log: &mut CallLog,
     ) -> Result<Value, Failure> {
         let started = Instant::now();
-        let a = Args(args);
-        a.check_names(&["content", "paths", "append", "confirm_oversize"])
-            .map_err(bad_argument)?;
+        let a = checked_args(args, &["content", "paths", "append", "confirm_oversize"])?;
         let content = a.str("content").map_err(bad_argument)?;
         let paths = tee_paths(args)?;
         let append = flag(&a, "append")?;
@@ -633,6 +627,15 @@ struct DirectWrite<'a> {
 
 /// What the shelpa tool runs.
 const NAVIGATION_COMMANDS: [&str; 3] = ["cd", "pwd", "ls"];
+
+/// A tool's arguments once their names are checked against what it takes: the first step of
+/// shelpa_pipe, shelpa_write and shelpa_tee alike, so all three refuse a stray argument in the
+/// same words.
+fn checked_args<'a>(args: &'a Map<String, Value>, names: &[&str]) -> Result<Args<'a>, Failure> {
+    let a = Args(args);
+    a.check_names(names).map_err(bad_argument)?;
+    Ok(a)
+}
 
 /// An optional boolean argument that is false when absent (`append`, `confirm_oversize`), read
 /// the same way by every tool that takes one.
