@@ -363,25 +363,34 @@ impl<'a> Bench<'a> {
             server.finish()?;
             Ok(Measure { secs, rss_kib })
         });
-        self.push_result(CaseResult {
-            title: "start-up".into(),
-            what: "from spawning the process to reading the answer to `initialize`".into(),
-            baseline: self.ours_label(),
-            calls: None,
-            rows,
-            notes: vec![],
-            twins,
-            cost_limit: None,
-        });
-        let i = self.results.len() - 1;
-        self.check_faster(
-            i,
-            Kind::Reference,
-            100.0,
-            "≥ 100× faster than the reference",
+        let i = self.push_compared(
+            CaseResult {
+                title: "start-up".into(),
+                what: "from spawning the process to reading the answer to `initialize`".into(),
+                baseline: self.ours_label(),
+                calls: None,
+                rows,
+                notes: vec![],
+                twins,
+                cost_limit: None,
+            },
+            &[
+                (Kind::Reference, 100.0, "≥ 100× faster than the reference"),
+                (Kind::RustMcp, 1.0, "no slower than rust-mcp-filesystem"),
+            ],
         );
-        self.check_faster(i, Kind::RustMcp, 1.0, "no slower than rust-mcp-filesystem");
         self.check_within_floor(i, 1.5, "within 1.5× of the floor");
+    }
+
+    /// Records a case measured against the peers and checks it against its targets, each "the
+    /// peer takes at least N× ours' time", in order; returns the case's index for further checks.
+    fn push_compared(&mut self, result: CaseResult, targets: &[(Kind, f64, &str)]) -> usize {
+        self.push_result(result);
+        let i = self.results.len() - 1;
+        for &(peer, at_least, target) in targets {
+            self.check_faster(i, peer, at_least, target);
+        }
+        i
     }
 
     fn check_within_floor(&mut self, case: usize, factor: f64, target: &str) {
@@ -445,26 +454,21 @@ impl<'a> Bench<'a> {
             server.finish()?;
             Ok(Measure { secs, rss_kib })
         });
-        self.push_result(CaseResult {
-            title: "read_text_file ×N pipelined".into(),
-            what: format!(
-                "{n} `read_text_file` calls on a 4 KiB file in one session, all requests written \
-                 by a writer thread while the driver reads; first byte sent to last answer read"
-            ),
-            baseline: self.ours_label(),
-            calls: Some(n),
-            rows,
-            notes: vec![],
-            twins,
-            cost_limit: Some(COST_LIMIT),
-        });
-        let i = self.results.len() - 1;
-        self.check_faster(i, Kind::Reference, 10.0, "≥ 10× the reference's throughput");
-        self.check_faster(
-            i,
-            Kind::RustMcp,
-            4.0,
-            "≥ 4× rust-mcp-filesystem's throughput",
+        let i = self.push_compared(
+                CaseResult {
+                title: "read_text_file ×N pipelined".into(),
+                what: format!(
+                    "{n} `read_text_file` calls on a 4 KiB file in one session, all requests written \
+                     by a writer thread while the driver reads; first byte sent to last answer read"
+                ),
+                baseline: self.ours_label(),
+                calls: Some(n),
+                rows,
+                notes: vec![],
+                twins,
+                cost_limit: Some(COST_LIMIT),
+            },
+            &[(Kind::Reference, 10.0, "≥ 10× the reference's throughput"), (Kind::RustMcp, 4.0, "≥ 4× rust-mcp-filesystem's throughput")],
         );
         self.check_within_floor(i, 1.3, "within 1.3× of the floor");
     }
@@ -536,27 +540,22 @@ impl<'a> Bench<'a> {
             }
             Ok(Measure { secs, rss_kib })
         });
-        self.push_result(CaseResult {
-            title: "directory_tree".into(),
-            what: format!(
-                "one `directory_tree` call on {} files in {} directories (call sent to answer read); \
-                 peak RSS is the server's VmHWM read from /proc before it exits",
-                self.data.tree_files, self.data.tree_dirs
-            ),
-            baseline: self.ours_label(),
-            calls: None,
-            rows,
-            notes,
-            twins,
-            cost_limit: Some(COST_LIMIT),
-        });
-        let i = self.results.len() - 1;
-        self.check_faster(i, Kind::Reference, 10.0, "≥ 10× faster than the reference");
-        self.check_faster(
-            i,
-            Kind::RustMcp,
-            3.0,
-            "≥ 3× faster than rust-mcp-filesystem",
+        let i = self.push_compared(
+                CaseResult {
+                title: "directory_tree".into(),
+                what: format!(
+                    "one `directory_tree` call on {} files in {} directories (call sent to answer read); \
+                     peak RSS is the server's VmHWM read from /proc before it exits",
+                    self.data.tree_files, self.data.tree_dirs
+                ),
+                baseline: self.ours_label(),
+                calls: None,
+                rows,
+                notes,
+                twins,
+                cost_limit: Some(COST_LIMIT),
+            },
+            &[(Kind::Reference, 10.0, "≥ 10× faster than the reference"), (Kind::RustMcp, 3.0, "≥ 3× faster than rust-mcp-filesystem")],
         );
         let title = self.results[i].title.clone();
         let ours = self.results[i].rss(&self.ours_label());
@@ -613,28 +612,26 @@ impl<'a> Bench<'a> {
             Ok(Measure { secs, rss_kib })
         });
         let _ = data::restore(&self.data.edit_pristine, &self.data.edit_file);
-        self.push_result(CaseResult {
-            title: "edit_file".into(),
-            what: format!(
-                "one `edit_file` call replacing one line {} bytes before the end of a {} file \
-                 (call sent to answer read; the file is restored between runs)",
-                2048,
-                human_bytes(self.cfg.sizes.edit_bytes as u64)
-            ),
-            baseline: self.ours_label(),
-            calls: None,
-            rows,
-            notes: vec![],
-            twins,
-            cost_limit: None,
-        });
-        let i = self.results.len() - 1;
-        self.check_faster(i, Kind::Reference, 5.0, "≥ 5× faster than the reference");
-        self.check_faster(
-            i,
-            Kind::RustMcp,
-            3.0,
-            "≥ 3× faster than rust-mcp-filesystem",
+        self.push_compared(
+            CaseResult {
+                title: "edit_file".into(),
+                what: format!(
+                    "one `edit_file` call replacing one line {} bytes before the end of a {} file \
+                     (call sent to answer read; the file is restored between runs)",
+                    2048,
+                    human_bytes(self.cfg.sizes.edit_bytes as u64)
+                ),
+                baseline: self.ours_label(),
+                calls: None,
+                rows,
+                notes: vec![],
+                twins,
+                cost_limit: None,
+            },
+            &[
+                (Kind::Reference, 5.0, "≥ 5× faster than the reference"),
+                (Kind::RustMcp, 3.0, "≥ 3× faster than rust-mcp-filesystem"),
+            ],
         );
     }
 

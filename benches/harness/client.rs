@@ -182,21 +182,35 @@ impl Server {
             .map_err(|e| BenchError::io(format!("write to {label}"), e))
     }
 
+    /// Reads the server's next output line into `line`. The end of its output is an error that
+    /// says what was still awaited: `awaited` completes "… closed its output …".
+    fn read_line(
+        &mut self,
+        line: &mut Vec<u8>,
+        awaited: impl FnOnce() -> String,
+    ) -> Result<(), BenchError> {
+        line.clear();
+        let n = self
+            .stdout
+            .read_until(b'\n', line)
+            .map_err(|e| BenchError::io(format!("read from {}", self.label), e))?;
+        if n == 0 {
+            return Err(BenchError::Protocol(format!(
+                "{} closed its output {}",
+                self.label,
+                awaited()
+            )));
+        }
+        Ok(())
+    }
+
     /// Reads lines until the reply to `id` arrives (server notifications are skipped).
     fn recv_reply(&mut self, id: u64) -> Result<Value, BenchError> {
         let mut line = Vec::new();
         loop {
-            line.clear();
-            let n = self
-                .stdout
-                .read_until(b'\n', &mut line)
-                .map_err(|e| BenchError::io(format!("read from {}", self.label), e))?;
-            if n == 0 {
-                return Err(BenchError::Protocol(format!(
-                    "{} closed its output before answering request {id} (see its stderr log)",
-                    self.label
-                )));
-            }
+            self.read_line(&mut line, || {
+                format!("before answering request {id} (see its stderr log)")
+            })?;
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
@@ -326,17 +340,7 @@ impl Server {
         let mut first_failure = String::new();
         let mut line = Vec::new();
         while answered < count {
-            line.clear();
-            let n = self
-                .stdout
-                .read_until(b'\n', &mut line)
-                .map_err(|e| BenchError::io(format!("read from {}", self.label), e))?;
-            if n == 0 {
-                return Err(BenchError::Protocol(format!(
-                    "{} closed its output after {answered} of {count} answers",
-                    self.label
-                )));
-            }
+            self.read_line(&mut line, || format!("after {answered} of {count} answers"))?;
             let head: ReplyHead = match serde_json::from_slice(&line) {
                 Ok(h) => h,
                 Err(_) if line.iter().all(u8::is_ascii_whitespace) => continue,

@@ -256,6 +256,17 @@ impl PipeToolset {
         tee::relative_target(&self.guard, checked).map_err(|e| e.to_failure())
     }
 
+    /// The session directory for a direct write (shelpa_write, shelpa_tee take no `cwd`), with
+    /// the note for the call log when the session had to leave a vanished directory.
+    fn session_dir(&self, log: &mut CallLog) -> Result<session::Current, Failure> {
+        let current = self
+            .session
+            .current(&self.guard, None)
+            .map_err(session_failure)?;
+        log.note = current.fallback.as_ref().map(session::Fallback::note);
+        Ok(current)
+    }
+
     fn limits(&self) -> TeeLimits {
         TeeLimits {
             approve_above: self.options.approve_above,
@@ -270,15 +281,10 @@ impl PipeToolset {
         log: &mut CallLog,
     ) -> Result<Value, Failure> {
         let started = Instant::now();
-        let a = Args(args);
-        a.check_names(&["command", "cwd", "confirm_oversize"])
-            .map_err(bad_argument)?;
+        let a = checked_args(args, &["command", "cwd", "confirm_oversize"])?;
         let command = a.str("command").map_err(bad_argument)?;
         let cwd_arg = a.opt_str("cwd").map_err(bad_argument)?;
-        let confirmed = a
-            .opt_bool("confirm_oversize")
-            .map_err(bad_argument)?
-            .unwrap_or(false);
+        let confirmed = flag(&a, "confirm_oversize")?;
 
         let stages = parse::parse(command)?;
         log.stages = stages
@@ -448,22 +454,13 @@ impl PipeToolset {
         log: &mut CallLog,
     ) -> Result<Value, Failure> {
         let started = Instant::now();
-        let a = Args(args);
-        a.check_names(&["path", "content", "append", "confirm_oversize"])
-            .map_err(bad_argument)?;
+        let a = checked_args(args, &["path", "content", "append", "confirm_oversize"])?;
         let path = a.str("path").map_err(bad_argument)?;
         let content = a.str("content").map_err(bad_argument)?;
-        let append = a.opt_bool("append").map_err(bad_argument)?.unwrap_or(false);
-        let confirmed = a
-            .opt_bool("confirm_oversize")
-            .map_err(bad_argument)?
-            .unwrap_or(false);
+        let append = flag(&a, "append")?;
+        let confirmed = flag(&a, "confirm_oversize")?;
 
-        let current = self
-            .session
-            .current(&self.guard, None)
-            .map_err(session_failure)?;
-        log.note = current.fallback.as_ref().map(session::Fallback::note);
+        let current = self.session_dir(log)?;
         let cwd_rel = current.relative;
         // Joined to the root-relative session directory (an absolute `path` replaces it), so
         // every refusal quotes a root-relative path or the caller's own, never the host's.
@@ -530,16 +527,11 @@ impl PipeToolset {
         log: &mut CallLog,
     ) -> Result<Value, Failure> {
         let started = Instant::now();
-        let a = Args(args);
-        a.check_names(&["content", "paths", "append", "confirm_oversize"])
-            .map_err(bad_argument)?;
+        let a = checked_args(args, &["content", "paths", "append", "confirm_oversize"])?;
         let content = a.str("content").map_err(bad_argument)?;
         let paths = tee_paths(args)?;
-        let append = a.opt_bool("append").map_err(bad_argument)?.unwrap_or(false);
-        let confirmed = a
-            .opt_bool("confirm_oversize")
-            .map_err(bad_argument)?
-            .unwrap_or(false);
+        let append = flag(&a, "append")?;
+        let confirmed = flag(&a, "confirm_oversize")?;
 
         let word = |text: &str| plan::Word {
             text: text.to_string(),
@@ -556,11 +548,7 @@ impl PipeToolset {
         let text = shell_words::join(words.iter().map(|w| w.text.as_str()));
         let stages = [plan::Stage { words, text }];
 
-        let current = self
-            .session
-            .current(&self.guard, None)
-            .map_err(session_failure)?;
-        log.note = current.fallback.as_ref().map(session::Fallback::note);
+        let current = self.session_dir(log)?;
         let cwd = session::absolute(&self.guard, &current.relative);
         let cx = policy::PolicyContext {
             guard: &self.guard,
@@ -639,6 +627,21 @@ struct DirectWrite<'a> {
 
 /// What the shelpa tool runs.
 const NAVIGATION_COMMANDS: [&str; 3] = ["cd", "pwd", "ls"];
+
+/// A tool's arguments once their names are checked against what it takes: the first step of
+/// shelpa_pipe, shelpa_write and shelpa_tee alike, so all three refuse a stray argument in the
+/// same words.
+fn checked_args<'a>(args: &'a Map<String, Value>, names: &[&str]) -> Result<Args<'a>, Failure> {
+    let a = Args(args);
+    a.check_names(names).map_err(bad_argument)?;
+    Ok(a)
+}
+
+/// An optional boolean argument that is false when absent (`append`, `confirm_oversize`), read
+/// the same way by every tool that takes one.
+fn flag(a: &Args<'_>, name: &str) -> Result<bool, Failure> {
+    Ok(a.opt_bool(name).map_err(bad_argument)?.unwrap_or(false))
+}
 
 /// shelpa_tee's `paths`: a non-empty array of strings (a lone string is refused with the fix, so
 /// a model learns the declared shape rather than a tolerated one).

@@ -208,63 +208,70 @@ impl<'a> Lexer<'a> {
         Ok(())
     }
 
-    fn single_quoted(&mut self) -> Result<(), Refusal> {
+    /// The frame both kinds of quoting share: step over the opening quote, mark the word as
+    /// started and quoted (so `''` is an empty word, and `2''>` no file-descriptor redirect),
+    /// hand every character to `inner` until the closing quote, and refuse a quote never closed
+    /// by quoting the text from where it opened.
+    fn quoted(
+        &mut self,
+        quote: char,
+        inner: fn(&mut Self, char) -> Result<(), Refusal>,
+    ) -> Result<(), Refusal> {
         let start = self.pos;
         self.pos += 1;
         self.word.started = true;
         self.word.quoted = true;
         loop {
             match self.peek(0) {
-                None => return Err(unbalanced('\'', self.snippet(start))),
-                Some('\'') => {
+                None => return Err(unbalanced(quote, self.snippet(start))),
+                Some(c) if c == quote => {
                     self.pos += 1;
                     return Ok(());
                 }
-                Some(c) => {
-                    self.word.push_quoted(c);
-                    self.pos += 1;
-                }
+                Some(c) => inner(self, c)?,
             }
         }
     }
 
+    /// Single quotes: every character up to the next `'` is literal.
+    fn single_quoted(&mut self) -> Result<(), Refusal> {
+        self.quoted('\'', |lexer, c| {
+            lexer.word.push_quoted(c);
+            lexer.pos += 1;
+            Ok(())
+        })
+    }
+
+    /// Double quotes: literal but for the backslash escapes and `$` expansion the shell does
+    /// there; a backtick is refused.
     fn double_quoted(&mut self) -> Result<(), Refusal> {
-        let start = self.pos;
-        self.pos += 1;
-        self.word.started = true;
-        self.word.quoted = true;
-        loop {
-            match self.peek(0) {
-                None => return Err(unbalanced('"', self.snippet(start))),
-                Some('"') => {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                Some('\\') => match self.peek(1) {
+        self.quoted('"', |lexer, c| match c {
+            '\\' => {
+                match lexer.peek(1) {
                     Some(next @ ('$' | '`' | '"' | '\\')) => {
-                        self.word.push_quoted(next);
-                        self.pos += 2;
+                        lexer.word.push_quoted(next);
+                        lexer.pos += 2;
                     }
-                    Some('\n') => self.pos += 2,
+                    Some('\n') => lexer.pos += 2,
                     _ => {
-                        self.word.push_quoted('\\');
-                        self.pos += 1;
+                        lexer.word.push_quoted('\\');
+                        lexer.pos += 1;
                     }
-                },
-                Some('`') => {
-                    return Err(syntax(
-                        "`",
-                        "Backticks (command substitution) are not supported, even inside double quotes.",
-                        "Use single quotes for literal text, or escape it as \\`.",
-                    ))
                 }
-                Some('$') => self.dollar(true)?,
-                Some(c) => {
-                    self.word.push_quoted(c);
-                    self.pos += 1;
-                }
+                Ok(())
             }
-        }
+            '`' => Err(syntax(
+                "`",
+                "Backticks (command substitution) are not supported, even inside double quotes.",
+                "Use single quotes for literal text, or escape it as \\`.",
+            )),
+            '$' => lexer.dollar(true),
+            _ => {
+                lexer.word.push_quoted(c);
+                lexer.pos += 1;
+                Ok(())
+            }
+        })
     }
 
     fn backslash(&mut self) {

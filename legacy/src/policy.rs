@@ -428,19 +428,9 @@ fn push_data(command: CommandName, argv: &mut Argv, word: &Word) -> Result<(), R
 }
 
 fn refuse_unquoted_glob(command: CommandName, word: &Word) -> Result<(), Refusal> {
-    if word.glob_chars.is_empty() {
-        return Ok(());
-    }
-    Err(Refusal::new(
-        GuardReason::DisallowedSyntax,
-        word.text.as_str(),
-        format!(
-            "'{}' is a pattern or program for {}, but contains an unquoted glob character that a shell would expand into file names.",
-            word.text,
-            command.as_str()
-        ),
-        format!("Quote it: '{}'", word.text),
-    ))
+    getopt::refuse_unquoted_glob(word, || {
+        format!("is a pattern or program for {}, but", command.as_str())
+    })
 }
 
 /// jq: the first operand is the program; later operands are files, or strings after

@@ -45,6 +45,14 @@ pub fn restore_mode(cx: &FsContext, target: &WriteTarget) -> String {
     }
 }
 
+/// The arguments of `create_file` and `write_file`, which take exactly the same two: checked
+/// alike so that both tools refuse a stray or missing argument in the same words.
+fn path_and_content(args: &Map<String, Value>) -> Result<(&str, &str), FsError> {
+    reject_unknown(args, &["path", "content"])?;
+    let a = Args(args);
+    Ok((a.str("path")?, a.str("content")?))
+}
+
 /// `create_file`: a new file (and its missing parents); anything already at the path is
 /// `AlreadyExists`, so it can never clobber work.
 pub fn create_file(
@@ -52,10 +60,7 @@ pub fn create_file(
     args: &Map<String, Value>,
     ctx: &CallContext,
 ) -> Result<ToolOutput, FsError> {
-    reject_unknown(args, &["path", "content"])?;
-    let a = Args(args);
-    let path = a.str("path")?;
-    let content = a.str("content")?;
+    let (path, content) = path_and_content(args)?;
     let lock = cx.store.lock()?;
     let resolved = cx.guard.resolve_for_change(path)?;
     if let Some(meta) = target::inspect(&cx.guard, &resolved)? {
@@ -95,10 +100,7 @@ pub fn write_file(
     args: &Map<String, Value>,
     ctx: &CallContext,
 ) -> Result<ToolOutput, FsError> {
-    reject_unknown(args, &["path", "content"])?;
-    let a = Args(args);
-    let path = a.str("path")?;
-    let content = a.str("content")?;
+    let (path, content) = path_and_content(args)?;
     let lock = cx.store.lock()?;
     let target = target::writable(cx, path)?;
     // The last moment to stop: from here on the call changes the workspace.

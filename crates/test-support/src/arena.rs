@@ -74,11 +74,7 @@ impl Arena {
 
     /// Writes a file in the workspace, making its parent directories.
     pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
-        let p = self.path(rel);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).expect("mkdir");
-        }
-        std::fs::write(p, content).expect("write");
+        crate::temp::write_under(&self.root, rel, content);
     }
 
     /// What must never appear in a reply: the canary's path, its content, its own name.

@@ -9,6 +9,16 @@ pub fn temp_dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
 
+/// Writes `rel` under `root`, making its parent directories: the one body of the `write` method
+/// every kind of test workspace has (`Ws`, `TempRoot`, the arena).
+pub fn write_under(root: &Path, rel: &str, content: impl AsRef<[u8]>) {
+    let p = root.join(rel);
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).expect("mkdir");
+    }
+    std::fs::write(p, content).expect("write");
+}
+
 /// A temporary workspace root (canonical) beside an `outside/` directory the tools must never
 /// reach.
 pub struct Ws {
@@ -42,11 +52,7 @@ impl Ws {
 
     /// Writes a file in the workspace, making its parent directories.
     pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
-        let p = self.path(rel);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).expect("mkdir");
-        }
-        std::fs::write(p, content).expect("write");
+        write_under(&self.root, rel, content);
     }
 
     /// Reads a workspace file as text.
@@ -99,11 +105,7 @@ impl TempRoot {
 
     /// Writes a file under the root, making its parent directories.
     pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
-        let p = self.path(rel);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).expect("mkdir");
-        }
-        std::fs::write(p, content).expect("write");
+        write_under(&self.root, rel, content);
     }
 
     /// Reads a file under the root as text.

@@ -115,6 +115,22 @@ pub struct Mirror {
     pub findings: Vec<Finding>,
 }
 
+/// What a record holds, without where it stands or when: the view the parser's tests and the
+/// appender's tests both compare against what they wrote.
+#[cfg(test)]
+pub(crate) type RecordView = (RecordKind, Option<u64>, Vec<u8>);
+
+#[cfg(test)]
+impl Mirror {
+    /// Every record as a [`RecordView`], in file order.
+    pub(crate) fn record_views(&self) -> Vec<RecordView> {
+        self.records
+            .iter()
+            .map(|r| (r.kind, r.id, r.content.clone()))
+            .collect()
+    }
+}
+
 /// One reconstructed version, the shape `audit import` consumes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Version {
@@ -690,7 +706,7 @@ mod tests {
 
             // What the format promises: every version, with a newline added to a non-final
             // version that lacked one.
-            let mut expected: Vec<(RecordKind, Option<u64>, Vec<u8>)> = Vec::new();
+            let mut expected: Vec<RecordView> = Vec::new();
             let last = records.len();
             let fix = |body: &[u8], is_last: bool| {
                 let mut b = body.to_vec();
@@ -705,13 +721,8 @@ mod tests {
             for (i, (kind, _, id, body)) in records.iter().enumerate() {
                 expected.push((*kind, Some(*id), fix(body, i + 1 == last)));
             }
-            let got: Vec<(RecordKind, Option<u64>, Vec<u8>)> = parsed
-                .records
-                .iter()
-                .map(|r| (r.kind, r.id, r.content.clone()))
-                .collect();
             assert_eq!(
-                got,
+                parsed.record_views(),
                 expected,
                 "mirror {:?}",
                 String::from_utf8_lossy(&bytes)

@@ -491,6 +491,16 @@ fn take_values(
 /// Option words and values are never file names, so a shell glob in them would be a mistake
 /// (a shell would have expanded `-g *.rs` into file names).
 fn refuse_glob_in_option(cmd: &str, word: &Word) -> Result<(), Refusal> {
+    refuse_unquoted_glob(word, || format!("(an option or option value for {cmd})"))
+}
+
+/// The one refusal of a word with an unquoted glob character where the policy never expands
+/// globs (options here, patterns and programs in the policy): `role` says what the word is to
+/// the command, and is only worked out when the word is refused.
+pub(super) fn refuse_unquoted_glob(
+    word: &Word,
+    role: impl FnOnce() -> String,
+) -> Result<(), Refusal> {
     if word.glob_chars.is_empty() {
         return Ok(());
     }
@@ -498,8 +508,9 @@ fn refuse_glob_in_option(cmd: &str, word: &Word) -> Result<(), Refusal> {
         GuardReason::DisallowedSyntax,
         word.text.as_str(),
         format!(
-            "'{}' (an option or option value for {cmd}) contains an unquoted glob character that a shell would expand into file names.",
-            word.text
+            "'{}' {} contains an unquoted glob character that a shell would expand into file names.",
+            word.text,
+            role()
         ),
         format!("Quote it: '{}'", word.text),
     ))
@@ -515,30 +526,37 @@ fn missing_value(cmd: &str, typed: &str, what: &str) -> Refusal {
 }
 
 fn unknown(table: &Table, shown: &str) -> Refusal {
-    let token = shown.trim_start_matches('\'');
-    let token = token.split('\'').next().unwrap_or(token);
-    Refusal::new(
-        GuardReason::DisallowedOption,
-        token,
+    option_refusal(
+        table,
+        shown,
         format!(
             "Option {shown} is not allowed for {}.",
             table.command.as_str()
         ),
-        format!("Allowed options: {}", table.allowed_summary()),
     )
 }
 
 fn denied(table: &Table, shown: &str, def: &OptDef, why: &str) -> Refusal {
-    let token = shown.trim_start_matches('\'');
-    let token = token.split('\'').next().unwrap_or(token);
-    Refusal::new(
-        GuardReason::DisallowedOption,
-        token,
+    option_refusal(
+        table,
+        shown,
         format!(
             "Option {shown} ({} {}) is not allowed: {why}.",
             table.command.as_str(),
             def.display()
         ),
+    )
+}
+
+/// What an unknown and a denied option share: the refused token is the option as typed (without
+/// the quotes `shown` may wrap around it), and the suggestion lists what the table allows.
+fn option_refusal(table: &Table, shown: &str, detail: String) -> Refusal {
+    let token = shown.trim_start_matches('\'');
+    let token = token.split('\'').next().unwrap_or(token);
+    Refusal::new(
+        GuardReason::DisallowedOption,
+        token,
+        detail,
         format!("Allowed options: {}", table.allowed_summary()),
     )
 }

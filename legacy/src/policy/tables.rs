@@ -9,18 +9,38 @@
 use super::getopt::{allow, deny, Arity::*, OptDef, Syntax, Table};
 use crate::plan::CommandName;
 
+/// The parser most GNU tools use: `getopt_long` with permutation (options may follow operands)
+/// and no `-W` gateway.
+const GETOPT_LONG: Syntax = Syntax::Gnu {
+    permute: true,
+    w_long: false,
+};
+
+/// A GNU tool's options followed by the `--help` and `--version` that every GNU program takes
+/// (coreutils' and sed's standard pair), both allowed, last as the tools list them.
+macro_rules! gnu_options {
+    ($($opt:expr),* $(,)?) => {
+        &[
+            $($opt,)*
+            allow(None, &["help"], Flag, ""),
+            allow(None, &["version"], Flag, ""),
+        ]
+    };
+}
+
+const FOLLOW: &str = "it follows symlinks, possibly out of the workspace";
+
+const UNSEEN_FILE: &str = "it reads a file the policy never sees";
+
 const HANG: &str = "follow mode never ends and would hang the call";
 const NO_HELP: &str = "help and version texts are not available for this command";
 
 /// `tail` (GNU coreutils).
 pub static TAIL: Table = Table {
     command: CommandName::Tail,
-    syntax: Syntax::Gnu {
-        permute: true,
-        w_long: false,
-    },
+    syntax: GETOPT_LONG,
     obsolete_count: true,
-    options: &[
+    options: gnu_options![
         allow(Some('c'), &["bytes"], Required, "5"),
         deny(Some('f'), &[], Flag, HANG),
         deny(None, &["follow"], Optional, HANG),
@@ -59,20 +79,15 @@ pub static TAIL: Table = Table {
         ),
         allow(Some('v'), &["verbose"], Flag, ""),
         allow(Some('z'), &["zero-terminated"], Flag, ""),
-        allow(None, &["help"], Flag, ""),
-        allow(None, &["version"], Flag, ""),
     ],
 };
 
 /// `head` (GNU coreutils).
 pub static HEAD: Table = Table {
     command: CommandName::Head,
-    syntax: Syntax::Gnu {
-        permute: true,
-        w_long: false,
-    },
+    syntax: GETOPT_LONG,
     obsolete_count: true,
-    options: &[
+    options: gnu_options![
         allow(Some('c'), &["bytes"], Required, "5"),
         allow(Some('n'), &["lines"], Required, "5"),
         deny(
@@ -84,20 +99,15 @@ pub static HEAD: Table = Table {
         allow(Some('q'), &["quiet", "silent"], Flag, ""),
         allow(Some('v'), &["verbose"], Flag, ""),
         allow(Some('z'), &["zero-terminated"], Flag, ""),
-        allow(None, &["help"], Flag, ""),
-        allow(None, &["version"], Flag, ""),
     ],
 };
 
 /// `wc` (GNU coreutils).
 pub static WC: Table = Table {
     command: CommandName::Wc,
-    syntax: Syntax::Gnu {
-        permute: true,
-        w_long: false,
-    },
+    syntax: GETOPT_LONG,
     obsolete_count: false,
-    options: &[
+    options: gnu_options![
         allow(Some('c'), &["bytes"], Flag, ""),
         allow(Some('m'), &["chars"], Flag, ""),
         allow(Some('l'), &["lines"], Flag, ""),
@@ -109,20 +119,15 @@ pub static WC: Table = Table {
         ),
         allow(Some('L'), &["max-line-length"], Flag, ""),
         allow(Some('w'), &["words"], Flag, ""),
-        allow(None, &["help"], Flag, ""),
-        allow(None, &["version"], Flag, ""),
     ],
 };
 
 /// `sort` (GNU coreutils).
 pub static SORT: Table = Table {
     command: CommandName::Sort,
-    syntax: Syntax::Gnu {
-        permute: true,
-        w_long: false,
-    },
+    syntax: GETOPT_LONG,
     obsolete_count: false,
-    options: &[
+    options: gnu_options![
         allow(Some('b'), &["ignore-leading-blanks"], Flag, ""),
         allow(Some('c'), &[], Flag, ""),
         allow(None, &["check"], Optional, ""),
@@ -156,12 +161,7 @@ pub static SORT: Table = Table {
             "it writes a file; use | tee FILE to write files",
         ),
         allow(Some('R'), &["random-sort"], Flag, ""),
-        deny(
-            None,
-            &["random-source"],
-            Required,
-            "it reads a file the policy never sees",
-        ),
+        deny(None, &["random-source"], Required, UNSEEN_FILE,),
         allow(Some('r'), &["reverse"], Flag, ""),
         allow(None, &["sort"], Required, "numeric"),
         allow(Some('s'), &["stable"], Flag, ""),
@@ -184,8 +184,6 @@ pub static SORT: Table = Table {
             Required,
             "it can exhaust file descriptors",
         ),
-        allow(None, &["help"], Flag, ""),
-        allow(None, &["version"], Flag, ""),
     ],
 };
 
@@ -197,14 +195,12 @@ pub static TR: Table = Table {
         w_long: false,
     },
     obsolete_count: false,
-    options: &[
+    options: gnu_options![
         allow(Some('c'), &["complement"], Flag, ""),
         allow(Some('C'), &[], Flag, ""),
         allow(Some('d'), &["delete"], Flag, ""),
         allow(Some('s'), &["squeeze-repeats"], Flag, ""),
         allow(Some('t'), &["truncate-set1"], Flag, ""),
-        allow(None, &["help"], Flag, ""),
-        allow(None, &["version"], Flag, ""),
     ],
 };
 
@@ -213,12 +209,9 @@ const IN_PLACE: &str = "it edits files in place; use | tee FILE to write files";
 /// `sed` (GNU sed 4.9). `--sandbox` is always added in front.
 pub static SED: Table = Table {
     command: CommandName::Sed,
-    syntax: Syntax::Gnu {
-        permute: true,
-        w_long: false,
-    },
+    syntax: GETOPT_LONG,
     obsolete_count: false,
-    options: &[
+    options: gnu_options![
         allow(Some('b'), &["binary"], Flag, ""),
         allow(None, &["debug"], Flag, ""),
         allow(Some('e'), &["expression"], Required, "p"),
@@ -244,8 +237,6 @@ pub static SED: Table = Table {
         allow(Some('s'), &["separate"], Flag, ""),
         allow(Some('u'), &["unbuffered"], Flag, ""),
         allow(Some('z'), &["null-data", "zero-terminated"], Flag, ""),
-        allow(None, &["help"], Flag, ""),
-        allow(None, &["version"], Flag, ""),
     ],
 };
 
@@ -321,12 +312,9 @@ pub static AWK: Table = Table {
 /// `ls` (GNU coreutils), when it runs as a real program inside a pipeline.
 pub static LS: Table = Table {
     command: CommandName::Ls,
-    syntax: Syntax::Gnu {
-        permute: true,
-        w_long: false,
-    },
+    syntax: GETOPT_LONG,
     obsolete_count: false,
-    options: &[
+    options: gnu_options![
         allow(Some('a'), &["all"], Flag, ""),
         allow(Some('A'), &["almost-all"], Flag, ""),
         allow(None, &["author"], Flag, ""),
@@ -348,17 +336,12 @@ pub static LS: Table = Table {
         allow(Some('G'), &["no-group"], Flag, ""),
         allow(Some('h'), &["human-readable"], Flag, ""),
         allow(None, &["si"], Flag, ""),
-        deny(
-            Some('H'),
-            &["dereference-command-line"],
-            Flag,
-            "it follows symlinks, possibly out of the workspace",
-        ),
+        deny(Some('H'), &["dereference-command-line"], Flag, FOLLOW,),
         deny(
             None,
             &["dereference-command-line-symlink-to-dir"],
             Flag,
-            "it follows symlinks, possibly out of the workspace",
+            FOLLOW,
         ),
         allow(None, &["hide"], Required, "x"),
         deny(None, &["hyperlink"], Optional, "it reveals the host name"),
@@ -367,12 +350,7 @@ pub static LS: Table = Table {
         allow(Some('I'), &["ignore"], Required, "x"),
         allow(Some('k'), &["kibibytes"], Flag, ""),
         allow(Some('l'), &[], Flag, ""),
-        deny(
-            Some('L'),
-            &["dereference"],
-            Flag,
-            "it follows symlinks, possibly out of the workspace",
-        ),
+        deny(Some('L'), &["dereference"], Flag, FOLLOW,),
         allow(Some('m'), &[], Flag, ""),
         allow(Some('n'), &["numeric-uid-gid"], Flag, ""),
         allow(Some('N'), &["literal"], Flag, ""),
@@ -400,18 +378,13 @@ pub static LS: Table = Table {
         allow(Some('Z'), &["context"], Flag, ""),
         allow(None, &["zero"], Flag, ""),
         allow(Some('1'), &[], Flag, ""),
-        allow(None, &["help"], Flag, ""),
-        allow(None, &["version"], Flag, ""),
     ],
 };
 
 /// The built-in `tee`, parsed like GNU tee so that `--a` still means `--append`.
 pub static TEE: Table = Table {
     command: CommandName::Tee,
-    syntax: Syntax::Gnu {
-        permute: true,
-        w_long: false,
-    },
+    syntax: GETOPT_LONG,
     obsolete_count: false,
     options: &[
         allow(Some('a'), &["append"], Flag, ""),
@@ -437,8 +410,6 @@ pub static TEE: Table = Table {
         deny(None, &["version"], Flag, NO_HELP),
     ],
 };
-
-const FOLLOW: &str = "it follows symlinks, possibly out of the workspace";
 
 /// `rg` (ripgrep 13): exact long names only. `--no-config` is always added in front.
 pub static RG: Table = Table {
@@ -504,12 +475,7 @@ pub static RG: Table = Table {
         allow(Some('.'), &["hidden"], Flag, ""),
         allow(None, &["iglob"], Required, "*.rs"),
         allow(Some('i'), &["ignore-case"], Flag, ""),
-        deny(
-            None,
-            &["ignore-file"],
-            Required,
-            "it reads a file the policy never sees",
-        ),
+        deny(None, &["ignore-file"], Required, UNSEEN_FILE),
         allow(None, &["ignore-file-case-insensitive"], Flag, ""),
         allow(None, &["include-zero"], Flag, ""),
         allow(Some('v'), &["invert-match"], Flag, ""),
@@ -676,12 +642,7 @@ pub static FD: Table = Table {
             Required,
             "it only configures --exec-batch, which runs programs",
         ),
-        deny(
-            None,
-            &["ignore-file"],
-            Required,
-            "it reads a file the policy never sees",
-        ),
+        deny(None, &["ignore-file"], Required, UNSEEN_FILE),
         allow(Some('c'), &["color"], Required, "never"),
         allow(Some('j'), &["threads"], Required, "1"),
         allow(None, &["max-results"], Required, "1"),

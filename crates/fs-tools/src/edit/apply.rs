@@ -217,10 +217,18 @@ mod tests {
         apply_edits(text, edits, usize::MAX, &mut Poll::new(&ctx))
     }
 
+    /// The check most tests make: the edits apply to `text`, and give exactly `want`.
+    #[track_caller]
+    fn assert_applies(text: &str, edits: &[Edit], want: &str) {
+        match apply(text, edits) {
+            Ok(out) => assert_eq!(out, want),
+            Err(e) => panic!("the edits should apply to {text:?}: {e:?}"),
+        }
+    }
+
     #[test]
     fn exact_match_replaces_the_only_occurrence_literally() {
-        let out = apply("a $1 b\nc\n", &[edit("$1", "$&$$")]).expect("applies");
-        assert_eq!(out, "a $&$$ b\nc\n");
+        assert_applies("a $1 b\nc\n", &[edit("$1", "$&$$")], "a $&$$ b\nc\n");
     }
 
     #[test]
@@ -238,43 +246,35 @@ mod tests {
     #[test]
     fn loose_match_reindents_like_the_reference_example() {
         let file = "    if (a) {\n        b();\n    }\n";
-        let out = apply(
+        assert_applies(
             file,
             &[edit("if (a) {\n  b();\n}", "if (a) {\n      c();\n  }")],
-        )
-        .expect("applies");
-        assert_eq!(out, "    if (a) {\n            c();\n      }\n");
+            "    if (a) {\n            c();\n      }\n",
+        );
     }
 
     #[test]
     fn loose_match_converts_space_indents_to_a_tab_file() {
         let file = "fn f() {\n\tlet a = 1;\n\tlet b = 2;\n}\n";
-        let out = apply(
+        assert_applies(
             file,
             &[edit(
                 "let a = 1;\nlet b = 2;",
                 "let a = 1;\nif a {\n    let b = 3;\n}",
             )],
-        )
-        .expect("applies");
-        assert_eq!(
-            out,
-            "fn f() {\n\tlet a = 1;\n\tif a {\n\t\tlet b = 3;\n\t}\n}\n"
+            "fn f() {\n\tlet a = 1;\n\tif a {\n\t\tlet b = 3;\n\t}\n}\n",
         );
     }
 
     #[test]
     fn dedent_clamps_at_zero() {
-        let out = apply("  x\n  y\n", &[edit("    x\n    y", "x\ny")]).expect("applies");
-        assert_eq!(out, "x\ny\n");
+        assert_applies("  x\n  y\n", &[edit("    x\n    y", "x\ny")], "x\ny\n");
     }
 
     #[test]
     fn loose_match_keeps_the_missing_final_newline() {
-        let out = apply("a\n  b  ", &[edit("b", "c")]).expect("exact");
-        assert_eq!(out, "a\n  c  ");
-        let out = apply("a\n  b c", &[edit("b c  \n", "d\n")]).expect("loose");
-        assert_eq!(out, "a\n  d");
+        assert_applies("a\n  b  ", &[edit("b", "c")], "a\n  c  ");
+        assert_applies("a\n  b c", &[edit("b c  \n", "d\n")], "a\n  d");
     }
 
     #[test]

@@ -129,13 +129,8 @@ mod tests {
         let bytes = std::fs::read(dir.path().join(".shelpa/d/f.txt")).expect("read");
         let parsed = Mirror::parse(&bytes);
         assert!(parsed.findings.is_empty(), "{:?}", parsed.findings);
-        let got: Vec<_> = parsed
-            .records
-            .iter()
-            .map(|r| (r.kind, r.id, r.content.clone()))
-            .collect();
         assert_eq!(
-            got,
+            parsed.record_views(),
             [
                 (RecordKind::Baseline, Some(a), b"old\n".to_vec()),
                 (RecordKind::Overwrite, Some(b), b"new\nmore\n".to_vec()),
