@@ -2,6 +2,7 @@
 //! count, the memory limit of each stage, the time limit counted from the first spawn, and that
 //! no stage — nor its scratch folder — outlives a server that is killed mid-pipeline.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -45,6 +46,17 @@ fn server(root: &Path, tmp: &Path, flags: &[&str]) -> Server {
         .args(["--legacy-pipe", "--no-call-log"])
         .args(flags)
         .env("TMPDIR", tmp);
+    // A test run started in the background by a shell without job control inherits SIGINT (and
+    // SIGQUIT) ignored, and so would the server, which then could not be stopped by the SIGINT
+    // the tests send: give it the default dispositions a terminal user's server has.
+    // SAFETY: signal(2) is async-signal-safe, and nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
     let mut s = Server(Session::from_command(cmd));
     s.initialize("2025-06-18");
     s

@@ -144,16 +144,17 @@ pub struct PipeToolset {
     session: Session,
 }
 
-/// The log facts of a call (stage names and count).
+/// What the call log records of a pipe-mode call beyond the core's fields (stage names), and the
+/// note for the model when the session directory had to fall back.
 #[derive(Default)]
-struct CallLog {
+struct CallFacts {
     stages: Vec<String>,
     /// Set when the session directory vanished and the call ran in its nearest existing
     /// ancestor: returned to the model as the result's `note` (success or failure alike).
     note: Option<String>,
 }
 
-/// Adds the call's `note` (see [`CallLog::note`]) to its result: a new top-level field beside
+/// Adds the call's `note` (see [`CallFacts::note`]) to its result: a new top-level field beside
 /// `stdout`/`meta` or beside `error`, so clients that parse the recorded shape are unaffected.
 fn with_note(result: Result<Value, Failure>, note: Option<String>) -> Result<Value, Failure> {
     let Some(note) = note else {
@@ -198,7 +199,7 @@ impl Toolset for PipeToolset {
     }
     fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput {
         scratch::sweep_in_background();
-        let mut log = CallLog::default();
+        let mut log = CallFacts::default();
         // Only the tools of the served set answer: the server checks too, but a one-off
         // `filesystem call` or a combined toolset must not reach a tool this set does not have.
         let served = self.options.tool_set.names();
@@ -258,7 +259,7 @@ impl PipeToolset {
 
     /// The session directory for a direct write (shelpa_write, shelpa_tee take no `cwd`), with
     /// the note for the call log when the session had to leave a vanished directory.
-    fn session_dir(&self, log: &mut CallLog) -> Result<session::Current, Failure> {
+    fn session_dir(&self, log: &mut CallFacts) -> Result<session::Current, Failure> {
         let current = self
             .session
             .current(&self.guard, None)
@@ -278,7 +279,7 @@ impl PipeToolset {
         &self,
         args: &Map<String, Value>,
         ctx: &CallContext,
-        log: &mut CallLog,
+        log: &mut CallFacts,
     ) -> Result<Value, Failure> {
         let started = Instant::now();
         let a = checked_args(args, &["command", "cwd", "confirm_oversize"])?;
@@ -451,7 +452,7 @@ impl PipeToolset {
         &self,
         args: &Map<String, Value>,
         ctx: &CallContext,
-        log: &mut CallLog,
+        log: &mut CallFacts,
     ) -> Result<Value, Failure> {
         let started = Instant::now();
         let a = checked_args(args, &["path", "content", "append", "confirm_oversize"])?;
@@ -524,7 +525,7 @@ impl PipeToolset {
         &self,
         args: &Map<String, Value>,
         ctx: &CallContext,
-        log: &mut CallLog,
+        log: &mut CallFacts,
     ) -> Result<Value, Failure> {
         let started = Instant::now();
         let a = checked_args(args, &["content", "paths", "append", "confirm_oversize"])?;
@@ -586,7 +587,7 @@ impl PipeToolset {
         &self,
         args: &Map<String, Value>,
         ctx: &CallContext,
-        log: &mut CallLog,
+        log: &mut CallFacts,
     ) -> Result<Value, Failure> {
         let a = Args(args);
         a.check_names(&["command"]).map_err(bad_argument)?;

@@ -443,11 +443,6 @@ pub struct NotRegular {
     pub what: &'static str,
 }
 
-/// True when `e` is a [`NotRegular`] refusal.
-pub fn is_not_regular(e: &io::Error) -> bool {
-    e.get_ref().is_some_and(|inner| inner.is::<NotRegular>())
-}
-
 /// The one check every store, mirror, registry and log file passes right after it is opened
 /// (with `O_NONBLOCK`, so that opening a FIFO cannot block): `fstat` on the open descriptor, and
 /// anything but a regular file is refused with [`NotRegular`] (kind `InvalidData`). Checking the
