@@ -126,6 +126,17 @@ pub struct Options {
     )]
     pub shelpa_tools: ShelpaTools,
 
+    /// Which filesystem tools to serve: `default` (the 14-tool API), `extended` (those and the
+    /// extras read_multiple_files, get_file_info, list_directory_with_sizes, find_files), or a
+    /// comma-separated list of tool names from both.
+    #[arg(
+        long,
+        value_name = "SET|NAME,NAME,…",
+        value_parser = fs_tools::tools::Selection::parse,
+        global = true
+    )]
+    pub tools: Option<fs_tools::tools::Selection>,
+
     /// Write the call log to this file instead of <root>/.filesystem/.calls.jsonl.
     #[arg(
         long,
@@ -284,6 +295,7 @@ impl Options {
                 options: FsOptions {
                     backup: self.backup,
                     max_read_bytes: self.max_read_bytes,
+                    tools: self.tools.clone().unwrap_or_default(),
                 },
             })
         };

@@ -7,6 +7,7 @@
 
 mod edit;
 pub mod error;
+mod extra;
 mod list;
 mod read;
 pub mod recovery;
@@ -27,8 +28,11 @@ pub use tools::TOOLS;
 pub struct FsOptions {
     /// Keep a version history of every write (`--backup`), enabling undo and redo.
     pub backup: bool,
-    /// Largest file `read_text_file` returns whole.
+    /// Largest file `read_text_file` returns whole, and the most bytes one
+    /// `read_multiple_files` call returns in all.
     pub max_read_bytes: u64,
+    /// Which tools are served (`--tools`).
+    pub tools: tools::Selection,
 }
 
 /// Everything a filesystem tool needs: the root's guard, its history store, the mode's settings.
@@ -55,10 +59,15 @@ delete_file are logged, so search_file can tell where a path went.
 - .filesystem/ and .shelpa/ hold the server's own history and cannot be touched; symlinks are \
 never written through and never lead outside the workspace.";
 
-/// Every tool this mode serves with `options`: the file tools, then the recovery tools.
+/// Every tool this mode serves with `options`: the file tools, then the recovery tools, then
+/// the opt-in extras, less what `--tools` did not select.
 fn all_definitions(options: &FsOptions) -> Vec<ToolDef> {
     let mut defs = schema::definitions();
     defs.extend(recovery::definitions(options));
+    if options.tools != tools::Selection::Default {
+        defs.extend(extra::definitions());
+    }
+    defs.retain(|d| options.tools.serves(&d.name));
     defs
 }
 
@@ -147,7 +156,18 @@ impl Toolset for FsToolset {
             }
             None => args,
         };
+        // A tool left out by `--tools` is as unknown as a misspelt one.
+        if !cx.options.tools.serves(name) {
+            return FsError::InvalidArgument(format!(
+                "unknown tool '{name}'; call tools/list for the tools of this mode"
+            ))
+            .into_output();
+        }
         let result = match name {
+            tools::READ_MULTIPLE_FILES => extra::read_multiple_files(cx, args, ctx),
+            tools::GET_FILE_INFO => extra::get_file_info(cx, args),
+            tools::LIST_DIRECTORY_WITH_SIZES => list::list_directory_with_sizes(cx, args),
+            tools::FIND_FILES => extra::find_files(cx, args, ctx),
             tools::READ_TEXT_FILE => read::read_text_file(cx, args, ctx),
             tools::CREATE_FILE => write::create_file(cx, args, ctx),
             tools::WRITE_FILE => write::write_file(cx, args, ctx),

@@ -181,7 +181,7 @@ fn root_gitignore(guard: &PathGuard) -> Gitignore {
     builder.build().unwrap_or_else(|_| Gitignore::empty())
 }
 
-fn exclude_sets(patterns: &[&str]) -> Result<(GlobSet, GlobSet), FsError> {
+pub(crate) fn exclude_sets(patterns: &[&str]) -> Result<(GlobSet, GlobSet), FsError> {
     let mut names = GlobSetBuilder::new();
     let mut paths = GlobSetBuilder::new();
     for raw in patterns {
@@ -213,7 +213,11 @@ fn exclude_sets(patterns: &[&str]) -> Result<(GlobSet, GlobSet), FsError> {
 }
 
 /// Opens a guarded path as a directory for listing; a file is `InvalidArgument`.
-fn open_dir(cx: &FsContext, resolved: &Resolved, tool_hint: &str) -> Result<OwnedFd, FsError> {
+pub(crate) fn open_dir(
+    cx: &FsContext,
+    resolved: &Resolved,
+    tool_hint: &str,
+) -> Result<OwnedFd, FsError> {
     match cx
         .guard
         .open_beneath(resolved, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
@@ -268,6 +272,131 @@ pub fn list_directory(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolO
         out.push_str(&String::from_utf8_lossy(name));
     }
     Ok(ToolOutput::text(out))
+}
+
+/// `list_directory_with_sizes`: the reference server's format (`[FILE] name` padded to 30,
+/// its size right-aligned in 10; `[DIR] name`; then the totals), over the same entries
+/// `list_directory` shows. A size is looked up relative to the listed directory's descriptor
+/// without following links; a symlink counts with its target's size only when the guard admits
+/// the target and it is a regular file, so nothing outside the workspace is ever measured.
+pub fn list_directory_with_sizes(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+) -> Result<ToolOutput, FsError> {
+    reject_unknown(args, &["path", "sortBy"])?;
+    let a = Args(args);
+    let path = a.str("path")?;
+    let by_size = match a.opt_str("sortBy")? {
+        None | Some("name") => false,
+        Some("size") => true,
+        Some(other) => {
+            return Err(FsError::InvalidArgument(format!(
+                "'sortBy' is '{other}'; give \"name\" or \"size\""
+            )))
+        }
+    };
+    let resolved = cx.guard.resolve(path)?;
+    let fd = open_dir(cx, &resolved, "use get_file_info for a file's size")?;
+    let io = |e| target::io_error("cannot read directory", &resolved.relative, e);
+    let mut dir = Dir::new(fd).map_err(|e| io(e.into()))?;
+    let listing = read_dir(&mut dir).map_err(io)?;
+    let filter = Filter {
+        gitignore: root_gitignore(&cx.guard),
+        exclude_names: GlobSet::empty(),
+        exclude_paths: GlobSet::empty(),
+    };
+    let dir_fd = dir.fd().map_err(|e| io(e.into()))?;
+    let mut rel = resolved.relative.clone();
+    // (name, is_dir, size)
+    let mut rows: Vec<(String, bool, u64)> = Vec::with_capacity(listing.entries.len());
+    for e in &listing.entries {
+        let name = listing.name(e);
+        rel.push(OsStr::from_bytes(name));
+        if filter.hides(name, e.is_dir, &rel, &resolved.relative) {
+            rel.pop();
+            continue;
+        }
+        let size = if e.is_link {
+            link_target_size(cx, &rel)
+        } else {
+            rustix::fs::statat(dir_fd, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW)
+                .map(|st| st.st_size as u64)
+                // Gone or unreadable since the listing: counted as empty, as the reference does.
+                .unwrap_or(0)
+        };
+        rel.pop();
+        rows.push((String::from_utf8_lossy(name).into_owned(), e.is_dir, size));
+    }
+    if by_size {
+        rows.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    } else {
+        // Close to the reference's `localeCompare`: case folded first, then exact.
+        rows.sort_by(|a, b| {
+            a.0.to_lowercase()
+                .cmp(&b.0.to_lowercase())
+                .then_with(|| a.0.cmp(&b.0))
+        });
+    }
+    let mut out = String::new();
+    let (mut files, mut dirs, mut total) = (0u64, 0u64, 0u64);
+    for (name, is_dir, size) in &rows {
+        if *is_dir {
+            dirs += 1;
+            out.push_str(&format!("[DIR] {} \n", pad_end(name, 30)));
+        } else {
+            files += 1;
+            total += size;
+            out.push_str(&format!(
+                "[FILE] {} {:>10}\n",
+                pad_end(name, 30),
+                format_size(*size)
+            ));
+        }
+    }
+    out.push_str(&format!(
+        "\nTotal: {files} files, {dirs} directories\nCombined size: {}",
+        format_size(total)
+    ));
+    Ok(ToolOutput::text(out))
+}
+
+/// The size of the file a symlink at root-relative `rel` points to, or 0 when the target is
+/// outside the workspace, missing, or not a regular file.
+fn link_target_size(cx: &FsContext, rel: &Path) -> u64 {
+    let Some(path) = rel.to_str() else {
+        return 0;
+    };
+    match cx.guard.resolve(path) {
+        Ok(target) => match cx.guard.workspace().stat(&target.relative) {
+            Ok(Some(st)) if st.is_file() => st.size,
+            _ => 0,
+        },
+        Err(_) => 0,
+    }
+}
+
+/// `name` padded with spaces to `width` characters (never cut), like JavaScript's `padEnd`.
+fn pad_end(name: &str, width: usize) -> String {
+    let len = name.chars().count();
+    let mut s = name.to_string();
+    s.extend(std::iter::repeat_n(' ', width.saturating_sub(len)));
+    s
+}
+
+/// A size as the reference server writes it: `N B` below 1 KiB, otherwise 1024-based with two
+/// decimals in KB, MB, GB or TB.
+pub(crate) fn format_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut unit = 0;
+    let mut scaled = bytes as f64;
+    while scaled >= 1024.0 && unit < UNITS.len() - 1 {
+        scaled /= 1024.0;
+        unit += 1;
+    }
+    format!("{scaled:.2} {}", UNITS[unit])
 }
 
 /// `directory_tree`.
@@ -516,6 +645,18 @@ mod tests {
             String::from_utf8(out).expect("utf8"),
             r#"[{"name":"a","type":"directory","children":[{"name":"b","type":"directory","children":[]}]}]"#
         );
+    }
+
+    #[test]
+    fn sizes_are_written_like_the_reference() {
+        assert_eq!(format_size(0), "0 B");
+        assert_eq!(format_size(1023), "1023 B");
+        assert_eq!(format_size(1024), "1.00 KB");
+        assert_eq!(format_size(1536), "1.50 KB");
+        assert_eq!(format_size(5 * 1024 * 1024), "5.00 MB");
+        assert_eq!(format_size(3 << 50), "3072.00 TB");
+        assert_eq!(pad_end("ab", 4), "ab  ");
+        assert_eq!(pad_end("abcdef", 4), "abcdef");
     }
 
     #[test]

@@ -90,7 +90,7 @@ pub fn read_text_file(
 }
 
 /// Text or `InvalidArgument`: a NUL byte or invalid UTF-8 means the file is binary.
-fn into_text(bytes: Vec<u8>, resolved: &Resolved) -> Result<String, FsError> {
+pub(crate) fn into_text(bytes: Vec<u8>, resolved: &Resolved) -> Result<String, FsError> {
     let binary = || {
         FsError::InvalidArgument(format!(
             "'{}' is not UTF-8 text (it looks binary); this tool only returns text",

@@ -36,6 +36,15 @@ pub const UNDO_FILE: &str = "undo_file";
 /// See [`TOOLS`]; served only with version history (`--backup`).
 pub const REDO_FILE: &str = "redo_file";
 
+/// See [`EXTRAS`].
+pub const READ_MULTIPLE_FILES: &str = "read_multiple_files";
+/// See [`EXTRAS`].
+pub const GET_FILE_INFO: &str = "get_file_info";
+/// See [`EXTRAS`].
+pub const LIST_DIRECTORY_WITH_SIZES: &str = "list_directory_with_sizes";
+/// See [`EXTRAS`].
+pub const FIND_FILES: &str = "find_files";
+
 /// The tools served only with version history (`--backup`): without it there is nothing to step
 /// through, so they are not offered.
 pub const BACKUP_ONLY: [&str; 2] = [UNDO_FILE, REDO_FILE];
@@ -63,6 +72,82 @@ pub const TOOLS: [ToolEntry; 14] = [
     entry(REDO_FILE, ToolClass::History),
 ];
 
+/// The opt-in tools (`--tools extended`, or picked by name with `--tools NAME,…`), after
+/// [`TOOLS`] in `tools/list` order. They are a table of their own so that the default mode serves
+/// exactly [`TOOLS`], which adoption studies compare; the report reads both tables.
+///
+/// None of them changes anything: `read_multiple_files` reads content, the others look around.
+pub const EXTRAS: [ToolEntry; 4] = [
+    entry(READ_MULTIPLE_FILES, ToolClass::Read),
+    entry(GET_FILE_INFO, ToolClass::Navigate),
+    entry(LIST_DIRECTORY_WITH_SIZES, ToolClass::Navigate),
+    entry(FIND_FILES, ToolClass::Navigate),
+];
+
+/// Which tools a filesystem mode serves (`--tools`). Whatever is selected, the tools that need
+/// version history are still served only with `--backup`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Selection {
+    /// Exactly [`TOOLS`]: the interface adoption studies compare.
+    #[default]
+    Default,
+    /// [`TOOLS`] and [`EXTRAS`].
+    Extended,
+    /// Only these names (each one of [`TOOLS`] or [`EXTRAS`]), served in table order.
+    Only(Vec<&'static str>),
+}
+
+impl Selection {
+    /// Reads a `--tools` value: `default`, `extended`, or a comma-separated list of tool names.
+    /// An unknown name is refused with the list of valid ones, so a typo never silently serves
+    /// fewer tools than intended.
+    pub fn parse(value: &str) -> Result<Selection, String> {
+        match value.trim() {
+            "default" => return Ok(Selection::Default),
+            "extended" => return Ok(Selection::Extended),
+            _ => {}
+        }
+        let mut picked = Vec::new();
+        for raw in value.split(',') {
+            let name = raw.trim();
+            if name.is_empty() {
+                continue;
+            }
+            let Some(known) = every_tool().find(|t| t.name == name) else {
+                let valid: Vec<&str> = every_tool().map(|t| t.name).collect();
+                return Err(format!(
+                    "unknown tool '{name}'; give `default`, `extended`, or a comma-separated list of: {}",
+                    valid.join(", ")
+                ));
+            };
+            if !picked.contains(&known.name) {
+                picked.push(known.name);
+            }
+        }
+        if picked.is_empty() {
+            return Err(
+                "no tool named; give `default`, `extended`, or a comma-separated list of tool names"
+                    .into(),
+            );
+        }
+        Ok(Selection::Only(picked))
+    }
+
+    /// True when `name` is one of the selected tools.
+    pub fn serves(&self, name: &str) -> bool {
+        match self {
+            Selection::Default => TOOLS.iter().any(|t| t.name == name),
+            Selection::Extended => every_tool().any(|t| t.name == name),
+            Selection::Only(names) => names.contains(&name),
+        }
+    }
+}
+
+/// Every tool this mode can serve: [`TOOLS`], then [`EXTRAS`].
+pub fn every_tool() -> impl Iterator<Item = &'static ToolEntry> {
+    TOOLS.iter().chain(EXTRAS.iter())
+}
+
 const fn entry(name: &'static str, class: ToolClass) -> ToolEntry {
     ToolEntry { name, class }
 }
@@ -73,9 +158,14 @@ mod tests {
     use crate::{all_definitions, FsOptions};
 
     fn served(backup: bool) -> Vec<String> {
+        served_with(backup, Selection::Default)
+    }
+
+    fn served_with(backup: bool, tools: Selection) -> Vec<String> {
         let options = FsOptions {
             backup,
             max_read_bytes: 1,
+            tools,
         };
         all_definitions(&options)
             .into_iter()
@@ -98,6 +188,41 @@ mod tests {
             .collect();
         assert_eq!(served(false), table);
         assert_eq!(table.len(), 12);
+    }
+
+    #[test]
+    fn extended_serves_the_table_then_the_extras() {
+        let all: Vec<&str> = every_tool().map(|t| t.name).collect();
+        assert_eq!(served_with(true, Selection::Extended), all);
+        assert_eq!(all.len(), 18);
+    }
+
+    #[test]
+    fn a_pick_serves_only_the_named_tools_in_table_order() {
+        let pick = Selection::parse("find_files, read_text_file,find_files").expect("valid");
+        assert_eq!(pick, Selection::Only(vec![FIND_FILES, READ_TEXT_FILE]));
+        assert_eq!(served_with(false, pick), [READ_TEXT_FILE, FIND_FILES]);
+        // The history steppers still need --backup.
+        let steppers = Selection::parse("undo_file").expect("valid");
+        assert!(served_with(false, steppers.clone()).is_empty());
+        assert_eq!(served_with(true, steppers), [UNDO_FILE]);
+    }
+
+    #[test]
+    fn an_unknown_or_empty_pick_is_refused_with_the_valid_names() {
+        let err = Selection::parse("read_text_file,search_files").expect_err("unknown");
+        assert!(
+            err.contains("'search_files'") && err.contains("find_files"),
+            "{err}"
+        );
+        assert!(Selection::parse(" , ").is_err());
+        assert_eq!(Selection::parse("default"), Ok(Selection::Default));
+        assert_eq!(Selection::parse("extended"), Ok(Selection::Extended));
+    }
+
+    #[test]
+    fn no_extra_writes() {
+        assert!(EXTRAS.iter().all(|t| t.class != ToolClass::Write));
     }
 
     #[test]

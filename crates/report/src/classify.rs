@@ -11,10 +11,12 @@ use serde::Serialize;
 
 /// This project's tables of tools, each with the interface it is: shelpa's (every tool of every set
 /// it can serve, `--shelpa-tools all`) and the filesystem mode's (all fourteen, `--backup` or
-/// not). The toolsets own the names and each tool's class; the report reads only these tables.
-const OUR_TABLES: [(Interface, &[ToolEntry]); 2] = [
+/// not, and the opt-in extras of `--tools`). The toolsets own the names and each tool's class;
+/// the report reads only these tables.
+const OUR_TABLES: [(Interface, &[ToolEntry]); 3] = [
     (Interface::Pipe, &shelpa::TOOLS),
     (Interface::Filesystem, &fs_tools::TOOLS),
+    (Interface::Filesystem, &fs_tools::tools::EXTRAS),
 ];
 
 /// The interface and class of one of this project's tools, or `None` for any other name.
@@ -252,8 +254,13 @@ mod tests {
                 );
             }
         }
-        // Every one of the fourteen filesystem tools and four shelpa tools is known.
-        assert_eq!(OUR_TABLES.map(|(_, t)| t.len()), [4, 14]);
+        // Every one of the four shelpa tools, the fourteen filesystem tools and the four
+        // filesystem extras is known.
+        assert_eq!(OUR_TABLES.map(|(_, t)| t.len()), [4, 14, 4]);
+        assert_eq!(
+            classify_log_name(fs_tools::tools::FIND_FILES),
+            Interface::Filesystem
+        );
     }
 
     #[test]

@@ -400,6 +400,22 @@ impl Store {
         self.step(lock, rel, steps, true)
     }
 
+    /// Where the version history of the file at `rel` stands, as `(current, newest)`: the version
+    /// the file is at and the newest one redo can reach; `None` when it has no history. Only
+    /// reads (a few `stat`s and the head file), for tools that describe a file.
+    pub fn version_position(
+        &self,
+        _lock: &StoreLock,
+        rel: &Path,
+    ) -> Result<Option<(u64, u64)>, HistoryError> {
+        let path = self.checked(rel)?;
+        let v = versions::for_path(&self.ws, &self.state_dir(false)?, path)?;
+        let Some(head) = v.head()? else {
+            return Ok(None);
+        };
+        Ok(Some((head.current, v.newest(head)?)))
+    }
+
     fn step(
         &self,
         _lock: &StoreLock,

@@ -1,0 +1,501 @@
+//! The opt-in tools (`--tools extended`) that users of the reference filesystem server expect:
+//! `read_multiple_files`, `get_file_info` and `find_files` (the reference's `search_files`),
+//! here with their definitions; `list_directory_with_sizes` lives with the other listings in
+//! `list`. Names and argument names are the reference server's, so a client configuration moves
+//! over unchanged; every path goes through the guard and the workspace layer like the default
+//! tools, and a symlink never leads a result (or its target's name) out of the workspace.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use globset::{Glob, GlobBuilder};
+use rustix::fs::FileType;
+use serde_json::{json, Map, Value};
+
+use super::error::FsError;
+use super::list;
+use super::read::into_text;
+use super::target;
+use super::tools::{FIND_FILES, GET_FILE_INFO, LIST_DIRECTORY_WITH_SIZES, READ_MULTIPLE_FILES};
+use super::{reject_unknown, FsContext};
+use mcp_core::toolset::{Args, CallContext, Effects, ToolDef, ToolOutput};
+use workspace::guard::{display_relative, Resolved};
+use workspace::walk::Tree;
+
+/// The most paths one `read_multiple_files` call takes: enough for any batch a model plans,
+/// few enough that one call cannot open thousands of files.
+pub const MAX_FILES: usize = 100;
+
+/// The most paths one `find_files` call returns; past it the answer says it was cut, so a
+/// pattern like `**` on a large tree neither floods the model nor looks complete.
+pub const MAX_MATCHES: usize = 1000;
+
+fn path_property(what: &str) -> Value {
+    json!({
+        "type": "string",
+        "description": format!("{what}, relative to the workspace root (or absolute inside it)")
+    })
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+/// The definitions of the extras, in [`super::tools::EXTRAS`] order.
+pub fn definitions() -> Vec<ToolDef> {
+    vec![
+        ToolDef {
+            name: READ_MULTIPLE_FILES.into(),
+            title: "Read Multiple Files".into(),
+            description: format!(
+                "Read several UTF-8 text files in one call (1 to {MAX_FILES} paths). Each result is labelled with its path, \
+                 in the order given (`path:` then the content, parts separated by `---`); a file that cannot be read \
+                 is reported as `path: Error - reason` and does not fail the others. All files together are bounded \
+                 like one read_text_file; read a large file alone with head or tail."
+            ),
+            input_schema: object(
+                json!({
+                    "paths": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "minItems": 1,
+                        "maxItems": MAX_FILES,
+                        "description": "The files to read, relative to the workspace root (or absolute inside it)",
+                    },
+                }),
+                &["paths"],
+            ),
+            output_schema: Some(json!({
+                "type": "object",
+                "properties": {
+                    "files": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "path": {"type": "string"},
+                                "content": {"type": "string"},
+                                "error": {"type": "string"},
+                            },
+                            "required": ["path"],
+                        },
+                    },
+                },
+                "required": ["files"],
+            })),
+            effects: Effects::READ_ONLY,
+        },
+        ToolDef {
+            name: GET_FILE_INFO.into(),
+            title: "Get File Info".into(),
+            description: "Describe a file or directory without reading it: type, size, permissions (octal), created/modified/accessed \
+                          times (RFC 3339, UTC), and with version history the number of versions and the current one. A symlink \
+                          is described as itself, with the workspace path it points to (a target outside the workspace is not shown)."
+                .into(),
+            input_schema: object(json!({"path": path_property("The file or directory to describe")}), &["path"]),
+            output_schema: None,
+            effects: Effects::READ_ONLY,
+        },
+        ToolDef {
+            name: LIST_DIRECTORY_WITH_SIZES.into(),
+            title: "List Directory with Sizes".into(),
+            description: "List a directory's entries with file sizes, one per line as `[FILE] name size` or `[DIR] name`, then the \
+                          number of files and directories and their combined size. sortBy `name` (default) or `size` (largest first). \
+                          A symlink counts with its target's size only when the target is a file inside the workspace. \
+                          Build/cache directories and the root .gitignore's matches are left out, as in list_directory."
+                .into(),
+            input_schema: object(
+                json!({
+                    "path": path_property("The directory to list (\".\" for the root)"),
+                    "sortBy": {"type": "string", "enum": ["name", "size"], "default": "name", "description": "Sort entries by name or by size (largest first)"},
+                }),
+                &["path"],
+            ),
+            output_schema: None,
+            effects: Effects::READ_ONLY,
+        },
+        ToolDef {
+            name: FIND_FILES.into(),
+            title: "Find Files".into(),
+            description: format!(
+                "Find files and directories whose path matches a glob, below a directory: the pattern is matched against the \
+                 path relative to that directory, so `*.rs` finds only its direct entries and `**/*.rs` finds them at any depth \
+                 (case-sensitive; `*` does not cross `/`). excludePatterns leave entries out and are not descended into (a pattern \
+                 without '/' matches names at any depth). Matches by name, not content. Answers root-relative paths, one per line, \
+                 at most {MAX_MATCHES}."
+            ),
+            input_schema: object(
+                json!({
+                    "path": path_property("The directory to search below (\".\" for the root)"),
+                    "pattern": {"type": "string", "description": "Glob matched against paths relative to `path`, e.g. \"**/*.md\""},
+                    "excludePatterns": {"type": "array", "items": {"type": "string"}, "default": [], "description": "Glob patterns to leave out"},
+                }),
+                &["path", "pattern"],
+            ),
+            output_schema: None,
+            effects: Effects::READ_ONLY,
+        },
+    ]
+}
+
+/// `read_multiple_files`.
+pub fn read_multiple_files(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolOutput, FsError> {
+    reject_unknown(args, &["paths"])?;
+    let Some(paths) = Args(args).opt_str_list("paths")? else {
+        return Err(FsError::InvalidArgument(
+            "'paths' is required: an array of the files to read".into(),
+        ));
+    };
+    if paths.is_empty() || paths.len() > MAX_FILES {
+        return Err(FsError::InvalidArgument(format!(
+            "'paths' has {} entries; give 1 to {MAX_FILES} files per call (split a longer list into several calls)",
+            paths.len()
+        )));
+    }
+    // One budget for the whole call: many files must not return more than one large read could.
+    let mut budget = cx.options.max_read_bytes;
+    let mut parts = Vec::with_capacity(paths.len());
+    let mut files = Vec::with_capacity(paths.len());
+    for path in paths {
+        FsError::check(ctx, || format!("read_multiple_files at '{path}'"))?;
+        match read_one(cx, path, budget) {
+            Ok(content) => {
+                budget -= content.len() as u64;
+                parts.push(format!("{path}:\n{content}\n"));
+                files.push(json!({"path": path, "content": content}));
+            }
+            Err(e) => {
+                parts.push(format!("{path}: Error - {e}"));
+                files.push(json!({"path": path, "error": e.to_string()}));
+            }
+        }
+    }
+    Ok(ToolOutput::structured(
+        parts.join("\n---\n"),
+        json!({ "files": files }),
+    ))
+}
+
+/// The whole text of the file at `path`, at most `budget` bytes of it.
+fn read_one(cx: &FsContext, path: &str, budget: u64) -> Result<String, FsError> {
+    let resolved = cx.guard.resolve(path)?;
+    let file = target::open_for_reading(&cx.guard, &resolved)?;
+    let meta = file
+        .metadata()
+        .map_err(|e| target::io_error("cannot inspect", &resolved.relative, e))?;
+    if meta.is_dir() {
+        return Err(FsError::InvalidArgument(format!(
+            "'{}' is a directory; use list_directory to see what is in it",
+            resolved.display()
+        )));
+    }
+    if !meta.is_file() {
+        return Err(FsError::InvalidArgument(format!(
+            "'{}' is not a regular file; only regular files can be read",
+            resolved.display()
+        )));
+    }
+    let over = |len: u64| {
+        FsError::InvalidArgument(format!(
+            "'{}' is {len} bytes, more than the {budget} bytes left of this call's read limit; read it alone with read_text_file (head/tail for a large file)",
+            resolved.display()
+        ))
+    };
+    if meta.len() > budget {
+        return Err(over(meta.len()));
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    file.take(budget + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| target::io_error("cannot read", &resolved.relative, e))?;
+    if buf.len() as u64 > budget {
+        return Err(over(buf.len() as u64));
+    }
+    into_text(buf, &resolved)
+}
+
+/// What `get_file_info` reports about one path, read without following a final symlink.
+struct Info {
+    kind: FileType,
+    size: u64,
+    mode: u32,
+    modified: (i64, u32),
+    accessed: (i64, u32),
+    /// The birth time, when the file system records it.
+    created: Option<(i64, u32)>,
+}
+
+/// `lstat` of `rel` with its times, relative to its parent's descriptor; `None` when nothing is
+/// there. `statx` on Linux, for the birth time.
+fn lstat_info(ws: &workspace::Workspace, rel: &Path) -> std::io::Result<Option<Info>> {
+    #[cfg(target_os = "linux")]
+    fn at(dir: impl std::os::fd::AsFd, name: &OsStr, root: bool) -> std::io::Result<Info> {
+        use rustix::fs::{statx, AtFlags, StatxFlags};
+        let flags = if root {
+            AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW
+        } else {
+            AtFlags::SYMLINK_NOFOLLOW
+        };
+        let st = statx(
+            dir,
+            name,
+            flags,
+            StatxFlags::BASIC_STATS | StatxFlags::BTIME,
+        )?;
+        let created = (st.stx_mask & StatxFlags::BTIME.bits() != 0)
+            .then_some((st.stx_btime.tv_sec, st.stx_btime.tv_nsec));
+        Ok(Info {
+            kind: FileType::from_raw_mode(st.stx_mode.into()),
+            size: st.stx_size,
+            mode: u32::from(st.stx_mode) & 0o7777,
+            modified: (st.stx_mtime.tv_sec, st.stx_mtime.tv_nsec),
+            accessed: (st.stx_atime.tv_sec, st.stx_atime.tv_nsec),
+            created,
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    #[allow(clippy::unnecessary_cast)]
+    fn at(dir: impl std::os::fd::AsFd, name: &OsStr, root: bool) -> std::io::Result<Info> {
+        use rustix::fs::AtFlags;
+        let st = if root {
+            rustix::fs::fstat(dir)?
+        } else {
+            rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?
+        };
+        Ok(Info {
+            kind: FileType::from_raw_mode(st.st_mode as _),
+            size: st.st_size as u64,
+            mode: (st.st_mode as u32) & 0o7777,
+            modified: (st.st_mtime as i64, st.st_mtime_nsec as u32),
+            accessed: (st.st_atime as i64, st.st_atime_nsec as u32),
+            created: None,
+        })
+    }
+    let found = if rel.as_os_str().is_empty() {
+        at(ws.root_fd(), OsStr::new(""), true)
+    } else {
+        match ws.parent(rel) {
+            Ok((dir, name)) => at(&dir, name, false),
+            Err(e) => Err(e),
+        }
+    };
+    match found {
+        Ok(info) => Ok(Some(info)),
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                || e.raw_os_error() == Some(libc::ENOTDIR) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A time as RFC 3339 in UTC, to the second.
+fn rfc3339((secs, nanos): (i64, u32)) -> String {
+    DateTime::<Utc>::from_timestamp(secs, nanos)
+        .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn type_name(kind: FileType) -> &'static str {
+    match kind {
+        FileType::RegularFile => "file",
+        FileType::Directory => "directory",
+        FileType::Symlink => "symlink",
+        FileType::Fifo => "fifo",
+        FileType::Socket => "socket",
+        FileType::BlockDevice | FileType::CharacterDevice => "device",
+        _ => "unknown",
+    }
+}
+
+/// `get_file_info`.
+pub fn get_file_info(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
+    reject_unknown(args, &["path"])?;
+    let path = Args(args).str("path")?;
+    // Links on the way are followed (and checked); a final link is described as itself.
+    let resolved = cx.guard.resolve_no_follow(path)?;
+    let info = lstat_info(cx.guard.workspace(), &resolved.relative)
+        .map_err(|e| target::io_error("cannot inspect", &resolved.relative, e))?
+        .ok_or_else(|| target::not_found(&resolved.relative))?;
+    let mut out = format!(
+        "path: {}\ntype: {}\n",
+        resolved.display(),
+        type_name(info.kind)
+    );
+    if info.kind == FileType::Symlink {
+        out.push_str(&format!("target: {}\n", link_target(cx, path)));
+    }
+    let created = info
+        .created
+        .map(rfc3339)
+        .unwrap_or_else(|| "unknown (not recorded by this file system)".into());
+    out.push_str(&format!(
+        "size: {}\ncreated: {created}\nmodified: {}\naccessed: {}\nisDirectory: {}\nisFile: {}\npermissions: {:03o}",
+        info.size,
+        rfc3339(info.modified),
+        rfc3339(info.accessed),
+        info.kind == FileType::Directory,
+        info.kind == FileType::RegularFile,
+        info.mode & 0o777,
+    ));
+    if cx.options.backup && info.kind == FileType::RegularFile {
+        out.push_str(&format!("\nversions: {}", versions_line(cx, &resolved)?));
+    }
+    Ok(ToolOutput::text(out))
+}
+
+/// Where the symlink at `path` points, as a workspace path; never the name of anything outside.
+fn link_target(cx: &FsContext, path: &str) -> String {
+    match cx.guard.resolve(path) {
+        Ok(target) => match cx.guard.workspace().stat(&target.relative) {
+            Ok(Some(_)) => target.display(),
+            _ => format!("{} (missing)", target.display()),
+        },
+        Err(e) if e.is_escape() => "outside the workspace (not shown, never followed)".into(),
+        Err(_) => "cannot be resolved (a loop or an unreadable link)".into(),
+    }
+}
+
+/// `N (current: C)` for a file with version history, `none` for one without.
+fn versions_line(cx: &FsContext, resolved: &Resolved) -> Result<String, FsError> {
+    let Some(lock) = cx.store.lock_for_reading()? else {
+        return Ok("none".into());
+    };
+    Ok(
+        match cx.store.version_position(&lock, &resolved.relative)? {
+            Some((current, newest)) => format!("{newest} (current: {current})"),
+            None => "none".into(),
+        },
+    )
+}
+
+/// `find_files`: the reference server's `search_files`, as a bounded, cancellable walk through
+/// directory descriptors that never follows a symlink and never enters the server's state.
+pub fn find_files(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolOutput, FsError> {
+    reject_unknown(args, &["path", "pattern", "excludePatterns"])?;
+    let a = Args(args);
+    let path = a.str("path")?;
+    let pattern = a.str("pattern")?;
+    let excludes = a.opt_str_list("excludePatterns")?.unwrap_or_default();
+    let matcher = glob(pattern)?.compile_matcher();
+    let (exclude_names, exclude_paths) = list::exclude_sets(&excludes)?;
+    let resolved = cx.guard.resolve(path)?;
+    let fd = list::open_dir(
+        cx,
+        &resolved,
+        "find_files searches below a directory; use get_file_info to describe a file",
+    )?;
+    let mut tree = Tree::new(fd)
+        .map_err(|e| target::io_error("cannot read directory", &resolved.relative, e))?;
+    let mut found: Vec<String> = Vec::new();
+    let mut truncated = false;
+    let mut seen = 0usize;
+    while let Some(entry) = tree.next_entry() {
+        seen += 1;
+        if seen.is_multiple_of(4096) {
+            if let Err(stop) = ctx.check() {
+                return Ok(ToolOutput::stopped(stop, "find_files"));
+            }
+        }
+        let name = entry.name.as_bytes();
+        if workspace::guard::STATE_DIRS
+            .iter()
+            .any(|s| s.as_bytes() == name)
+            || workspace::temp::is_reserved(name)
+        {
+            continue;
+        }
+        if exclude_names.is_match(&entry.name) || exclude_paths.is_match(&entry.path) {
+            continue;
+        }
+        if matcher.is_match(&entry.path) {
+            let rel = resolved.relative.join(&entry.path);
+            // A link is a match only when it stays inside: its target is not shown either way,
+            // but a link out must not even be offered as something to open.
+            let inside = entry.kind != FileType::Symlink
+                || rel.to_str().is_some_and(|p| cx.guard.resolve(p).is_ok());
+            if inside {
+                if found.len() == MAX_MATCHES {
+                    truncated = true;
+                    break;
+                }
+                found.push(display_relative(&rel));
+            }
+        }
+        if entry.kind == FileType::Directory {
+            if let Err(stop) = ctx.check() {
+                return Ok(ToolOutput::stopped(stop, "find_files"));
+            }
+            // Unreadable, moved away or too deep: its entries are simply not searched.
+            let _ = tree.descend();
+        }
+    }
+    if found.is_empty() {
+        return Ok(ToolOutput::text("No matches found"));
+    }
+    let mut out = found.join("\n");
+    if truncated {
+        out.push_str(&format!(
+            "\n[truncated: more than {MAX_MATCHES} matches; only the first {MAX_MATCHES} are shown. Narrow the pattern, the path or add excludePatterns]"
+        ));
+    }
+    Ok(ToolOutput::text(out))
+}
+
+/// The `pattern` of `find_files` as a glob on relative paths (`*` stays within one component).
+fn glob(pattern: &str) -> Result<Glob, FsError> {
+    let p = pattern.trim();
+    let p = p.strip_prefix("./").unwrap_or(p);
+    if p.is_empty() {
+        return Err(FsError::InvalidArgument(
+            "'pattern' is empty; give a glob such as \"*.md\" or \"**/*.rs\"".into(),
+        ));
+    }
+    GlobBuilder::new(p)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| {
+            FsError::InvalidArgument(format!(
+                "'pattern' is not a valid glob ({e}); use patterns like \"*.md\", \"src/*.rs\" or \"**/test_*\""
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pattern_matches_relative_paths_one_component_per_star() {
+        let m = glob("*.txt").expect("valid").compile_matcher();
+        assert!(m.is_match("a.txt") && m.is_match(".hidden.txt"));
+        assert!(!m.is_match("d/a.txt"));
+        let deep = glob("**/*.txt").expect("valid").compile_matcher();
+        assert!(deep.is_match("a.txt") && deep.is_match("d/e/a.txt"));
+        assert!(glob("a[b").is_err() && glob(" ").is_err());
+    }
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        assert_eq!(rfc3339((0, 0)), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339((1_700_000_000, 5)), "2023-11-14T22:13:20Z");
+    }
+}
