@@ -494,6 +494,36 @@ mod tests {
     }
 
     #[test]
+    fn find_files_and_read_multiple_files_stop_when_cancelled() {
+        use mcp_core::toolset::Toolset;
+        let tmp = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(tmp.path().join("a/b")).expect("mkdir");
+        std::fs::write(tmp.path().join("a/b/f.txt"), "x").expect("write");
+        let guard = workspace::guard::PathGuard::new(tmp.path()).expect("guard");
+        let options = crate::FsOptions {
+            backup: false,
+            max_read_bytes: 1024,
+            tools: crate::tools::Selection::Extended,
+        };
+        let tools = crate::FsToolset::new(guard, options);
+        let find = json!({"path": ".", "pattern": "**/*.txt"});
+        let read = json!({"paths": ["a/b/f.txt"]});
+        let (Value::Object(find), Value::Object(read)) = (find, read) else {
+            unreachable!("objects")
+        };
+        let calm = CallContext::default();
+        assert_eq!(tools.call(FIND_FILES, &find, &calm).text, "a/b/f.txt");
+        assert!(!tools.call(READ_MULTIPLE_FILES, &read, &calm).is_error);
+        let cancelled = CallContext::default();
+        cancelled.cancel.cancel();
+        for (name, args) in [(FIND_FILES, &find), (READ_MULTIPLE_FILES, &read)] {
+            let out = tools.call(name, args, &cancelled);
+            assert!(out.is_error, "{name}: {}", out.text);
+            assert_eq!(out.error_kind.as_deref(), Some("Cancelled"), "{name}");
+        }
+    }
+
+    #[test]
     fn times_are_rfc3339_utc() {
         assert_eq!(rfc3339((0, 0)), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339((1_700_000_000, 5)), "2023-11-14T22:13:20Z");
