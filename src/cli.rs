@@ -337,6 +337,13 @@ impl Options {
 
     /// The toolset for the chosen mode and root, and what it is confined to.
     fn toolset(&self) -> Result<(Arc<dyn Toolset>, Scope), String> {
+        // `--tools` picks filesystem tools: the pipe alone has none, and a flag that silently
+        // did nothing would leave the user believing the tools were served.
+        if self.tools.is_some() && self.legacy_pipe && !self.with_filesystem {
+            return Err(
+                "--tools selects filesystem tools; with --legacy-pipe add --with-filesystem, or leave --tools out".into(),
+            );
+        }
         let factory: Box<dyn ToolsetFactory<PathGuard>> = Box::new(ClearsLeftovers(self.factory()));
         if self.server {
             // Settled before serving anything: a daemon with no usable allowed place must not

@@ -418,6 +418,25 @@ fn an_unknown_tool_name_is_a_cli_error_listing_the_valid_ones() {
 }
 
 #[test]
+fn tools_needs_a_filesystem_toolset_to_select_from() {
+    let ws = Ws::new();
+    let (ok, printed) = run(&ws.root, &["tools", "--legacy-pipe", "--tools", "extended"]);
+    assert!(!ok && printed.contains("--with-filesystem"), "{printed}");
+    let (ok, printed) = run(
+        &ws.root,
+        &[
+            "tools",
+            "--legacy-pipe",
+            "--with-filesystem",
+            "--tools",
+            "find_files",
+        ],
+    );
+    assert!(ok && printed.contains("find_files"), "{printed}");
+    assert!(!printed.contains("read_text_file"), "{printed}");
+}
+
+#[test]
 fn the_tools_subcommand_lists_what_the_selection_serves() {
     let ws = Ws::new();
     let (ok, plain) = run(&ws.root, &["tools"]);

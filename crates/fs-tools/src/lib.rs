@@ -59,6 +59,29 @@ delete_file are logged, so search_file can tell where a path went.
 - .filesystem/ and .shelpa/ hold the server's own history and cannot be touched; symlinks are \
 never written through and never lead outside the workspace.";
 
+/// The instructions for `options`: [`INSTRUCTIONS`], and a line naming the opt-in tools that
+/// are served, so a model learns they exist before it reaches for a shell.
+fn instructions(options: &FsOptions) -> String {
+    if options.tools == tools::Selection::Default {
+        return INSTRUCTIONS.into();
+    }
+    let what = |name: &str| match name {
+        tools::READ_MULTIPLE_FILES => "several files in one read",
+        tools::GET_FILE_INFO => "a path's type, size, permissions and times",
+        tools::LIST_DIRECTORY_WITH_SIZES => "a listing with sizes",
+        _ => "paths by glob",
+    };
+    let extras: Vec<String> = tools::EXTRAS
+        .iter()
+        .filter(|t| options.tools.serves(t.name))
+        .map(|t| format!("{} ({})", t.name, what(t.name)))
+        .collect();
+    if extras.is_empty() {
+        return INSTRUCTIONS.into();
+    }
+    format!("{INSTRUCTIONS}\n- Also served: {}.", extras.join(", "))
+}
+
 /// Every tool this mode serves with `options`: the file tools, then the recovery tools, then
 /// the opt-in extras, less what `--tools` did not select.
 fn all_definitions(options: &FsOptions) -> Vec<ToolDef> {
@@ -105,7 +128,7 @@ impl ToolsetFactory<PathGuard> for FsFactory {
         "filesystem".into()
     }
     fn instructions(&self) -> String {
-        INSTRUCTIONS.into()
+        instructions(&self.options)
     }
     fn definitions(&self) -> Vec<ToolDef> {
         all_definitions(&self.options)
@@ -141,7 +164,7 @@ impl Toolset for FsToolset {
         "filesystem".into()
     }
     fn instructions(&self) -> String {
-        INSTRUCTIONS.into()
+        instructions(&self.cx.options)
     }
     fn tools(&self) -> Vec<ToolDef> {
         all_definitions(&self.cx.options)

@@ -221,6 +221,25 @@ mod tests {
     }
 
     #[test]
+    fn instructions_name_the_extras_only_when_served() {
+        let with = |tools| {
+            crate::instructions(&FsOptions {
+                backup: false,
+                max_read_bytes: 1,
+                tools,
+            })
+        };
+        assert_eq!(with(Selection::Default), crate::INSTRUCTIONS);
+        let picked = with(Selection::Only(vec![READ_TEXT_FILE, FIND_FILES]));
+        assert!(
+            picked.ends_with("\n- Also served: find_files (paths by glob)."),
+            "{picked}"
+        );
+        assert!(with(Selection::Extended)
+            .contains("read_multiple_files (several files in one read), get_file_info"));
+    }
+
+    #[test]
     fn no_extra_writes() {
         assert!(EXTRAS.iter().all(|t| t.class != ToolClass::Write));
     }
