@@ -237,6 +237,26 @@ struct Info {
     created: Option<(i64, u32)>,
 }
 
+/// `lstat` with the times, but no birth time: where `statx` is missing.
+// The field types of `struct stat` differ between targets.
+#[allow(clippy::unnecessary_cast)]
+fn at_stat(dir: impl std::os::fd::AsFd, name: &OsStr, root: bool) -> std::io::Result<Info> {
+    use rustix::fs::AtFlags;
+    let st = if root {
+        rustix::fs::fstat(dir)?
+    } else {
+        rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?
+    };
+    Ok(Info {
+        kind: FileType::from_raw_mode(st.st_mode as _),
+        size: st.st_size as u64,
+        mode: (st.st_mode as u32) & 0o7777,
+        modified: (st.st_mtime as i64, st.st_mtime_nsec as u32),
+        accessed: (st.st_atime as i64, st.st_atime_nsec as u32),
+        created: None,
+    })
+}
+
 /// `lstat` of `rel` with its times, relative to its parent's descriptor; `None` when nothing is
 /// there. `statx` on Linux, for the birth time.
 fn lstat_info(ws: &workspace::Workspace, rel: &Path) -> std::io::Result<Option<Info>> {
@@ -248,12 +268,19 @@ fn lstat_info(ws: &workspace::Workspace, rel: &Path) -> std::io::Result<Option<I
         } else {
             AtFlags::SYMLINK_NOFOLLOW
         };
-        let st = statx(
-            dir,
+        let st = match statx(
+            &dir,
             name,
             flags,
             StatxFlags::BASIC_STATS | StatxFlags::BTIME,
-        )?;
+        ) {
+            Ok(st) => st,
+            // Kernels before 4.11, and sandboxes that filter the call: plain stat, no birth time.
+            Err(rustix::io::Errno::NOSYS) | Err(rustix::io::Errno::PERM) => {
+                return at_stat(dir, name, root)
+            }
+            Err(e) => return Err(e.into()),
+        };
         let created = (st.stx_mask & StatxFlags::BTIME.bits() != 0)
             .then_some((st.stx_btime.tv_sec, st.stx_btime.tv_nsec));
         Ok(Info {
@@ -266,22 +293,8 @@ fn lstat_info(ws: &workspace::Workspace, rel: &Path) -> std::io::Result<Option<I
         })
     }
     #[cfg(not(target_os = "linux"))]
-    #[allow(clippy::unnecessary_cast)]
     fn at(dir: impl std::os::fd::AsFd, name: &OsStr, root: bool) -> std::io::Result<Info> {
-        use rustix::fs::AtFlags;
-        let st = if root {
-            rustix::fs::fstat(dir)?
-        } else {
-            rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?
-        };
-        Ok(Info {
-            kind: FileType::from_raw_mode(st.st_mode as _),
-            size: st.st_size as u64,
-            mode: (st.st_mode as u32) & 0o7777,
-            modified: (st.st_mtime as i64, st.st_mtime_nsec as u32),
-            accessed: (st.st_atime as i64, st.st_atime_nsec as u32),
-            created: None,
-        })
+        at_stat(dir, name, root)
     }
     let found = if rel.as_os_str().is_empty() {
         at(ws.root_fd(), OsStr::new(""), true)
@@ -521,6 +534,27 @@ mod tests {
             assert!(out.is_error, "{name}: {}", out.text);
             assert_eq!(out.error_kind.as_deref(), Some("Cancelled"), "{name}");
         }
+    }
+
+    #[test]
+    fn the_plain_stat_fallback_agrees_with_statx_but_for_the_birth_time() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        std::fs::write(tmp.path().join("f"), "12345").expect("write");
+        let ws = workspace::Workspace::open(tmp.path()).expect("ws");
+        let full = lstat_info(&ws, Path::new("f"))
+            .expect("stat")
+            .expect("there");
+        let dir = ws.dir(Path::new("")).expect("dir");
+        let plain = at_stat(&dir, OsStr::new("f"), false).expect("stat");
+        assert_eq!(
+            (plain.kind, plain.size, plain.mode),
+            (full.kind, 5, full.mode)
+        );
+        assert_eq!(plain.modified, full.modified);
+        assert!(plain.created.is_none());
+        assert!(lstat_info(&ws, Path::new("nope/f"))
+            .expect("stat")
+            .is_none());
     }
 
     #[test]
