@@ -5,10 +5,8 @@
 //! over unchanged; every path goes through the guard and the workspace layer like the default
 //! tools, and a symlink never leads a result (or its target's name) out of the workspace.
 
-use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use globset::{Glob, GlobBuilder};
@@ -226,96 +224,6 @@ fn read_one(cx: &FsContext, path: &str, budget: u64) -> Result<String, FsError> 
     into_text(buf, &resolved)
 }
 
-/// What `get_file_info` reports about one path, read without following a final symlink.
-struct Info {
-    kind: FileType,
-    size: u64,
-    mode: u32,
-    modified: (i64, u32),
-    accessed: (i64, u32),
-    /// The birth time, when the file system records it.
-    created: Option<(i64, u32)>,
-}
-
-/// `lstat` with the times, but no birth time: where `statx` is missing.
-// The field types of `struct stat` differ between targets.
-#[allow(clippy::unnecessary_cast)]
-fn at_stat(dir: impl std::os::fd::AsFd, name: &OsStr, root: bool) -> std::io::Result<Info> {
-    use rustix::fs::AtFlags;
-    let st = if root {
-        rustix::fs::fstat(dir)?
-    } else {
-        rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?
-    };
-    Ok(Info {
-        kind: FileType::from_raw_mode(st.st_mode as _),
-        size: st.st_size as u64,
-        mode: (st.st_mode as u32) & 0o7777,
-        modified: (st.st_mtime as i64, st.st_mtime_nsec as u32),
-        accessed: (st.st_atime as i64, st.st_atime_nsec as u32),
-        created: None,
-    })
-}
-
-/// `lstat` of `rel` with its times, relative to its parent's descriptor; `None` when nothing is
-/// there. `statx` on Linux, for the birth time.
-fn lstat_info(ws: &workspace::Workspace, rel: &Path) -> std::io::Result<Option<Info>> {
-    #[cfg(target_os = "linux")]
-    fn at(dir: impl std::os::fd::AsFd, name: &OsStr, root: bool) -> std::io::Result<Info> {
-        use rustix::fs::{statx, AtFlags, StatxFlags};
-        let flags = if root {
-            AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW
-        } else {
-            AtFlags::SYMLINK_NOFOLLOW
-        };
-        let st = match statx(
-            &dir,
-            name,
-            flags,
-            StatxFlags::BASIC_STATS | StatxFlags::BTIME,
-        ) {
-            Ok(st) => st,
-            // Kernels before 4.11, and sandboxes that filter the call: plain stat, no birth time.
-            Err(rustix::io::Errno::NOSYS) | Err(rustix::io::Errno::PERM) => {
-                return at_stat(dir, name, root)
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let created = (st.stx_mask & StatxFlags::BTIME.bits() != 0)
-            .then_some((st.stx_btime.tv_sec, st.stx_btime.tv_nsec));
-        Ok(Info {
-            kind: FileType::from_raw_mode(st.stx_mode.into()),
-            size: st.stx_size,
-            mode: u32::from(st.stx_mode) & 0o7777,
-            modified: (st.stx_mtime.tv_sec, st.stx_mtime.tv_nsec),
-            accessed: (st.stx_atime.tv_sec, st.stx_atime.tv_nsec),
-            created,
-        })
-    }
-    #[cfg(not(target_os = "linux"))]
-    fn at(dir: impl std::os::fd::AsFd, name: &OsStr, root: bool) -> std::io::Result<Info> {
-        at_stat(dir, name, root)
-    }
-    let found = if rel.as_os_str().is_empty() {
-        at(ws.root_fd(), OsStr::new(""), true)
-    } else {
-        match ws.parent(rel) {
-            Ok((dir, name)) => at(&dir, name, false),
-            Err(e) => Err(e),
-        }
-    };
-    match found {
-        Ok(info) => Ok(Some(info)),
-        Err(e)
-            if e.kind() == std::io::ErrorKind::NotFound
-                || e.raw_os_error() == Some(libc::ENOTDIR) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
-}
-
 /// A time as RFC 3339 in UTC, to the second.
 fn rfc3339((secs, nanos): (i64, u32)) -> String {
     DateTime::<Utc>::from_timestamp(secs, nanos)
@@ -341,7 +249,10 @@ pub fn get_file_info(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOu
     let path = Args(args).str("path")?;
     // Links on the way are followed (and checked); a final link is described as itself.
     let resolved = cx.guard.resolve_no_follow(path)?;
-    let info = lstat_info(cx.guard.workspace(), &resolved.relative)
+    let info = cx
+        .guard
+        .workspace()
+        .inspect(&resolved.relative)
         .map_err(|e| target::io_error("cannot inspect", &resolved.relative, e))?
         .ok_or_else(|| target::not_found(&resolved.relative))?;
     let mut out = format!(
@@ -534,27 +445,6 @@ mod tests {
             assert!(out.is_error, "{name}: {}", out.text);
             assert_eq!(out.error_kind.as_deref(), Some("Cancelled"), "{name}");
         }
-    }
-
-    #[test]
-    fn the_plain_stat_fallback_agrees_with_statx_but_for_the_birth_time() {
-        let tmp = tempfile::tempdir().expect("tmp");
-        std::fs::write(tmp.path().join("f"), "12345").expect("write");
-        let ws = workspace::Workspace::open(tmp.path()).expect("ws");
-        let full = lstat_info(&ws, Path::new("f"))
-            .expect("stat")
-            .expect("there");
-        let dir = ws.dir(Path::new("")).expect("dir");
-        let plain = at_stat(&dir, OsStr::new("f"), false).expect("stat");
-        assert_eq!(
-            (plain.kind, plain.size, plain.mode),
-            (full.kind, 5, full.mode)
-        );
-        assert_eq!(plain.modified, full.modified);
-        assert!(plain.created.is_none());
-        assert!(lstat_info(&ws, Path::new("nope/f"))
-            .expect("stat")
-            .is_none());
     }
 
     #[test]

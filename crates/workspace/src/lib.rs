@@ -14,6 +14,7 @@
 pub mod beneath;
 pub mod guard;
 pub mod history;
+pub mod inspect;
 pub mod mirror;
 pub mod root;
 pub mod temp;
@@ -606,6 +607,12 @@ impl Workspace {
         })?;
         let parent = rel.parent().unwrap_or(Path::new(""));
         Ok((self.dir(parent)?, name))
+    }
+
+    /// What is at `rel` with its times, not following a final symlink; `None` when nothing is
+    /// (see [`inspect`]).
+    pub fn inspect(&self, rel: &Path) -> io::Result<Option<inspect::FileInfo>> {
+        inspect::inspect(self, rel)
     }
 
     /// What is at `rel`, not following a final symlink; `None` when nothing is (a missing parent
