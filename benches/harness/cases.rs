@@ -359,27 +359,44 @@ impl<'a> Bench<'a> {
             let mut server = self.start(s)?;
             server.initialize()?;
             let secs = server.started().elapsed().as_secs_f64();
-            let rss_kib = server.peak_rss_kib();
-            server.finish()?;
+            let rss_kib = server.finish_with_peak_rss()?;
             Ok(Measure { secs, rss_kib })
         });
         let i = self.push_compared(
-            CaseResult {
-                title: "start-up".into(),
-                what: "from spawning the process to reading the answer to `initialize`".into(),
-                baseline: self.ours_label(),
-                calls: None,
+            self.compared_case(
+                "start-up",
+                "from spawning the process to reading the answer to `initialize`",
                 rows,
-                notes: vec![],
                 twins,
-                cost_limit: None,
-            },
+            ),
             &[
                 (Kind::Reference, 100.0, "≥ 100× faster than the reference"),
                 (Kind::RustMcp, 1.0, "no slower than rust-mcp-filesystem"),
             ],
         );
         self.check_within_floor(i, 1.5, "within 1.5× of the floor");
+    }
+
+    /// A case measured against the peers with ours as the baseline, no throughput column, no
+    /// notes and no cost limit: what every compared case starts from (one that has any of these
+    /// sets it over this).
+    fn compared_case(
+        &self,
+        title: impl Into<String>,
+        what: impl Into<String>,
+        rows: Vec<Row>,
+        twins: Vec<Twin>,
+    ) -> CaseResult {
+        CaseResult {
+            title: title.into(),
+            what: what.into(),
+            baseline: self.ours_label(),
+            calls: None,
+            rows,
+            notes: vec![],
+            twins,
+            cost_limit: None,
+        }
     }
 
     /// Records a case measured against the peers and checks it against its targets, each "the
@@ -450,23 +467,23 @@ impl<'a> Bench<'a> {
             }
             let calls = vec![args; n as usize];
             let secs = server.pipelined_calls(&tool, &calls)?.as_secs_f64();
-            let rss_kib = server.peak_rss_kib();
-            server.finish()?;
+            let rss_kib = server.finish_with_peak_rss()?;
             Ok(Measure { secs, rss_kib })
         });
         let i = self.push_compared(
-                CaseResult {
-                title: "read_text_file ×N pipelined".into(),
-                what: format!(
-                    "{n} `read_text_file` calls on a 4 KiB file in one session, all requests written \
-                     by a writer thread while the driver reads; first byte sent to last answer read"
-                ),
-                baseline: self.ours_label(),
+            CaseResult {
                 calls: Some(n),
-                rows,
-                notes: vec![],
-                twins,
                 cost_limit: Some(COST_LIMIT),
+                ..self.compared_case(
+                    "read_text_file ×N pipelined",
+                    format!(
+                        "{n} `read_text_file` calls on a 4 KiB file in one session, all requests \
+                         written by a writer thread while the driver reads; first byte sent to last \
+                         answer read"
+                    ),
+                    rows,
+                    twins,
+                )
             },
             &[(Kind::Reference, 10.0, "≥ 10× the reference's throughput"), (Kind::RustMcp, 4.0, "≥ 4× rust-mcp-filesystem's throughput")],
         );
@@ -524,8 +541,7 @@ impl<'a> Bench<'a> {
             let start = Instant::now();
             let reply = server.call_tool(&tool, &obj(json!({"path": path})))?;
             let secs = start.elapsed().as_secs_f64();
-            let rss_kib = server.peak_rss_kib();
-            server.finish()?;
+            let rss_kib = server.finish_with_peak_rss()?;
             if rep == 0 {
                 // Every generated file name ends in `.rs`; names are all the tree reports
                 // verbatim whatever its format, so this counts files listed.
@@ -541,21 +557,25 @@ impl<'a> Bench<'a> {
             Ok(Measure { secs, rss_kib })
         });
         let i = self.push_compared(
-                CaseResult {
-                title: "directory_tree".into(),
-                what: format!(
-                    "one `directory_tree` call on {} files in {} directories (call sent to answer read); \
-                     peak RSS is the server's VmHWM read from /proc before it exits",
-                    self.data.tree_files, self.data.tree_dirs
-                ),
-                baseline: self.ours_label(),
-                calls: None,
-                rows,
+            CaseResult {
                 notes,
-                twins,
                 cost_limit: Some(COST_LIMIT),
+                ..self.compared_case(
+                    "directory_tree",
+                    format!(
+                        "one `directory_tree` call on {} files in {} directories (call sent to \
+                         answer read); peak RSS is the server's VmHWM read from /proc before it \
+                         exits",
+                        self.data.tree_files, self.data.tree_dirs
+                    ),
+                    rows,
+                    twins,
+                )
             },
-            &[(Kind::Reference, 10.0, "≥ 10× faster than the reference"), (Kind::RustMcp, 3.0, "≥ 3× faster than rust-mcp-filesystem")],
+            &[
+                (Kind::Reference, 10.0, "≥ 10× faster than the reference"),
+                (Kind::RustMcp, 3.0, "≥ 3× faster than rust-mcp-filesystem"),
+            ],
         );
         let title = self.results[i].title.clone();
         let ours = self.results[i].rss(&self.ours_label());
@@ -599,8 +619,7 @@ impl<'a> Bench<'a> {
             let start = Instant::now();
             server.call_tool(&tool, &args)?;
             let secs = start.elapsed().as_secs_f64();
-            let rss_kib = server.peak_rss_kib();
-            server.finish()?;
+            let rss_kib = server.finish_with_peak_rss()?;
             let after = std::fs::read_to_string(&self.data.edit_file)
                 .map_err(|e| BenchError::io("read the edited file".into(), e))?;
             if !after.contains(EDIT_NEW) || after.contains(EDIT_OLD) {
@@ -613,21 +632,17 @@ impl<'a> Bench<'a> {
         });
         let _ = data::restore(&self.data.edit_pristine, &self.data.edit_file);
         self.push_compared(
-            CaseResult {
-                title: "edit_file".into(),
-                what: format!(
+            self.compared_case(
+                "edit_file",
+                format!(
                     "one `edit_file` call replacing one line {} bytes before the end of a {} file \
                      (call sent to answer read; the file is restored between runs)",
                     2048,
                     human_bytes(self.cfg.sizes.edit_bytes as u64)
                 ),
-                baseline: self.ours_label(),
-                calls: None,
                 rows,
-                notes: vec![],
                 twins,
-                cost_limit: None,
-            },
+            ),
             &[
                 (Kind::Reference, 5.0, "≥ 5× faster than the reference"),
                 (Kind::RustMcp, 3.0, "≥ 3× faster than rust-mcp-filesystem"),
@@ -667,8 +682,7 @@ impl<'a> Bench<'a> {
                 server.call_tool(&tool, &args)?;
                 total += start.elapsed();
             }
-            let rss_kib = server.peak_rss_kib();
-            server.finish()?;
+            let rss_kib = server.finish_with_peak_rss()?;
             Ok(Measure {
                 secs: total.as_secs_f64() / writes as f64,
                 rss_kib,
@@ -758,8 +772,7 @@ impl<'a> Bench<'a> {
                 let start = Instant::now();
                 let reply = server.call_tool(&tool, &obj(json!({"command": command})))?;
                 let secs = start.elapsed().as_secs_f64();
-                let rss_kib = server.peak_rss_kib();
-                server.finish()?;
+                let rss_kib = server.finish_with_peak_rss()?;
                 if rep == 0 {
                     outputs.push((s.label.clone(), pipe_stdout(&reply)));
                 }
@@ -888,8 +901,7 @@ impl<'a> Bench<'a> {
                 for _ in 0..pending {
                     server.call_tool(&redo, &args)?;
                 }
-                let rss_kib = server.peak_rss_kib();
-                server.finish()?;
+                let rss_kib = server.finish_with_peak_rss()?;
                 Ok(Measure { secs, rss_kib })
             }),
         };
@@ -956,8 +968,7 @@ impl<'a> Bench<'a> {
                     })
                     .collect();
                 let took = server.pipelined_calls(&tool, &asks)?;
-                let rss_kib = server.peak_rss_kib();
-                server.finish()?;
+                let rss_kib = server.finish_with_peak_rss()?;
                 Ok(Measure {
                     secs: took.as_secs_f64() / calls as f64,
                     rss_kib,
