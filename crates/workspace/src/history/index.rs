@@ -574,15 +574,7 @@ impl Index {
     /// almost always go last; a clock that stepped back puts one earlier).
     fn depart(&mut self, at: At) {
         let h = self.hash(self.departed(at));
-        // The usual case, a path with no earlier event, needs no ordering (nor the map moved
-        // out of `self` for it).
-        if !self.departures.contains(h) {
-            self.departures.push(h, at);
-            return;
-        }
-        let mut map = std::mem::take(&mut self.departures);
-        self.file_in_order(&mut map, h, at);
-        self.departures = map;
+        self.file_under(|index| &mut index.departures, h, at);
     }
 
     /// Files `at` under the path it arrives at, as [`Index::depart`] does for departures.
@@ -591,13 +583,21 @@ impl Index {
             return;
         };
         let h = self.hash(path);
-        if !self.arrivals.contains(h) {
-            self.arrivals.push(h, at);
+        self.file_under(|index| &mut index.arrivals, h, at);
+    }
+
+    /// Files `at` under `h` in the map `which` picks (departures or arrivals), for both
+    /// [`Index::depart`] and [`Index::arrive`]. The usual case, a path with no earlier event,
+    /// needs no ordering (nor the map moved out of `self` for it).
+    fn file_under(&mut self, which: fn(&mut Index) -> &mut Multi<At>, h: u64, at: At) {
+        let map = which(self);
+        if !map.contains(h) {
+            map.push(h, at);
             return;
         }
-        let mut map = std::mem::take(&mut self.arrivals);
+        let mut map = std::mem::take(which(self));
         self.file_in_order(&mut map, h, at);
-        self.arrivals = map;
+        *which(self) = map;
     }
 
     /// Puts `at` in the list of `h` in `map`, keeping the list in timeline order.
