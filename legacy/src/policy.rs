@@ -231,13 +231,7 @@ fn stage_step(stage: &Stage, cx: &PolicyContext) -> Result<Step, Refusal> {
         return tee_step(&items, cx);
     }
     let binary = cx.tools.require(command)?;
-    let opts: Vec<&ParsedOpt> = items
-        .iter()
-        .filter_map(|i| match i {
-            Item::Opt(o) => Some(o),
-            Item::Operand(_) => None,
-        })
-        .collect();
+    let (opts, operands) = split_items(&items);
     let has = |long: &str| opts.iter().any(|o| o.def.is(long));
     let mut argv = Argv {
         front: Vec::new(),
@@ -248,13 +242,6 @@ fn stage_step(stage: &Stage, cx: &PolicyContext) -> Result<Step, Refusal> {
         back: Vec::new(),
         operands: Vec::new(),
     };
-    let operands: Vec<&Word> = items
-        .iter()
-        .filter_map(|i| match i {
-            Item::Operand(w) => Some(w),
-            Item::Opt(_) => None,
-        })
-        .collect();
 
     match command {
         CommandName::Tail | CommandName::Head | CommandName::Wc => {
@@ -698,4 +685,18 @@ pub fn dangerous_spellings() -> Vec<DangerousSpelling> {
         }
     }
     out
+}
+
+/// The options and the operands of a parsed stage, each in command-line order: one pass that
+/// serves both lists a step builds its argv from.
+fn split_items(items: &[Item]) -> (Vec<&ParsedOpt>, Vec<&Word>) {
+    let mut opts = Vec::new();
+    let mut operands = Vec::new();
+    for item in items {
+        match item {
+            Item::Opt(o) => opts.push(o),
+            Item::Operand(w) => operands.push(w),
+        }
+    }
+    (opts, operands)
 }
