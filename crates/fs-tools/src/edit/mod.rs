@@ -230,7 +230,7 @@ fn read_text(cx: &FsContext, resolved: &workspace::guard::Resolved) -> Result<St
     file.take(MAX_EDIT_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| target::io_error("cannot read", &resolved.relative, e))?;
-    super::read::into_text(bytes, &resolved, "edit_file only edits text")
+    super::read::into_text(bytes, resolved, "edit_file only edits text")
 }
 
 /// True when CRLF line breaks outnumber bare LF ones.
