@@ -616,6 +616,17 @@ impl Index {
         }
     }
 
+    /// The last departure from `escaped` or a directory containing it before `bound`: the
+    /// query both [`Index::occupied`] and [`Index::last_departure`] step back with.
+    fn departure_before(&self, escaped: &[u8], bound: Option<At>) -> Option<At> {
+        self.last_before(
+            &self.departures,
+            |i, at| Some(i.departed(at)),
+            escaped,
+            bound,
+        )
+    }
+
     /// The last event of `map` strictly before `bound` (or at all, without one) whose path
     /// (`departed` or `arrived`, as `path_of` says) is `path` or a directory containing it.
     fn last_before(
@@ -657,12 +668,7 @@ impl Index {
         let mut path = escaped.to_vec();
         let mut bound = bound;
         loop {
-            let gone = self.last_before(
-                &self.departures,
-                |i, at| Some(i.departed(at)),
-                &path,
-                Some(bound),
-            );
+            let gone = self.departure_before(&path, Some(bound));
             let came = self.last_before(&self.arrivals, Self::arrived, &path, Some(bound));
             let came = match (gone, came) {
                 (None, None) => return true,
@@ -743,12 +749,7 @@ impl Index {
         let escaped = escape(path.as_os_str().as_bytes());
         let mut bound = None;
         loop {
-            let at = self.last_before(
-                &self.departures,
-                |i, at| Some(i.departed(at)),
-                &escaped,
-                bound,
-            )?;
+            let at = self.departure_before(&escaped, bound)?;
             if self.departed(at) == escaped.as_slice() || self.occupied(&escaped, at) {
                 return Some(at);
             }
