@@ -620,6 +620,18 @@ pub fn dangerous_spellings() -> Vec<DangerousSpelling> {
                 }
                 _ => {}
             };
+            // One name of the option (long or short): on its own with its value(s), and, when
+            // it takes a value and the syntax allows attaching one, with the value attached.
+            let attaches = matches!(def.arity, Arity::Required | Arity::Optional)
+                && table.syntax != Syntax::Jq;
+            let spell = |spellings: &mut Vec<Vec<String>>, bare: String, attached: String| {
+                let mut v = vec![bare];
+                val(&mut v);
+                spellings.push(v);
+                if attaches {
+                    spellings.push(vec![attached]);
+                }
+            };
             for long in def.long {
                 let mut names = vec![long.to_string()];
                 if matches!(table.syntax, Syntax::Gnu { .. }) {
@@ -633,14 +645,7 @@ pub fn dangerous_spellings() -> Vec<DangerousSpelling> {
                     }
                 }
                 for name in names {
-                    let mut v = vec![format!("--{name}")];
-                    val(&mut v);
-                    spellings.push(v);
-                    if matches!(def.arity, Arity::Required | Arity::Optional)
-                        && table.syntax != Syntax::Jq
-                    {
-                        spellings.push(vec![format!("--{name}=x")]);
-                    }
+                    spell(&mut spellings, format!("--{name}"), format!("--{name}=x"));
                     if let Syntax::Gnu { w_long: true, .. } = table.syntax {
                         spellings.push(vec!["-W".into(), name.clone()]);
                         spellings.push(vec![format!("-W{name}")]);
@@ -649,14 +654,7 @@ pub fn dangerous_spellings() -> Vec<DangerousSpelling> {
                 }
             }
             if let Some(c) = def.short {
-                let mut v = vec![format!("-{c}")];
-                val(&mut v);
-                spellings.push(v);
-                if matches!(def.arity, Arity::Required | Arity::Optional)
-                    && table.syntax != Syntax::Jq
-                {
-                    spellings.push(vec![format!("-{c}x")]);
-                }
+                spell(&mut spellings, format!("-{c}"), format!("-{c}x"));
                 for f in &flags {
                     let mut v = vec![format!("-{f}{c}")];
                     val(&mut v);
