@@ -141,6 +141,18 @@ struct Measure {
     rss_kib: Option<u64>,
 }
 
+impl Measure {
+    /// The mean time of one of `calls` calls that took `total` together, with the session's
+    /// peak RSS, ending the session: the measure of every case timed as a mean per call.
+    fn per_call(server: Server, total: Duration, calls: u64) -> Result<Measure, BenchError> {
+        let rss_kib = server.finish_with_peak_rss()?;
+        Ok(Measure {
+            secs: total.as_secs_f64() / calls as f64,
+            rss_kib,
+        })
+    }
+}
+
 /// Shared state of the cases.
 pub struct Bench<'a> {
     /// Settings.
@@ -682,11 +694,7 @@ impl<'a> Bench<'a> {
                 server.call_tool(&tool, &args)?;
                 total += start.elapsed();
             }
-            let rss_kib = server.finish_with_peak_rss()?;
-            Ok(Measure {
-                secs: total.as_secs_f64() / writes as f64,
-                rss_kib,
-            })
+            Measure::per_call(server, total, writes)
         });
         self.push_result(CaseResult {
             title: "write_file, --backup vs not".into(),
@@ -968,11 +976,7 @@ impl<'a> Bench<'a> {
                     })
                     .collect();
                 let took = server.pipelined_calls(&tool, &asks)?;
-                let rss_kib = server.finish_with_peak_rss()?;
-                Ok(Measure {
-                    secs: took.as_secs_f64() / calls as f64,
-                    rss_kib,
-                })
+                Measure::per_call(server, took, calls)
             }),
         };
         self.push_result(CaseResult {
