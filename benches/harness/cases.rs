@@ -878,11 +878,8 @@ impl<'a> Bench<'a> {
             Err(e) => failed_rows(&subjects, &e),
             Ok(()) => alternate(&subjects, self.cfg.reps, |s, _| {
                 // A baseline twin works on the file of the row it mirrors.
-                let row = mirrored_row(&twins, &s.label);
-                let path = files
-                    .iter()
-                    .find(|(l, _, _)| l == row)
-                    .map(|(_, p, _)| p.display().to_string())
+                let path = mirrored_input(&files, &twins, &s.label)
+                    .map(|p| p.display().to_string())
                     .unwrap_or_default();
                 let (mut server, undo) = self.session_with_tool(s, "undo_file", &["path"])?;
                 let tools = server.list_tools()?;
@@ -956,11 +953,8 @@ impl<'a> Bench<'a> {
             Err(e) => failed_rows(&subjects, &e),
             Ok(()) => alternate(&subjects, self.cfg.reps, |s, _| {
                 // A baseline twin works on the root of the row it mirrors.
-                let row = mirrored_row(&twins, &s.label);
-                let root = roots
-                    .iter()
-                    .find(|(l, _, _)| l == row)
-                    .map(|(_, r, _)| r.clone())
+                let root = mirrored_input(&roots, &twins, &s.label)
+                    .cloned()
                     .unwrap_or_default();
                 let (mut server, tool) =
                     self.session_with_tool_at(s, &root, "search_file", &["path"])?;
@@ -1089,6 +1083,18 @@ fn mirrored_row<'a>(twins: &'a [Twin], label: &'a String) -> &'a String {
         .iter()
         .find(|t| &t.previous == label)
         .map_or(label, |t| &t.current)
+}
+
+/// The input (a file, a root) that the subject `label` works on, out of `inputs` given as
+/// (row label, input, size) per row: its own row's, or a baseline twin's mirrored row's. Serves
+/// every case whose rows each prepare their own input.
+fn mirrored_input<'a, T, N>(
+    inputs: &'a [(String, T, N)],
+    twins: &[Twin],
+    label: &String,
+) -> Option<&'a T> {
+    let row = mirrored_row(twins, label);
+    inputs.iter().find(|(l, _, _)| l == row).map(|(_, t, _)| t)
 }
 
 /// Whether the subjects of the pipeline case printed the same thing (the first repetition's
