@@ -142,6 +142,21 @@ struct Measure {
 }
 
 impl Measure {
+    /// One tool call timed from sending it to reading its answer, then the session ended with
+    /// its peak RSS: the measure of every case timed as one call in a fresh session. The answer
+    /// is returned for the checks a case makes on it.
+    fn one_call(
+        mut server: Server,
+        tool: &str,
+        args: &Map<String, Value>,
+    ) -> Result<(ToolReply, Measure), BenchError> {
+        let start = Instant::now();
+        let reply = server.call_tool(tool, args)?;
+        let secs = start.elapsed().as_secs_f64();
+        let rss_kib = server.finish_with_peak_rss()?;
+        Ok((reply, Measure { secs, rss_kib }))
+    }
+
     /// The mean time of one of `calls` calls that took `total` together, with the session's
     /// peak RSS, ending the session: the measure of every case timed as a mean per call.
     fn per_call(server: Server, total: Duration, calls: u64) -> Result<Measure, BenchError> {
@@ -549,11 +564,8 @@ impl<'a> Bench<'a> {
         let files = self.data.tree_files;
         let mut notes = Vec::new();
         let rows = alternate(&subjects, self.cfg.reps, |s, rep| {
-            let (mut server, tool) = self.session_with_tool(s, "directory_tree", &["path"])?;
-            let start = Instant::now();
-            let reply = server.call_tool(&tool, &obj(json!({"path": path})))?;
-            let secs = start.elapsed().as_secs_f64();
-            let rss_kib = server.finish_with_peak_rss()?;
+            let (server, tool) = self.session_with_tool(s, "directory_tree", &["path"])?;
+            let (reply, measure) = Measure::one_call(server, &tool, &obj(json!({"path": path})))?;
             if rep == 0 {
                 // Every generated file name ends in `.rs`; names are all the tree reports
                 // verbatim whatever its format, so this counts files listed.
@@ -566,7 +578,7 @@ impl<'a> Bench<'a> {
                 }
                 notes.push(format!("{}: answer of {} bytes", s.label, reply.text.len()));
             }
-            Ok(Measure { secs, rss_kib })
+            Ok(measure)
         });
         let i = self.push_compared(
             CaseResult {
@@ -623,15 +635,12 @@ impl<'a> Bench<'a> {
         let path = self.data.edit_file.display().to_string();
         let rows = alternate(&subjects, self.cfg.reps, |s, _| {
             data::restore(&self.data.edit_pristine, &self.data.edit_file)?;
-            let (mut server, tool) = self.session_with_tool(s, "edit_file", &["path", "edits"])?;
+            let (server, tool) = self.session_with_tool(s, "edit_file", &["path", "edits"])?;
             let args = obj(json!({
                 "path": path,
                 "edits": [{"oldText": EDIT_OLD, "newText": EDIT_NEW}]
             }));
-            let start = Instant::now();
-            server.call_tool(&tool, &args)?;
-            let secs = start.elapsed().as_secs_f64();
-            let rss_kib = server.finish_with_peak_rss()?;
+            let (_, measure) = Measure::one_call(server, &tool, &args)?;
             let after = std::fs::read_to_string(&self.data.edit_file)
                 .map_err(|e| BenchError::io("read the edited file".into(), e))?;
             if !after.contains(EDIT_NEW) || after.contains(EDIT_OLD) {
@@ -640,7 +649,7 @@ impl<'a> Bench<'a> {
                     s.label
                 )));
             }
-            Ok(Measure { secs, rss_kib })
+            Ok(measure)
         });
         let _ = data::restore(&self.data.edit_pristine, &self.data.edit_file);
         self.push_compared(
@@ -776,15 +785,13 @@ impl<'a> Bench<'a> {
                         rss_kib: None,
                     });
                 }
-                let (mut server, tool) = self.session_with_tool(s, "shelpa_pipe", &["command"])?;
-                let start = Instant::now();
-                let reply = server.call_tool(&tool, &obj(json!({"command": command})))?;
-                let secs = start.elapsed().as_secs_f64();
-                let rss_kib = server.finish_with_peak_rss()?;
+                let (server, tool) = self.session_with_tool(s, "shelpa_pipe", &["command"])?;
+                let (reply, measure) =
+                    Measure::one_call(server, &tool, &obj(json!({"command": command})))?;
                 if rep == 0 {
                     outputs.push((s.label.clone(), pipe_stdout(&reply)));
                 }
-                Ok(Measure { secs, rss_kib })
+                Ok(measure)
             });
             let mut notes = vec![
                 format!("pipeline: `{command}`"),
