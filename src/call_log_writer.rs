@@ -29,6 +29,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 
 use crate::allow::ServedRoots;
+use crate::lru::least_recently_used;
 use mcp_core::server::{CallObserver, CallRecord};
 use report::call_log_record::{CallLogRecord, CallOutcome, RecordedClient};
 use workspace::history::layout::{rotated_name, DEFAULT_LOG_NAME, KEEP_ROTATED};
@@ -102,12 +103,7 @@ impl OpenLogs {
         if self.files.len() < MAX_OPEN_LOGS {
             return;
         }
-        let Some(oldest) = self
-            .files
-            .iter()
-            .min_by_key(|(_, log)| log.last_used)
-            .map(|(path, _)| path.clone())
-        else {
+        let Some(oldest) = least_recently_used(&self.files, |log| log.last_used) else {
             return;
         };
         if let Some(mut log) = self.files.remove(&oldest) {

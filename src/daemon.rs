@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Map, Value};
 
 use crate::allow::ServedRoots;
+use crate::lru::least_recently_used;
 use mcp_core::toolset::{CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 use workspace::guard::PathGuard;
 
@@ -94,12 +95,7 @@ impl OpenRoots {
         spellings: workspace::root::Spellings,
     ) {
         while self.map.len() >= self.limit {
-            let Some(oldest) = self
-                .map
-                .iter()
-                .min_by_key(|(_, open)| open.used)
-                .map(|(root, _)| root.clone())
-            else {
+            let Some(oldest) = least_recently_used(&self.map, |open| open.used) else {
                 break;
             };
             self.map.remove(&oldest);

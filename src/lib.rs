@@ -12,3 +12,4 @@ pub mod call_log_writer;
 pub mod check;
 pub mod cli;
 pub mod daemon;
+mod lru;

@@ -243,7 +243,11 @@ fn missing_binary_and_outside_files_are_refused() {
     let edits = json!([{"oldText": "a", "newText": "b"}]);
     edit(&ws, "missing.txt", edits.clone()).expect_err("NotFound");
     ws.write("bin", b"a\0b");
-    edit(&ws, "bin", edits.clone()).expect_err("InvalidArgument");
+    let err = edit(&ws, "bin", edits.clone()).expect_err("InvalidArgument");
+    assert!(
+        err.contains("not UTF-8 text (it looks binary); edit_file only edits text"),
+        "{err}"
+    );
     std::fs::create_dir(ws.path("d")).expect("mkdir");
     edit(&ws, "d", edits.clone()).expect_err("InvalidArgument");
     std::fs::write(ws.outside.join("o.txt"), "a").expect("write");

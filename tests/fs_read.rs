@@ -113,6 +113,7 @@ fn directories_binary_files_and_missing_files_are_refused_with_a_hint() {
             .call("read_text_file", json!({"path": p}))
             .expect_err("InvalidArgument");
         assert!(err.contains("binary"), "{err}");
+        assert!(err.contains("this tool only returns text"), "{err}");
     }
     let err = ws
         .call("read_text_file", json!({"path": "missing.txt"}))

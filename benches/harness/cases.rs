@@ -141,6 +141,33 @@ struct Measure {
     rss_kib: Option<u64>,
 }
 
+impl Measure {
+    /// One tool call timed from sending it to reading its answer, then the session ended with
+    /// its peak RSS: the measure of every case timed as one call in a fresh session. The answer
+    /// is returned for the checks a case makes on it.
+    fn one_call(
+        mut server: Server,
+        tool: &str,
+        args: &Map<String, Value>,
+    ) -> Result<(ToolReply, Measure), BenchError> {
+        let start = Instant::now();
+        let reply = server.call_tool(tool, args)?;
+        let secs = start.elapsed().as_secs_f64();
+        let rss_kib = server.finish_with_peak_rss()?;
+        Ok((reply, Measure { secs, rss_kib }))
+    }
+
+    /// The mean time of one of `calls` calls that took `total` together, with the session's
+    /// peak RSS, ending the session: the measure of every case timed as a mean per call.
+    fn per_call(server: Server, total: Duration, calls: u64) -> Result<Measure, BenchError> {
+        let rss_kib = server.finish_with_peak_rss()?;
+        Ok(Measure {
+            secs: total.as_secs_f64() / calls as f64,
+            rss_kib,
+        })
+    }
+}
+
 /// Shared state of the cases.
 pub struct Bench<'a> {
     /// Settings.
@@ -359,27 +386,44 @@ impl<'a> Bench<'a> {
             let mut server = self.start(s)?;
             server.initialize()?;
             let secs = server.started().elapsed().as_secs_f64();
-            let rss_kib = server.peak_rss_kib();
-            server.finish()?;
+            let rss_kib = server.finish_with_peak_rss()?;
             Ok(Measure { secs, rss_kib })
         });
         let i = self.push_compared(
-            CaseResult {
-                title: "start-up".into(),
-                what: "from spawning the process to reading the answer to `initialize`".into(),
-                baseline: self.ours_label(),
-                calls: None,
+            self.compared_case(
+                "start-up",
+                "from spawning the process to reading the answer to `initialize`",
                 rows,
-                notes: vec![],
                 twins,
-                cost_limit: None,
-            },
+            ),
             &[
                 (Kind::Reference, 100.0, "≥ 100× faster than the reference"),
                 (Kind::RustMcp, 1.0, "no slower than rust-mcp-filesystem"),
             ],
         );
         self.check_within_floor(i, 1.5, "within 1.5× of the floor");
+    }
+
+    /// A case measured against the peers with ours as the baseline, no throughput column, no
+    /// notes and no cost limit: what every compared case starts from (one that has any of these
+    /// sets it over this).
+    fn compared_case(
+        &self,
+        title: impl Into<String>,
+        what: impl Into<String>,
+        rows: Vec<Row>,
+        twins: Vec<Twin>,
+    ) -> CaseResult {
+        CaseResult {
+            title: title.into(),
+            what: what.into(),
+            baseline: self.ours_label(),
+            calls: None,
+            rows,
+            notes: vec![],
+            twins,
+            cost_limit: None,
+        }
     }
 
     /// Records a case measured against the peers and checks it against its targets, each "the
@@ -450,23 +494,23 @@ impl<'a> Bench<'a> {
             }
             let calls = vec![args; n as usize];
             let secs = server.pipelined_calls(&tool, &calls)?.as_secs_f64();
-            let rss_kib = server.peak_rss_kib();
-            server.finish()?;
+            let rss_kib = server.finish_with_peak_rss()?;
             Ok(Measure { secs, rss_kib })
         });
         let i = self.push_compared(
-                CaseResult {
-                title: "read_text_file ×N pipelined".into(),
-                what: format!(
-                    "{n} `read_text_file` calls on a 4 KiB file in one session, all requests written \
-                     by a writer thread while the driver reads; first byte sent to last answer read"
-                ),
-                baseline: self.ours_label(),
+            CaseResult {
                 calls: Some(n),
-                rows,
-                notes: vec![],
-                twins,
                 cost_limit: Some(COST_LIMIT),
+                ..self.compared_case(
+                    "read_text_file ×N pipelined",
+                    format!(
+                        "{n} `read_text_file` calls on a 4 KiB file in one session, all requests \
+                         written by a writer thread while the driver reads; first byte sent to last \
+                         answer read"
+                    ),
+                    rows,
+                    twins,
+                )
             },
             &[(Kind::Reference, 10.0, "≥ 10× the reference's throughput"), (Kind::RustMcp, 4.0, "≥ 4× rust-mcp-filesystem's throughput")],
         );
@@ -520,12 +564,8 @@ impl<'a> Bench<'a> {
         let files = self.data.tree_files;
         let mut notes = Vec::new();
         let rows = alternate(&subjects, self.cfg.reps, |s, rep| {
-            let (mut server, tool) = self.session_with_tool(s, "directory_tree", &["path"])?;
-            let start = Instant::now();
-            let reply = server.call_tool(&tool, &obj(json!({"path": path})))?;
-            let secs = start.elapsed().as_secs_f64();
-            let rss_kib = server.peak_rss_kib();
-            server.finish()?;
+            let (server, tool) = self.session_with_tool(s, "directory_tree", &["path"])?;
+            let (reply, measure) = Measure::one_call(server, &tool, &obj(json!({"path": path})))?;
             if rep == 0 {
                 // Every generated file name ends in `.rs`; names are all the tree reports
                 // verbatim whatever its format, so this counts files listed.
@@ -538,24 +578,28 @@ impl<'a> Bench<'a> {
                 }
                 notes.push(format!("{}: answer of {} bytes", s.label, reply.text.len()));
             }
-            Ok(Measure { secs, rss_kib })
+            Ok(measure)
         });
         let i = self.push_compared(
-                CaseResult {
-                title: "directory_tree".into(),
-                what: format!(
-                    "one `directory_tree` call on {} files in {} directories (call sent to answer read); \
-                     peak RSS is the server's VmHWM read from /proc before it exits",
-                    self.data.tree_files, self.data.tree_dirs
-                ),
-                baseline: self.ours_label(),
-                calls: None,
-                rows,
+            CaseResult {
                 notes,
-                twins,
                 cost_limit: Some(COST_LIMIT),
+                ..self.compared_case(
+                    "directory_tree",
+                    format!(
+                        "one `directory_tree` call on {} files in {} directories (call sent to \
+                         answer read); peak RSS is the server's VmHWM read from /proc before it \
+                         exits",
+                        self.data.tree_files, self.data.tree_dirs
+                    ),
+                    rows,
+                    twins,
+                )
             },
-            &[(Kind::Reference, 10.0, "≥ 10× faster than the reference"), (Kind::RustMcp, 3.0, "≥ 3× faster than rust-mcp-filesystem")],
+            &[
+                (Kind::Reference, 10.0, "≥ 10× faster than the reference"),
+                (Kind::RustMcp, 3.0, "≥ 3× faster than rust-mcp-filesystem"),
+            ],
         );
         let title = self.results[i].title.clone();
         let ours = self.results[i].rss(&self.ours_label());
@@ -591,16 +635,12 @@ impl<'a> Bench<'a> {
         let path = self.data.edit_file.display().to_string();
         let rows = alternate(&subjects, self.cfg.reps, |s, _| {
             data::restore(&self.data.edit_pristine, &self.data.edit_file)?;
-            let (mut server, tool) = self.session_with_tool(s, "edit_file", &["path", "edits"])?;
+            let (server, tool) = self.session_with_tool(s, "edit_file", &["path", "edits"])?;
             let args = obj(json!({
                 "path": path,
                 "edits": [{"oldText": EDIT_OLD, "newText": EDIT_NEW}]
             }));
-            let start = Instant::now();
-            server.call_tool(&tool, &args)?;
-            let secs = start.elapsed().as_secs_f64();
-            let rss_kib = server.peak_rss_kib();
-            server.finish()?;
+            let (_, measure) = Measure::one_call(server, &tool, &args)?;
             let after = std::fs::read_to_string(&self.data.edit_file)
                 .map_err(|e| BenchError::io("read the edited file".into(), e))?;
             if !after.contains(EDIT_NEW) || after.contains(EDIT_OLD) {
@@ -609,25 +649,21 @@ impl<'a> Bench<'a> {
                     s.label
                 )));
             }
-            Ok(Measure { secs, rss_kib })
+            Ok(measure)
         });
         let _ = data::restore(&self.data.edit_pristine, &self.data.edit_file);
         self.push_compared(
-            CaseResult {
-                title: "edit_file".into(),
-                what: format!(
+            self.compared_case(
+                "edit_file",
+                format!(
                     "one `edit_file` call replacing one line {} bytes before the end of a {} file \
                      (call sent to answer read; the file is restored between runs)",
                     2048,
                     human_bytes(self.cfg.sizes.edit_bytes as u64)
                 ),
-                baseline: self.ours_label(),
-                calls: None,
                 rows,
-                notes: vec![],
                 twins,
-                cost_limit: None,
-            },
+            ),
             &[
                 (Kind::Reference, 5.0, "≥ 5× faster than the reference"),
                 (Kind::RustMcp, 3.0, "≥ 3× faster than rust-mcp-filesystem"),
@@ -667,12 +703,7 @@ impl<'a> Bench<'a> {
                 server.call_tool(&tool, &args)?;
                 total += start.elapsed();
             }
-            let rss_kib = server.peak_rss_kib();
-            server.finish()?;
-            Ok(Measure {
-                secs: total.as_secs_f64() / writes as f64,
-                rss_kib,
-            })
+            Measure::per_call(server, total, writes)
         });
         self.push_result(CaseResult {
             title: "write_file, --backup vs not".into(),
@@ -754,16 +785,13 @@ impl<'a> Bench<'a> {
                         rss_kib: None,
                     });
                 }
-                let (mut server, tool) = self.session_with_tool(s, "shelpa_pipe", &["command"])?;
-                let start = Instant::now();
-                let reply = server.call_tool(&tool, &obj(json!({"command": command})))?;
-                let secs = start.elapsed().as_secs_f64();
-                let rss_kib = server.peak_rss_kib();
-                server.finish()?;
+                let (server, tool) = self.session_with_tool(s, "shelpa_pipe", &["command"])?;
+                let (reply, measure) =
+                    Measure::one_call(server, &tool, &obj(json!({"command": command})))?;
                 if rep == 0 {
                     outputs.push((s.label.clone(), pipe_stdout(&reply)));
                 }
-                Ok(Measure { secs, rss_kib })
+                Ok(measure)
             });
             let mut notes = vec![
                 format!("pipeline: `{command}`"),
@@ -857,11 +885,8 @@ impl<'a> Bench<'a> {
             Err(e) => failed_rows(&subjects, &e),
             Ok(()) => alternate(&subjects, self.cfg.reps, |s, _| {
                 // A baseline twin works on the file of the row it mirrors.
-                let row = mirrored_row(&twins, &s.label);
-                let path = files
-                    .iter()
-                    .find(|(l, _, _)| l == row)
-                    .map(|(_, p, _)| p.display().to_string())
+                let path = mirrored_input(&files, &twins, &s.label)
+                    .map(|p| p.display().to_string())
                     .unwrap_or_default();
                 let (mut server, undo) = self.session_with_tool(s, "undo_file", &["path"])?;
                 let tools = server.list_tools()?;
@@ -888,8 +913,7 @@ impl<'a> Bench<'a> {
                 for _ in 0..pending {
                     server.call_tool(&redo, &args)?;
                 }
-                let rss_kib = server.peak_rss_kib();
-                server.finish()?;
+                let rss_kib = server.finish_with_peak_rss()?;
                 Ok(Measure { secs, rss_kib })
             }),
         };
@@ -936,11 +960,8 @@ impl<'a> Bench<'a> {
             Err(e) => failed_rows(&subjects, &e),
             Ok(()) => alternate(&subjects, self.cfg.reps, |s, _| {
                 // A baseline twin works on the root of the row it mirrors.
-                let row = mirrored_row(&twins, &s.label);
-                let root = roots
-                    .iter()
-                    .find(|(l, _, _)| l == row)
-                    .map(|(_, r, _)| r.clone())
+                let root = mirrored_input(&roots, &twins, &s.label)
+                    .cloned()
                     .unwrap_or_default();
                 let (mut server, tool) =
                     self.session_with_tool_at(s, &root, "search_file", &["path"])?;
@@ -956,12 +977,7 @@ impl<'a> Bench<'a> {
                     })
                     .collect();
                 let took = server.pipelined_calls(&tool, &asks)?;
-                let rss_kib = server.peak_rss_kib();
-                server.finish()?;
-                Ok(Measure {
-                    secs: took.as_secs_f64() / calls as f64,
-                    rss_kib,
-                })
+                Measure::per_call(server, took, calls)
             }),
         };
         self.push_result(CaseResult {
@@ -1074,6 +1090,18 @@ fn mirrored_row<'a>(twins: &'a [Twin], label: &'a String) -> &'a String {
         .iter()
         .find(|t| &t.previous == label)
         .map_or(label, |t| &t.current)
+}
+
+/// The input (a file, a root) that the subject `label` works on, out of `inputs` given as
+/// (row label, input, size) per row: its own row's, or a baseline twin's mirrored row's. Serves
+/// every case whose rows each prepare their own input.
+fn mirrored_input<'a, T, N>(
+    inputs: &'a [(String, T, N)],
+    twins: &[Twin],
+    label: &String,
+) -> Option<&'a T> {
+    let row = mirrored_row(twins, label);
+    inputs.iter().find(|(l, _, _)| l == row).map(|(_, t, _)| t)
 }
 
 /// Whether the subjects of the pipeline case printed the same thing (the first repetition's

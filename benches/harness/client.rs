@@ -387,6 +387,14 @@ impl Server {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
     }
 
+    /// Reads the peak RSS while the process still exists (its `/proc` entry goes with it), then
+    /// finishes it: the end of every measured session, which reports both.
+    pub fn finish_with_peak_rss(self) -> Result<Option<u64>, BenchError> {
+        let rss_kib = self.peak_rss_kib();
+        self.finish()?;
+        Ok(rss_kib)
+    }
+
     /// Closes stdin (MCP's shutdown for stdio) and waits for the process to exit.
     pub fn finish(mut self) -> Result<(), BenchError> {
         drop(self.stdin.take());

@@ -458,8 +458,7 @@ impl PipeToolset {
         let a = checked_args(args, &["path", "content", "append", "confirm_oversize"])?;
         let path = a.str("path").map_err(bad_argument)?;
         let content = a.str("content").map_err(bad_argument)?;
-        let append = flag(&a, "append")?;
-        let confirmed = flag(&a, "confirm_oversize")?;
+        let write = DirectWrite::read(&a, content, started)?;
 
         let current = self.session_dir(log)?;
         let cwd_rel = current.relative;
@@ -471,12 +470,6 @@ impl PipeToolset {
             .resolve_for_change(&joined.to_string_lossy())
             .map_err(|e| guard_failure(&e, path))?;
         let shown = resolved.display();
-        let write = DirectWrite {
-            content,
-            append,
-            confirmed,
-            started,
-        };
         self.write_content(&[resolved.relative], &shown, &write, ctx)
     }
 
@@ -531,8 +524,7 @@ impl PipeToolset {
         let a = checked_args(args, &["content", "paths", "append", "confirm_oversize"])?;
         let content = a.str("content").map_err(bad_argument)?;
         let paths = tee_paths(args)?;
-        let append = flag(&a, "append")?;
-        let confirmed = flag(&a, "confirm_oversize")?;
+        let write = DirectWrite::read(&a, content, started)?;
 
         let word = |text: &str| plan::Word {
             text: text.to_string(),
@@ -540,7 +532,7 @@ impl PipeToolset {
             glob_chars: Vec::new(),
         };
         let mut words = vec![word("tee")];
-        if append {
+        if write.append {
             words.push(word("-a"));
         }
         words.push(word("--"));
@@ -571,12 +563,6 @@ impl PipeToolset {
             .first()
             .map(|t| workspace::guard::display_relative(t))
             .unwrap_or_default();
-        let write = DirectWrite {
-            content,
-            append,
-            confirmed,
-            started,
-        };
         self.write_content(&relative, &shown, &write, ctx)
     }
 
@@ -624,6 +610,20 @@ struct DirectWrite<'a> {
     append: bool,
     confirmed: bool,
     started: Instant,
+}
+
+impl<'a> DirectWrite<'a> {
+    /// The request of shelpa_write and shelpa_tee alike: `content` (each reads it at its own
+    /// point, so a call with several bad arguments is refused for the same one as before) with
+    /// the `append` and `confirm_oversize` flags read here, in that order.
+    fn read(a: &Args<'a>, content: &'a str, started: Instant) -> Result<Self, Failure> {
+        Ok(DirectWrite {
+            content,
+            append: flag(a, "append")?,
+            confirmed: flag(a, "confirm_oversize")?,
+            started,
+        })
+    }
 }
 
 /// What the shelpa tool runs.

@@ -231,13 +231,7 @@ fn stage_step(stage: &Stage, cx: &PolicyContext) -> Result<Step, Refusal> {
         return tee_step(&items, cx);
     }
     let binary = cx.tools.require(command)?;
-    let opts: Vec<&ParsedOpt> = items
-        .iter()
-        .filter_map(|i| match i {
-            Item::Opt(o) => Some(o),
-            Item::Operand(_) => None,
-        })
-        .collect();
+    let (opts, operands) = split_items(&items);
     let has = |long: &str| opts.iter().any(|o| o.def.is(long));
     let mut argv = Argv {
         front: Vec::new(),
@@ -248,13 +242,6 @@ fn stage_step(stage: &Stage, cx: &PolicyContext) -> Result<Step, Refusal> {
         back: Vec::new(),
         operands: Vec::new(),
     };
-    let operands: Vec<&Word> = items
-        .iter()
-        .filter_map(|i| match i {
-            Item::Operand(w) => Some(w),
-            Item::Opt(_) => None,
-        })
-        .collect();
 
     match command {
         CommandName::Tail | CommandName::Head | CommandName::Wc => {
@@ -633,6 +620,18 @@ pub fn dangerous_spellings() -> Vec<DangerousSpelling> {
                 }
                 _ => {}
             };
+            // One name of the option (long or short): on its own with its value(s), and, when
+            // it takes a value and the syntax allows attaching one, with the value attached.
+            let attaches = matches!(def.arity, Arity::Required | Arity::Optional)
+                && table.syntax != Syntax::Jq;
+            let spell = |spellings: &mut Vec<Vec<String>>, bare: String, attached: String| {
+                let mut v = vec![bare];
+                val(&mut v);
+                spellings.push(v);
+                if attaches {
+                    spellings.push(vec![attached]);
+                }
+            };
             for long in def.long {
                 let mut names = vec![long.to_string()];
                 if matches!(table.syntax, Syntax::Gnu { .. }) {
@@ -646,14 +645,7 @@ pub fn dangerous_spellings() -> Vec<DangerousSpelling> {
                     }
                 }
                 for name in names {
-                    let mut v = vec![format!("--{name}")];
-                    val(&mut v);
-                    spellings.push(v);
-                    if matches!(def.arity, Arity::Required | Arity::Optional)
-                        && table.syntax != Syntax::Jq
-                    {
-                        spellings.push(vec![format!("--{name}=x")]);
-                    }
+                    spell(&mut spellings, format!("--{name}"), format!("--{name}=x"));
                     if let Syntax::Gnu { w_long: true, .. } = table.syntax {
                         spellings.push(vec!["-W".into(), name.clone()]);
                         spellings.push(vec![format!("-W{name}")]);
@@ -662,14 +654,7 @@ pub fn dangerous_spellings() -> Vec<DangerousSpelling> {
                 }
             }
             if let Some(c) = def.short {
-                let mut v = vec![format!("-{c}")];
-                val(&mut v);
-                spellings.push(v);
-                if matches!(def.arity, Arity::Required | Arity::Optional)
-                    && table.syntax != Syntax::Jq
-                {
-                    spellings.push(vec![format!("-{c}x")]);
-                }
+                spell(&mut spellings, format!("-{c}"), format!("-{c}x"));
                 for f in &flags {
                     let mut v = vec![format!("-{f}{c}")];
                     val(&mut v);
@@ -698,4 +683,18 @@ pub fn dangerous_spellings() -> Vec<DangerousSpelling> {
         }
     }
     out
+}
+
+/// The options and the operands of a parsed stage, each in command-line order: one pass that
+/// serves both lists a step builds its argv from.
+fn split_items(items: &[Item]) -> (Vec<&ParsedOpt>, Vec<&Word>) {
+    let mut opts = Vec::new();
+    let mut operands = Vec::new();
+    for item in items {
+        match item {
+            Item::Opt(o) => opts.push(o),
+            Item::Operand(w) => operands.push(w),
+        }
+    }
+    (opts, operands)
 }

@@ -399,34 +399,37 @@ impl Walk<'_> {
     /// with a path longer than the kernel accepts.
     fn unreached(&mut self) {
         let deep = std::mem::take(&mut self.too_deep);
-        if let Some(first) = deep.first() {
-            self.report.push(
-                CheckSeverity::Warning,
-                format!(".filesystem/{}", walk::shorten(first)),
-                format!(
-                    "{} director{} of the store more than {MAX_DEPTH} levels below where the walk started (the depth limit of every walk); what is below was not checked",
-                    deep.len(),
-                    if deep.len() == 1 { "y lies" } else { "ies lie" },
-                ),
-                Fix::Manual("move the deep workspace tree closer to the root (its history follows it), then rerun".into()),
-            );
-        }
+        self.warn_unreached(&deep, |n| {
+            format!(
+                "{n} director{} of the store more than {MAX_DEPTH} levels below where the walk started (the depth limit of every walk); what is below was not checked",
+                if n == 1 { "y lies" } else { "ies lie" },
+            )
+        });
         let long = std::mem::take(&mut self.too_long);
-        if let Some(first) = long.first() {
-            self.report.push(
-                CheckSeverity::Warning,
-                format!(".filesystem/{}", walk::shorten(first)),
-                format!(
-                    "{} entr{} of the store {} a path longer than the system's limit of {} bytes, so {} not checked",
-                    long.len(),
-                    if long.len() == 1 { "y" } else { "ies" },
-                    if long.len() == 1 { "has" } else { "have" },
-                    libc::PATH_MAX,
-                    if long.len() == 1 { "it was" } else { "they were" },
-                ),
-                Fix::Manual("move the deep workspace tree closer to the root (its history follows it), then rerun".into()),
-            );
-        }
+        self.warn_unreached(&long, |n| {
+            format!(
+                "{n} entr{} of the store {} a path longer than the system's limit of {} bytes, so {} not checked",
+                if n == 1 { "y" } else { "ies" },
+                if n == 1 { "has" } else { "have" },
+                libc::PATH_MAX,
+                if n == 1 { "it was" } else { "they were" },
+            )
+        });
+    }
+
+    /// One warning for the store paths in `unreached` (none when it is empty), at the first of
+    /// them, saying what `message` says of their number: the frame both of [`Self::unreached`]'s
+    /// warnings share, with the one remedy for both.
+    fn warn_unreached(&mut self, unreached: &[PathBuf], message: impl FnOnce(usize) -> String) {
+        let Some(first) = unreached.first() else {
+            return;
+        };
+        self.report.push(
+            CheckSeverity::Warning,
+            format!(".filesystem/{}", walk::shorten(first)),
+            message(unreached.len()),
+            Fix::Manual("move the deep workspace tree closer to the root (its history follows it), then rerun".into()),
+        );
     }
 
     /// The file history kept directly in the history directory `dir` (if any): its snapshots,

@@ -221,7 +221,7 @@ fn read_one(cx: &FsContext, path: &str, budget: u64) -> Result<String, FsError> 
     if buf.len() as u64 > budget {
         return Err(over(buf.len() as u64));
     }
-    into_text(buf, &resolved)
+    into_text(buf, &resolved, "this tool only returns text")
 }
 
 /// A time as RFC 3339 in UTC, to the second.

@@ -23,7 +23,7 @@ use super::target;
 use super::{reject_unknown, FsContext};
 use mcp_core::toolset::{Args, CallContext, Stop, ToolOutput};
 use workspace::guard::{PathGuard, Resolved};
-use workspace::walk::{Descent, MAX_DEPTH};
+use workspace::walk::{self, Descent, MAX_DEPTH};
 
 /// Directories never listed: the server's own state, version-control internals, and
 /// dependency/build/cache trees that are regenerated rather than edited. Naming one as the
@@ -81,15 +81,9 @@ fn read_dir(dir: &mut Dir) -> std::io::Result<Listing> {
     let mut names = Vec::new();
     let mut entries = Vec::new();
     let mut pending = Vec::new();
-    while let Some(entry) = dir.read() {
-        let entry = entry?;
-        let name = entry.file_name().to_bytes();
-        if name == b"." || name == b".." {
-            continue;
-        }
+    walk::each_entry(dir, |name, kind| {
         let start = names.len();
         names.extend_from_slice(name);
-        let kind = entry.file_type();
         if kind == FileType::Unknown {
             pending.push(entries.len());
         }
@@ -99,7 +93,7 @@ fn read_dir(dir: &mut Dir) -> std::io::Result<Listing> {
             is_dir: kind == FileType::Directory,
             is_link: kind == FileType::Symlink,
         });
-    }
+    })?;
     // File systems that do not report types in readdir need one lstat per entry.
     for i in pending {
         let e = entries[i];

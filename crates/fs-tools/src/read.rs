@@ -85,15 +85,23 @@ pub fn read_text_file(
     FsError::check(ctx, || {
         format!("read_text_file of '{}'", resolved.display())
     })?;
-    let text = into_text(bytes, &resolved)?;
+    let text = into_text(bytes, &resolved, "this tool only returns text")?;
     Ok(ToolOutput::text(text))
 }
 
 /// Text or `InvalidArgument`: a NUL byte or invalid UTF-8 means the file is binary.
-pub(crate) fn into_text(bytes: Vec<u8>, resolved: &Resolved) -> Result<String, FsError> {
+///
+/// Shared by `read_text_file`, `read_multiple_files` and `edit_file`, which refuse a binary file in the same words;
+/// `only` ends the message with what the calling tool does ("this tool only returns text",
+/// "edit_file only edits text").
+pub(crate) fn into_text(
+    bytes: Vec<u8>,
+    resolved: &Resolved,
+    only: &str,
+) -> Result<String, FsError> {
     let binary = || {
         FsError::InvalidArgument(format!(
-            "'{}' is not UTF-8 text (it looks binary); this tool only returns text",
+            "'{}' is not UTF-8 text (it looks binary); {only}",
             resolved.display()
         ))
     };

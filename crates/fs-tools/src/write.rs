@@ -85,13 +85,7 @@ pub fn create_file(
         resolved,
         existing_mode: None,
     };
-    let note = restore_mode(cx, &target);
-    Ok(ToolOutput::text(summary(
-        "Created",
-        &target.resolved.relative,
-        &report,
-        &note,
-    )))
+    Ok(written(cx, &target, "Created", &report))
 }
 
 /// `write_file`: creates or replaces a whole file, atomically, keeping its permissions.
@@ -113,14 +107,15 @@ pub fn write_file(
     let report = cx
         .store
         .write(&lock, &target.resolved.relative, content.as_bytes(), false)?;
-    let note = restore_mode(cx, &target);
     let verb = if report.created { "Created" } else { "Wrote" };
-    Ok(ToolOutput::text(summary(
-        verb,
-        &target.resolved.relative,
-        &report,
-        &note,
-    )))
+    Ok(written(cx, &target, verb, &report))
+}
+
+/// The end of a whole-file write, shared by `create_file` and `write_file`: puts the mode back
+/// (or gives the new file its default) and answers with the one-line summary.
+fn written(cx: &FsContext, target: &WriteTarget, verb: &str, report: &WriteReport) -> ToolOutput {
+    let note = restore_mode(cx, target);
+    ToolOutput::text(summary(verb, &target.resolved.relative, report, &note))
 }
 
 /// `create_directory`: `mkdir -p` that never creates through a symlink; an existing directory

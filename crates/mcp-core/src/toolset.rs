@@ -518,66 +518,55 @@ impl<'a> Args<'a> {
 
     /// An optional string (`null` counts as absent).
     pub fn opt_str(&self, name: &str) -> Result<Option<&'a str>, ArgError> {
-        match self.0.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(ArgError::WrongType {
-                name: name.to_string(),
-                expected: "a string",
-                got: type_name(other),
-            }),
-        }
+        self.opt(name, "a string", Value::as_str)
     }
 
     /// An optional boolean (`null` counts as absent).
     pub fn opt_bool(&self, name: &str) -> Result<Option<bool>, ArgError> {
-        match self.0.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(other) => Err(ArgError::WrongType {
-                name: name.to_string(),
-                expected: "a boolean",
-                got: type_name(other),
-            }),
-        }
+        self.opt(name, "a boolean", Value::as_bool)
     }
 
     /// An optional non-negative integer (`null` counts as absent). Integral floats such as `3.0`
     /// are accepted because some clients send every number as a float.
     pub fn opt_u64(&self, name: &str) -> Result<Option<u64>, ArgError> {
-        match self.0.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => {
-                if let Some(u) = n.as_u64() {
-                    return Ok(Some(u));
-                }
-                match n.as_f64() {
-                    Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= u64::MAX as f64 => {
-                        Ok(Some(f as u64))
-                    }
-                    _ => Err(ArgError::BadValue {
-                        name: name.to_string(),
-                        problem: format!("must be a non-negative whole number, got {n}"),
-                    }),
-                }
-            }
-            Some(other) => Err(ArgError::WrongType {
+        let number = |v: &'a Value| match v {
+            Value::Number(n) => Some(n),
+            _ => None,
+        };
+        let Some(n) = self.opt(name, "a non-negative integer", number)? else {
+            return Ok(None);
+        };
+        if let Some(u) = n.as_u64() {
+            return Ok(Some(u));
+        }
+        match n.as_f64() {
+            Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= u64::MAX as f64 => Ok(Some(f as u64)),
+            _ => Err(ArgError::BadValue {
                 name: name.to_string(),
-                expected: "a non-negative integer",
-                got: type_name(other),
+                problem: format!("must be a non-negative whole number, got {n}"),
             }),
         }
     }
 
     /// An optional array (`null` counts as absent).
     pub fn opt_array(&self, name: &str) -> Result<Option<&'a Vec<Value>>, ArgError> {
+        self.opt(name, "an array", Value::as_array)
+    }
+
+    /// The frame every optional getter shares: absent or `null` is `None`; a value `pick`
+    /// accepts is returned; any other is `WrongType`, naming what was `expected`.
+    fn opt<T>(
+        &self,
+        name: &str,
+        expected: &'static str,
+        pick: impl FnOnce(&'a Value) -> Option<T>,
+    ) -> Result<Option<T>, ArgError> {
         match self.0.get(name) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::Array(a)) => Ok(Some(a)),
-            Some(other) => Err(ArgError::WrongType {
+            Some(v) => pick(v).map(Some).ok_or_else(|| ArgError::WrongType {
                 name: name.to_string(),
-                expected: "an array",
-                got: type_name(other),
+                expected,
+                got: type_name(v),
             }),
         }
     }
@@ -649,6 +638,31 @@ mod tests {
         assert_eq!(a.opt_u64("head"), Ok(Some(2)));
         assert!(a.opt_u64("tail").is_err());
         assert!(a.opt_array("edits").is_err());
+    }
+
+    #[test]
+    fn optional_getters_take_null_as_absent_and_name_the_expected_type() {
+        let m = map(json!({"dryRun": null, "append": "yes", "head": "5", "paths": ["a"]}));
+        let a = Args(&m);
+        assert_eq!(a.opt_bool("dryRun"), Ok(None));
+        assert_eq!(
+            a.opt_bool("append"),
+            Err(ArgError::WrongType {
+                name: "append".into(),
+                expected: "a boolean",
+                got: "a string"
+            })
+        );
+        assert_eq!(
+            a.opt_u64("head"),
+            Err(ArgError::WrongType {
+                name: "head".into(),
+                expected: "a non-negative integer",
+                got: "a string"
+            })
+        );
+        assert_eq!(a.opt_str_list("paths"), Ok(Some(vec!["a"])));
+        assert_eq!(a.opt_str("missing"), Ok(None));
     }
 
     #[test]

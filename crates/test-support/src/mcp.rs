@@ -57,12 +57,7 @@ impl Session {
     /// A server started from a prepared command (e.g. one with its own environment); its stderr
     /// is discarded.
     pub fn from_command(mut cmd: Command) -> Session {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn server");
+        let mut child = spawn_server(&mut cmd);
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
         Session {
@@ -270,16 +265,21 @@ impl Client {
     }
 }
 
+/// Starts a server from `cmd` talking over piped stdin and stdout, its stderr discarded: how
+/// both a [`Session`] and a [`batch`] start theirs.
+fn spawn_server(cmd: &mut Command) -> std::process::Child {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn server")
+}
+
 /// Starts `cmd` (the binary with its flags), sends the handshake at protocol 2025-06-18 (request
 /// id 0) and then `requests`, one JSON per line, closes stdin and returns every reply, sorted by
 /// id. The server must exit on end of input and write nothing but JSON lines.
 pub fn batch(mut cmd: Command, requests: &[Value]) -> Vec<Value> {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start server");
+    let mut child = spawn_server(&mut cmd);
     let mut input = String::new();
     for message in [initialize(0, "2025-06-18", "test"), initialized()]
         .iter()

@@ -10,7 +10,7 @@ pub fn temp_dir() -> tempfile::TempDir {
 }
 
 /// Writes `rel` under `root`, making its parent directories: the one body of the `write` method
-/// every kind of test workspace has (`Ws`, `TempRoot`, the arena).
+/// every kind of test workspace has (`TempRoot`, and so `Ws`, and the arena).
 pub fn write_under(root: &Path, rel: &str, content: impl AsRef<[u8]>) {
     let p = root.join(rel);
     if let Some(parent) = p.parent() {
@@ -20,13 +20,20 @@ pub fn write_under(root: &Path, rel: &str, content: impl AsRef<[u8]>) {
 }
 
 /// A temporary workspace root (canonical) beside an `outside/` directory the tools must never
-/// reach.
+/// reach. It is a [`TempRoot`] with a sibling: `root`, `path`, `write` and `read` are the
+/// `TempRoot`'s (through `Deref`), so the two kinds of workspace cannot drift apart.
 pub struct Ws {
-    _tmp: tempfile::TempDir,
-    /// The workspace root.
-    pub root: PathBuf,
+    dir: TempRoot,
     /// A sibling directory outside the root.
     pub outside: PathBuf,
+}
+
+impl std::ops::Deref for Ws {
+    type Target = TempRoot;
+
+    fn deref(&self) -> &TempRoot {
+        &self.dir
+    }
 }
 
 impl Ws {
@@ -39,25 +46,9 @@ impl Ws {
         std::fs::create_dir_all(&root).expect("mkdir ws");
         std::fs::create_dir_all(&outside).expect("mkdir outside");
         Ws {
-            _tmp: tmp,
-            root,
+            dir: TempRoot::inside(tmp, root),
             outside,
         }
-    }
-
-    /// The absolute path of `rel` inside the workspace.
-    pub fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    /// Writes a file in the workspace, making its parent directories.
-    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
-        write_under(&self.root, rel, content);
-    }
-
-    /// Reads a workspace file as text.
-    pub fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.path(rel)).expect("read")
     }
 
     /// Runs one tool through `filesystem call` on this workspace.

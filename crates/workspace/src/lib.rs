@@ -424,12 +424,7 @@ impl Dir {
     /// regular file; see [`require_regular`]. How every store, mirror, registry and log file is
     /// opened.
     pub fn open_regular(&self, name: &OsStr, flags: OFlags, mode: Mode) -> io::Result<File> {
-        let fd = self
-            .open(name, flags | OFlags::NONBLOCK | OFlags::NOCTTY, mode)
-            .map_err(fifo_without_reader)?;
-        let file = File::from(fd);
-        require_regular(&file)?;
-        Ok(file)
+        open_regular_with(flags, |flags| self.open(name, flags, mode))
     }
 }
 
@@ -465,6 +460,19 @@ pub fn require_regular(file: &File) -> io::Result<Stat> {
         io::ErrorKind::InvalidData,
         NotRegular { what },
     ))
+}
+
+/// The one body of both `open_regular`s (by name in a [`Dir`], by path under a [`Workspace`]):
+/// `open` is called with `flags` plus `NONBLOCK` (so a FIFO cannot block the open) and
+/// `NOCTTY`, and what it opened is refused unless it is a regular file.
+fn open_regular_with(
+    flags: OFlags,
+    open: impl FnOnce(OFlags) -> io::Result<OwnedFd>,
+) -> io::Result<File> {
+    let fd = open(flags | OFlags::NONBLOCK | OFlags::NOCTTY).map_err(fifo_without_reader)?;
+    let file = File::from(fd);
+    require_regular(&file)?;
+    Ok(file)
 }
 
 /// `open(O_WRONLY | O_NONBLOCK)` of a FIFO that nobody reads fails with `ENXIO`: the same
@@ -667,12 +675,7 @@ impl Workspace {
     /// the one way the store, the mirror, the logs and the subcommands open their own files
     /// (see [`require_regular`]).
     pub fn open_regular(&self, rel: &Path, flags: OFlags, mode: Mode) -> io::Result<File> {
-        let fd = self
-            .open_at(rel, flags | OFlags::NONBLOCK | OFlags::NOCTTY, mode)
-            .map_err(fifo_without_reader)?;
-        let file = File::from(fd);
-        require_regular(&file)?;
-        Ok(file)
+        open_regular_with(flags, |flags| self.open_at(rel, flags, mode))
     }
 
     /// Creates the directory `rel` and every missing parent, one component at a time relative

@@ -306,18 +306,29 @@ pub fn sorted_entries(dir: &mut Dir) -> io::Result<Vec<(OsString, FileType)>> {
 }
 
 /// The entries of `dir` (not `.` and `..`) in the order the directory gives them, with the type
-/// it reports (possibly [`FileType::Unknown`]): the one reading loop of the workspace layer.
+/// it reports (possibly [`FileType::Unknown`]), collected.
 pub(super) fn read_entries(dir: &mut Dir) -> io::Result<Vec<(OsString, FileType)>> {
     let mut out = Vec::new();
+    each_entry(dir, |name, kind| {
+        out.push((OsStr::from_bytes(name).to_os_string(), kind));
+    })?;
+    Ok(out)
+}
+
+/// Hands `seen` each entry of `dir` (not `.` and `..`) in the order the directory gives them,
+/// with the type it reports (possibly [`FileType::Unknown`]): the one reading loop of the
+/// workspace layer and of the listing tools. A callback rather than a list, so a caller that
+/// keeps names its own way (`directory_tree` packs them into one buffer) allocates nothing more.
+pub fn each_entry(dir: &mut Dir, mut seen: impl FnMut(&[u8], FileType)) -> io::Result<()> {
     while let Some(entry) = dir.read() {
         let entry = entry?;
         let name = entry.file_name().to_bytes();
         if name == b"." || name == b".." {
             continue;
         }
-        out.push((OsStr::from_bytes(name).to_os_string(), entry.file_type()));
+        seen(name, entry.file_type());
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The most components a path in a message shows whole (see [`shorten`]).

@@ -302,6 +302,20 @@ fn pending(fd: BorrowedFd<'_>) -> u64 {
     }
 }
 
+/// One read of a copying loop: how many bytes came, retrying a read a signal interrupted; `None`
+/// at the end of the input or on an error, either of which ends the copy. Serves this relay's
+/// fallback and the capture of the last stage's stdout.
+pub(super) fn read_some(from: &mut impl Read, buf: &mut [u8]) -> Option<usize> {
+    loop {
+        return match from.read(buf) {
+            Ok(0) => None,
+            Ok(n) => Some(n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => None,
+        };
+    }
+}
+
 /// The fallback: copies `j` through a buffer, blocking, until the end of its input or its reader.
 fn copy(j: Junction) {
     let Junction {
@@ -311,11 +325,8 @@ fn copy(j: Junction) {
     } = j;
     let mut buf = vec![0u8; COPY_CHUNK];
     loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => return,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => return,
+        let Some(n) = read_some(&mut from, &mut buf) else {
+            return;
         };
         moved.fetch_add(n as u64, Ordering::Relaxed);
         if to.write_all(&buf[..n]).is_err() {

@@ -35,11 +35,8 @@ pub(super) fn capture_stdout(
 ) {
     let mut chunk = vec![0u8; CHUNK];
     loop {
-        let n = match reader.read(&mut chunk) {
-            Ok(0) => return,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => return,
+        let Some(n) = relay::read_some(&mut reader, &mut chunk) else {
+            return;
         };
         let Ok(mut b) = buf.lock() else { return };
         let room = cap.saturating_sub(b.len());

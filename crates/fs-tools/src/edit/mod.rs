@@ -230,16 +230,7 @@ fn read_text(cx: &FsContext, resolved: &workspace::guard::Resolved) -> Result<St
     file.take(MAX_EDIT_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| target::io_error("cannot read", &resolved.relative, e))?;
-    let binary = || {
-        FsError::InvalidArgument(format!(
-            "'{}' is not UTF-8 text (it looks binary); edit_file only edits text",
-            resolved.display()
-        ))
-    };
-    if bytes.contains(&0) {
-        return Err(binary());
-    }
-    String::from_utf8(bytes).map_err(|_| binary())
+    super::read::into_text(bytes, resolved, "edit_file only edits text")
 }
 
 /// True when CRLF line breaks outnumber bare LF ones.

@@ -574,15 +574,7 @@ impl Index {
     /// almost always go last; a clock that stepped back puts one earlier).
     fn depart(&mut self, at: At) {
         let h = self.hash(self.departed(at));
-        // The usual case, a path with no earlier event, needs no ordering (nor the map moved
-        // out of `self` for it).
-        if !self.departures.contains(h) {
-            self.departures.push(h, at);
-            return;
-        }
-        let mut map = std::mem::take(&mut self.departures);
-        self.file_in_order(&mut map, h, at);
-        self.departures = map;
+        self.file_under(|index| &mut index.departures, h, at);
     }
 
     /// Files `at` under the path it arrives at, as [`Index::depart`] does for departures.
@@ -591,13 +583,21 @@ impl Index {
             return;
         };
         let h = self.hash(path);
-        if !self.arrivals.contains(h) {
-            self.arrivals.push(h, at);
+        self.file_under(|index| &mut index.arrivals, h, at);
+    }
+
+    /// Files `at` under `h` in the map `which` picks (departures or arrivals), for both
+    /// [`Index::depart`] and [`Index::arrive`]. The usual case, a path with no earlier event,
+    /// needs no ordering (nor the map moved out of `self` for it).
+    fn file_under(&mut self, which: fn(&mut Index) -> &mut Multi<At>, h: u64, at: At) {
+        let map = which(self);
+        if !map.contains(h) {
+            map.push(h, at);
             return;
         }
-        let mut map = std::mem::take(&mut self.arrivals);
+        let mut map = std::mem::take(which(self));
         self.file_in_order(&mut map, h, at);
-        self.arrivals = map;
+        *which(self) = map;
     }
 
     /// Puts `at` in the list of `h` in `map`, keeping the list in timeline order.
@@ -614,6 +614,17 @@ impl Index {
         } else {
             map.insert(h, pos, at);
         }
+    }
+
+    /// The last departure from `escaped` or a directory containing it before `bound`: the
+    /// query both [`Index::occupied`] and [`Index::last_departure`] step back with.
+    fn departure_before(&self, escaped: &[u8], bound: Option<At>) -> Option<At> {
+        self.last_before(
+            &self.departures,
+            |i, at| Some(i.departed(at)),
+            escaped,
+            bound,
+        )
     }
 
     /// The last event of `map` strictly before `bound` (or at all, without one) whose path
@@ -657,12 +668,7 @@ impl Index {
         let mut path = escaped.to_vec();
         let mut bound = bound;
         loop {
-            let gone = self.last_before(
-                &self.departures,
-                |i, at| Some(i.departed(at)),
-                &path,
-                Some(bound),
-            );
+            let gone = self.departure_before(&path, Some(bound));
             let came = self.last_before(&self.arrivals, Self::arrived, &path, Some(bound));
             let came = match (gone, came) {
                 (None, None) => return true,
@@ -743,12 +749,7 @@ impl Index {
         let escaped = escape(path.as_os_str().as_bytes());
         let mut bound = None;
         loop {
-            let at = self.last_before(
-                &self.departures,
-                |i, at| Some(i.departed(at)),
-                &escaped,
-                bound,
-            )?;
+            let at = self.departure_before(&escaped, bound)?;
             if self.departed(at) == escaped.as_slice() || self.occupied(&escaped, at) {
                 return Some(at);
             }

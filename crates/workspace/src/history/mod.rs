@@ -281,14 +281,7 @@ impl Store {
     /// reached its destination, its history follows and the move is logged (unless it already
     /// was); if it did not, nothing moved and the note is simply dropped.
     fn finish_pending_move(&self, state: &Path) -> Result<(), HistoryError> {
-        let note = self.note(state, layout::PENDING_MOVE);
-        let Some(fields) = note
-            .read()
-            .map_err(io_err("cannot read the pending-move note"))?
-        else {
-            return Ok(());
-        };
-        if let [from, to] = fields.as_slice() {
+        self.finish_pending(state, layout::PENDING_MOVE, "move", |from, to| {
             let (from, to) = (field_path(from), field_path(to));
             if let (false, Ok(Some(_))) = (occupied(&self.ws, &from), self.ws.stat(&to)) {
                 self.move_history(state, &from, &to)?;
@@ -302,9 +295,33 @@ impl Store {
                         .map_err(io_err("cannot append to the move log"))?;
                 }
             }
+            Ok(())
+        })
+    }
+
+    /// The frame of crash recovery for one pending note (`name`, about a `what`: "move" or
+    /// "delete"), shared by the move and the delete: no note means nothing was cut short; a note
+    /// of two fields is handed to `finish`; the note is removed afterwards either way, since a
+    /// note of any other shape cannot be acted on.
+    fn finish_pending(
+        &self,
+        state: &Path,
+        name: &str,
+        what: &str,
+        finish: impl FnOnce(&[u8], &[u8]) -> Result<(), HistoryError>,
+    ) -> Result<(), HistoryError> {
+        let note = self.note(state, name);
+        let Some(fields) = note
+            .read()
+            .map_err(io_err(format!("cannot read the pending-{what} note")))?
+        else {
+            return Ok(());
+        };
+        if let [first, second] = fields.as_slice() {
+            finish(first, second)?;
         }
         note.clear()
-            .map_err(io_err("cannot remove the pending-move note"))
+            .map_err(io_err(format!("cannot remove the pending-{what} note")))
     }
 
     /// Checks that `rel` is a plain root-relative path and that it does not lead into the

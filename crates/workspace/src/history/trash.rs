@@ -166,14 +166,7 @@ impl Store {
     /// Completes a delete a crash cut short (see [`layout::PENDING_DELETE`]): if the entry
     /// reached its trash slot, its history follows; if not, nothing moved.
     pub fn finish_pending_delete(&self, state: &Path) -> Result<(), HistoryError> {
-        let note = self.note(state, layout::PENDING_DELETE);
-        let Some(fields) = note
-            .read()
-            .map_err(io_err("cannot read the pending-delete note"))?
-        else {
-            return Ok(());
-        };
-        if let [id, rel] = fields.as_slice() {
+        self.finish_pending(state, layout::PENDING_DELETE, "delete", |id, rel| {
             let id = String::from_utf8_lossy(id).parse::<u64>().ok();
             let rel = field_path(rel);
             let slot = id.map(|id| (id, self.trash_dir(state).join(layout::trash_name(id))));
@@ -182,9 +175,8 @@ impl Store {
                     self.trash_history(state, id, &rel)?;
                 }
             }
-        }
-        note.clear()
-            .map_err(io_err("cannot remove the pending-delete note"))
+            Ok(())
+        })
     }
 
     /// Moves the file, directory or symlink at `rel` (never what a symlink points to) into the
