@@ -2,9 +2,11 @@
 
 Both connection styles of the SDK are exercised: `mode="auto"` (probes `server/discover`, the 2026-07-28
 stateless revision) and `mode="legacy"` (the `initialize` handshake). The SDK validates every tool result
-against the tool's declared output schema, so a schema/structuredContent mismatch fails here.
+against the tool's declared output schema, so a schema/structuredContent mismatch fails here. The opt-in
+tools of `--tools extended` are each called once and their answers' shapes checked.
 """
 
+import base64
 import json
 import os
 import shutil
@@ -65,6 +67,58 @@ async def exercise_filesystem(root: Path, mode: str, expect_version_prefix: str)
         assert text_of(escape).startswith("PathEscape")
 
 
+# A WAV header for 8 bytes of 8-bit mono samples, for read_media_file.
+WAV = (
+    b"RIFF\x2c\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x40\x1f\x00\x00\x40\x1f\x00\x00"
+    b"\x01\x00\x08\x00data\x08\x00\x00\x00" + bytes([128, 160, 190, 160, 128, 96, 66, 96])
+)
+
+
+async def exercise_extended(root: Path, mode: str):
+    """Each opt-in tool of `--tools extended` once, with its answer's shape checked."""
+    (root / "sound.wav").write_bytes(WAV)
+    async with Client(server(root, "--tools", "extended"), mode=mode) as client:
+        tools = await client.list_tools()
+        names = [t.name for t in tools.tools]
+        for name in ["read_multiple_files", "get_file_info", "list_directory_with_sizes", "find_files",
+                     "read_media_file"]:
+            assert name in names, names
+
+        batch = await client.call_tool("read_multiple_files", {"paths": ["hello.txt", "nope.txt", "src/main.rs"]})
+        assert not batch.is_error, text_of(batch)
+        files = batch.structured_content["files"]
+        assert [f["path"] for f in files] == ["hello.txt", "nope.txt", "src/main.rs"]
+        assert files[0]["content"] == "hello from the workspace\n"
+        assert files[1]["error"].startswith("NotFound")
+        assert files[2]["content"] == "fn main() {}\n"
+
+        info = await client.call_tool("get_file_info", {"path": "src"})
+        assert not info.is_error, text_of(info)
+        lines = dict(line.split(": ", 1) for line in text_of(info).splitlines())
+        assert lines["path"] == "src" and lines["type"] == "directory" and lines["isDirectory"] == "true", lines
+
+        sizes = await client.call_tool("list_directory_with_sizes", {"path": "."})
+        assert not sizes.is_error, text_of(sizes)
+        listing = text_of(sizes)
+        assert any(line.startswith("[FILE] hello.txt") and line.endswith(" 25 B") for line in listing.splitlines()), listing
+        assert "[DIR] src" in listing and "Total: 3 files, 1 directories" in listing, listing
+
+        found = await client.call_tool("find_files", {"path": ".", "pattern": "**/*.rs", "excludePatterns": ["*.log"]})
+        assert not found.is_error, text_of(found)
+        assert text_of(found).splitlines() == ["src/main.rs"]
+
+        media = await client.call_tool("read_media_file", {"path": "sound.wav"})
+        assert not media.is_error, text_of(media)
+        assert [block.type for block in media.content] == ["text", "audio"]
+        audio = media.content[1]
+        assert audio.mime_type == "audio/wav"
+        assert base64.b64decode(audio.data) == WAV
+
+        refused = await client.call_tool("read_media_file", {"path": "hello.txt"})
+        assert refused.is_error
+        assert "UTF-8 text" in text_of(refused) and "read_text_file" in text_of(refused)
+
+
 async def exercise_pipe(root: Path, mode: str):
     async with Client(server(root, "--legacy-pipe"), mode=mode) as client:
         tools = await client.list_tools()
@@ -121,6 +175,14 @@ def test_filesystem_mode_with_the_stateless_probe(workspace):
 
 def test_filesystem_mode_with_the_initialize_handshake(workspace):
     anyio.run(exercise_filesystem, workspace, "legacy", "2025-11-25")
+
+
+def test_extended_tools_with_the_stateless_probe(workspace):
+    anyio.run(exercise_extended, workspace, "auto")
+
+
+def test_extended_tools_with_the_initialize_handshake(workspace):
+    anyio.run(exercise_extended, workspace, "legacy")
 
 
 def test_pipe_mode_with_the_stateless_probe(workspace):

@@ -9,10 +9,13 @@
 use serde_json::Value;
 
 use super::protocol::Revision;
-use crate::toolset::ToolOutput;
+use crate::toolset::{ContentBlock, ToolOutput};
 
 /// The first revision whose `CallToolResult` has `structuredContent`.
 const STRUCTURED_SINCE: Revision = Revision::V2025_06_18;
+
+/// The first revision with `audio` content blocks.
+const AUDIO_SINCE: Revision = Revision::V2025_03_26;
 
 /// Appends the JSON-RPC success response that carries `output` as the result of request `id`.
 ///
@@ -20,12 +23,18 @@ const STRUCTURED_SINCE: Revision = Revision::V2025_06_18;
 /// adds its `resultType`. The output is one JSON object with no trailing newline.
 pub fn write_call_response(out: &mut Vec<u8>, id: &Value, output: &ToolOutput, revision: Revision) {
     // Headroom for the escaped text and the fixed fields, so the text is escaped in place.
-    out.reserve(output.text.len() + 160);
+    let blocks: usize = output.blocks.iter().map(|b| b.data_len() + 80).sum();
+    out.reserve(output.text.len() + blocks + 160);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     write_value(out, id);
     out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
     json_escape_simd::escape_into(&output.text, out);
-    out.extend_from_slice(b"}]");
+    out.extend_from_slice(b"}");
+    for block in &output.blocks {
+        out.push(b',');
+        write_block(out, block, revision);
+    }
+    out.extend_from_slice(b"]");
     if let Some(structured) = &output.structured {
         if revision >= STRUCTURED_SINCE {
             out.extend_from_slice(br#","structuredContent":"#);
@@ -41,6 +50,37 @@ pub fn write_call_response(out: &mut Vec<u8>, id: &Value, output: &ToolOutput, r
         out.extend_from_slice(br#","resultType":"complete""#);
     }
     out.extend_from_slice(b"}}");
+}
+
+/// Appends one non-text content block. Its data is escaped like the text although base64 needs
+/// no escaping: the core does not trust a toolset to have encoded it, and the scan is cheap.
+///
+/// An audio block for a client whose revision has none becomes a text block that says so:
+/// sending it would break that client's schema, and leaving it out silently would look like an
+/// answer without content.
+fn write_block(out: &mut Vec<u8>, block: &ContentBlock, revision: Revision) {
+    let (kind, data, mime_type) = match block {
+        ContentBlock::Image { data, mime_type } => ("image", data, mime_type),
+        ContentBlock::Audio { mime_type, .. } if revision < AUDIO_SINCE => {
+            out.extend_from_slice(br#"{"type":"text","text":"#);
+            let note = format!(
+                "[{mime_type} audio left out: protocol revision {} has no audio content; \
+                 a client on 2025-03-26 or later receives it]",
+                revision.as_str()
+            );
+            json_escape_simd::escape_into(&note, out);
+            out.push(b'}');
+            return;
+        }
+        ContentBlock::Audio { data, mime_type } => ("audio", data, mime_type),
+    };
+    out.extend_from_slice(br#"{"type":""#);
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(br#"","data":"#);
+    json_escape_simd::escape_into(data, out);
+    out.extend_from_slice(br#","mimeType":"#);
+    json_escape_simd::escape_into(mime_type, out);
+    out.push(b'}');
 }
 
 /// Appends `value` as JSON. Writing a `Value` into a `Vec` cannot fail: its keys are strings and
@@ -97,6 +137,55 @@ mod tests {
         let old = reply(&output, Revision::V2025_03_26);
         assert!(old["result"].get("structuredContent").is_none());
         assert!(old["result"].get("resultType").is_none());
+    }
+
+    #[test]
+    fn blocks_follow_the_text_block() {
+        let output = ToolOutput::with_blocks(
+            "two",
+            vec![
+                ContentBlock::Image {
+                    data: "iVBORw==".into(),
+                    mime_type: "image/png".into(),
+                },
+                ContentBlock::Audio {
+                    data: "UklGRg==".into(),
+                    mime_type: "audio/wav".into(),
+                },
+            ],
+        );
+        let got = reply(&output, Revision::V2025_03_26);
+        assert_eq!(
+            got["result"]["content"],
+            json!([
+                {"type": "text", "text": "two"},
+                {"type": "image", "data": "iVBORw==", "mimeType": "image/png"},
+                {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+            ])
+        );
+        assert_eq!(got["result"]["isError"], json!(false));
+    }
+
+    #[test]
+    fn audio_before_2025_03_26_is_a_note_not_a_block_the_client_cannot_read() {
+        let output = ToolOutput::with_blocks(
+            "a sound",
+            vec![ContentBlock::Audio {
+                data: "UklGRg==".into(),
+                mime_type: "audio/wav".into(),
+            }],
+        );
+        let got = reply(&output, Revision::V2024_11_05);
+        let content = got["result"]["content"].as_array().expect("content array");
+        assert_eq!(content.len(), 2);
+        assert_eq!(content[1]["type"], json!("text"));
+        let note = content[1]["text"].as_str().expect("note text");
+        assert!(
+            note.contains("audio/wav")
+                && note.contains("2024-11-05")
+                && note.contains("2025-03-26"),
+            "{note}"
+        );
     }
 
     #[test]

@@ -96,6 +96,42 @@ pub struct ToolOutput {
     pub error_kind: Option<String>,
     /// Extra facts about the call worth recording in a call log (never file contents).
     pub log: Map<String, Value>,
+    /// Content that is not text (an image, a sound), sent as further content blocks after the
+    /// text block. Most tools leave it empty; the text stays the first block so that every
+    /// client, even one that shows no media, reads what the call returned.
+    pub blocks: Vec<ContentBlock>,
+}
+
+/// A content block of a tool result other than its text, as MCP defines it.
+///
+/// The data is already base64, as it goes on the wire: the core writes it as it is, and the
+/// tool that read the bytes is the one place that encodes them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ContentBlock {
+    /// An `image` block.
+    Image {
+        /// The bytes, base64-encoded (standard alphabet, padded).
+        data: String,
+        /// What the bytes are (`image/png`).
+        mime_type: String,
+    },
+    /// An `audio` block. The protocol has it from 2025-03-26; a client that negotiated an older
+    /// revision is told in a text block that it was left out.
+    Audio {
+        /// The bytes, base64-encoded (standard alphabet, padded).
+        data: String,
+        /// What the bytes are (`audio/wav`).
+        mime_type: String,
+    },
+}
+
+impl ContentBlock {
+    /// How many bytes of data the block carries (base64), for logs and buffer sizes.
+    pub fn data_len(&self) -> usize {
+        match self {
+            ContentBlock::Image { data, .. } | ContentBlock::Audio { data, .. } => data.len(),
+        }
+    }
 }
 
 impl ToolOutput {
@@ -113,6 +149,15 @@ impl ToolOutput {
         ToolOutput {
             text: text.into(),
             structured: Some(value),
+            ..Default::default()
+        }
+    }
+
+    /// A successful result of `text` followed by `blocks` (an image, a sound).
+    pub fn with_blocks(text: impl Into<String>, blocks: Vec<ContentBlock>) -> Self {
+        ToolOutput {
+            text: text.into(),
+            blocks,
             ..Default::default()
         }
     }

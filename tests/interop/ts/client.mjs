@@ -1,9 +1,10 @@
 // Interop: the official TypeScript MCP SDK client drives the real `filesystem` binary in every mode,
 // lists the tools (the SDK validates every tool definition) and calls each tool once (the SDK checks
-// structuredContent against each declared outputSchema).
+// structuredContent against each declared outputSchema); the opt-in tools of `--tools extended` also
+// have their answers' shapes checked.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { mkdtempSync, writeFileSync, mkdirSync, rmSync } from "node:fs";
+import { mkdtempSync, writeFileSync, mkdirSync, rmSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -24,12 +25,21 @@ function check(ok, what) {
   }
 }
 
-function workspace() {
+// A 1x1 PNG, for read_media_file.
+const PIXEL_PNG = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+  "base64",
+);
+
+function workspace(extraFiles = {}) {
   const root = mkdtempSync(join(tmpdir(), "fs-ts-interop-"));
   writeFileSync(join(root, "hello.txt"), "hello world\n");
   writeFileSync(join(root, "app.log"), "a INFO x\nb ERROR db\nc ERROR api\n");
   mkdirSync(join(root, "src"));
   writeFileSync(join(root, "src", "main.rs"), "fn main() {}\n");
+  for (const [name, content] of Object.entries(extraFiles)) {
+    writeFileSync(join(root, name), content);
+  }
   return root;
 }
 
@@ -53,6 +63,50 @@ const filesystemCalls = [
   ["redo_file", { path: "hello.txt" }],
 ];
 
+// The opt-in tools of `--tools extended`, each with a check of its answer's shape (`root` is the
+// workspace, for comparing bytes).
+const extendedCalls = [
+  [
+    "read_multiple_files",
+    { paths: ["src/main.rs", "app.log", "missing.txt"] },
+    (r) => {
+      const files = r.structuredContent?.files ?? [];
+      return (
+        files.length === 3 &&
+        files[0].path === "src/main.rs" &&
+        files[0].content === "fn main() {}\n" &&
+        files[1].content === "a INFO x\nb ERROR db\nc ERROR api\n" &&
+        typeof files[2].error === "string" &&
+        text(r).includes("src/main.rs:\nfn main() {}\n") &&
+        text(r).includes("missing.txt: Error - NotFound")
+      );
+    },
+  ],
+  [
+    "get_file_info",
+    { path: "src/main.rs" },
+    (r) => /^path: src\/main\.rs\ntype: file\nsize: 13\n/.test(text(r)) && /\npermissions: [0-7]{3}/.test(text(r)),
+  ],
+  [
+    "list_directory_with_sizes",
+    { path: ".", sortBy: "size" },
+    (r) => /\[FILE\] app\.log +32 B/.test(text(r)) && /\[DIR\] src/.test(text(r)) && /Total: \d+ files, \d+ directories/.test(text(r)),
+  ],
+  ["find_files", { path: ".", pattern: "**/*.rs" }, (r) => text(r).split("\n").includes("src/main.rs")],
+  [
+    "read_media_file",
+    { path: "pixel.png" },
+    (r, root) => {
+      const image = (r.content ?? []).find((c) => c.type === "image");
+      return (
+        image?.mimeType === "image/png" &&
+        Buffer.from(image.data, "base64").equals(readFileSync(join(root, "pixel.png"))) &&
+        r.content[0].type === "text"
+      );
+    },
+  ],
+];
+
 const pipeCalls = [
   ["shelpa_pipe", { command: "tail -n 2 app.log | rg ERROR | awk '{print $3}' | sort -u" }],
   ["shelpa_write", { path: "notes.txt", content: "written by shelpa\n" }],
@@ -66,8 +120,8 @@ const allPipeCalls = [
 
 // shelpa's original surface (the default of --legacy-pipe) announces itself as shelpa-mcp, as the
 // design notes record; every other mode, and shelpa's modern surface, as filesystem.
-async function runMode(label, flags, calls, serverName = "filesystem") {
-  const root = workspace();
+async function runMode(label, flags, calls, serverName = "filesystem", extraFiles = {}) {
+  const root = workspace(extraFiles);
   const transport = new StdioClientTransport({ command: binary, args: ["--root", root, ...flags], stderr: "pipe" });
   const client = new Client({ name: "ts-interop", version: "1.0.0" });
   try {
@@ -77,7 +131,7 @@ async function runMode(label, flags, calls, serverName = "filesystem") {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name);
     const state = {};
-    for (const [name, argsOrFn] of calls) {
+    for (const [name, argsOrFn, shape] of calls) {
       if (!names.includes(name)) {
         check(false, `${label}: tool ${name} listed (got ${names.join(", ")})`);
         continue;
@@ -86,6 +140,9 @@ async function runMode(label, flags, calls, serverName = "filesystem") {
       try {
         const result = await client.callTool({ name, arguments: args });
         check(!result.isError, `${label}: ${name} succeeded: ${text(result)}`);
+        if (shape) {
+          check(shape(result, root), `${label}: ${name} answered in its shape: ${JSON.stringify(result).slice(0, 400)}`);
+        }
         if (name === "list_trash") {
           const entries = result.structuredContent?.entries ?? [];
           state.trashId = entries.length ? entries[entries.length - 1].id : undefined;
@@ -106,6 +163,13 @@ async function runMode(label, flags, calls, serverName = "filesystem") {
 
 await runMode("filesystem --backup", ["--backup"], filesystemCalls);
 await runMode("filesystem", [], filesystemCalls.filter(([n]) => n !== "undo_file" && n !== "redo_file"));
+await runMode(
+  "filesystem --tools extended",
+  ["--tools", "extended"],
+  [...extendedCalls, ...filesystemCalls.filter(([n]) => n !== "undo_file" && n !== "redo_file")],
+  "filesystem",
+  { "pixel.png": PIXEL_PNG },
+);
 await runMode("legacy-pipe", ["--legacy-pipe"], pipeCalls, "shelpa-mcp");
 await runMode("legacy-pipe, all four tools", ["--legacy-pipe", "--shelpa-tools", "all"], allPipeCalls, "shelpa-mcp");
 await runMode("legacy-pipe, modern surface", ["--legacy-pipe", "--surface", "modern"], pipeCalls);
