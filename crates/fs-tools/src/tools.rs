@@ -44,6 +44,8 @@ pub const GET_FILE_INFO: &str = "get_file_info";
 pub const LIST_DIRECTORY_WITH_SIZES: &str = "list_directory_with_sizes";
 /// See [`EXTRAS`].
 pub const FIND_FILES: &str = "find_files";
+/// See [`EXTRAS`].
+pub const LIST_ALLOWED_DIRECTORIES: &str = "list_allowed_directories";
 
 /// The tools served only with version history (`--backup`): without it there is nothing to step
 /// through, so they are not offered.
@@ -77,11 +79,12 @@ pub const TOOLS: [ToolEntry; 14] = [
 /// exactly [`TOOLS`], which adoption studies compare; the report reads both tables.
 ///
 /// None of them changes anything: `read_multiple_files` reads content, the others look around.
-pub const EXTRAS: [ToolEntry; 4] = [
+pub const EXTRAS: [ToolEntry; 5] = [
     entry(READ_MULTIPLE_FILES, ToolClass::Read),
     entry(GET_FILE_INFO, ToolClass::Navigate),
     entry(LIST_DIRECTORY_WITH_SIZES, ToolClass::Navigate),
     entry(FIND_FILES, ToolClass::Navigate),
+    entry(LIST_ALLOWED_DIRECTORIES, ToolClass::Navigate),
 ];
 
 /// Which tools a filesystem mode serves (`--tools`). Whatever is selected, the tools that need
@@ -166,6 +169,7 @@ mod tests {
             backup,
             max_read_bytes: 1,
             tools,
+            listed: Default::default(),
         };
         all_definitions(&options)
             .into_iter()
@@ -194,7 +198,7 @@ mod tests {
     fn extended_serves_the_table_then_the_extras() {
         let all: Vec<&str> = every_tool().map(|t| t.name).collect();
         assert_eq!(served_with(true, Selection::Extended), all);
-        assert_eq!(all.len(), 18);
+        assert_eq!(all.len(), 19);
     }
 
     #[test]
@@ -227,6 +231,7 @@ mod tests {
                 backup: false,
                 max_read_bytes: 1,
                 tools,
+                listed: Default::default(),
             })
         };
         assert_eq!(with(Selection::Default), crate::INSTRUCTIONS);
