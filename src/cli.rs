@@ -45,7 +45,9 @@ and .git/ can be read but never changed. Every operation is done relative to dir
 descriptors opened beneath the root, so a symlink swapped in mid-call makes it fail, never
 escape.
 
-The root is --root, else $FILESYSTEM_ROOT, else the current directory.
+The root is --root, else $FILESYSTEM_ROOT, else the current directory. When serving with none
+of them usable (the current directory is '/' or unreadable), a client that declares MCP roots is
+asked for them: its first file:// root is served, and roots/list_changed switches it.
 
 With --server, a call's root must be at or below an allowed directory: each --allow-root DIR,
 else the ':'-separated list in $FILESYSTEM_ALLOW_ROOTS, else the home directory of the user
