@@ -164,3 +164,89 @@ pub enum ClientEvent<'a> {
         params: &'a Map<String, Value>,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    fn frame(rx: &mpsc::Receiver<Out>) -> String {
+        match rx.try_recv() {
+            Ok(Out::Frame(bytes)) => String::from_utf8(bytes).expect("utf-8"),
+            _ => panic!("no frame was queued"),
+        }
+    }
+
+    /// A handler that keeps what it was given.
+    fn keeper() -> (Arc<Mutex<Vec<ClientReply>>>, ReplyHandler) {
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let k = kept.clone();
+        let handler: ReplyHandler = Box::new(move |reply, _| k.lock().expect("lock").push(reply));
+        (kept, handler)
+    }
+
+    #[test]
+    fn a_request_is_framed_in_the_sessions_framing_and_its_answer_reaches_its_handler() {
+        let (tx, rx) = mpsc::sync_channel(8);
+        let peer = Peer::new(tx, Framing::Headers);
+        let (kept, handler) = keeper();
+        peer.request("roots/list", None, handler).expect("sent");
+        let body = r#"{"id":"server-1","jsonrpc":"2.0","method":"roots/list"}"#;
+        assert_eq!(
+            frame(&rx),
+            format!("Content-Length: {}\r\n\r\n{body}", body.len())
+        );
+        // An answer to another id is not this request's; the right one is delivered once.
+        peer.deliver(&json!("server-9"), Ok(json!({})));
+        peer.deliver(&json!(1), Ok(json!({})));
+        assert!(kept.lock().expect("lock").is_empty());
+        peer.deliver(&json!("server-1"), Ok(json!({"roots": []})));
+        peer.deliver(&json!("server-1"), Ok(json!({"roots": [1]})));
+        assert_eq!(
+            *kept.lock().expect("lock"),
+            [ClientReply::Result(json!({"roots": []}))]
+        );
+    }
+
+    #[test]
+    fn an_error_answer_carries_the_clients_code_and_message() {
+        let (tx, rx) = mpsc::sync_channel(8);
+        let peer = Peer::new(tx, Framing::Lines);
+        let (kept, handler) = keeper();
+        peer.request("x/y", Some(json!({"a": 1})), handler)
+            .expect("sent");
+        assert_eq!(
+            frame(&rx),
+            "{\"id\":\"server-1\",\"jsonrpc\":\"2.0\",\"method\":\"x/y\",\"params\":{\"a\":1}}\n"
+        );
+        peer.deliver(
+            &json!("server-1"),
+            Err(json!({"code": -32601, "message": "no"})),
+        );
+        assert_eq!(
+            *kept.lock().expect("lock"),
+            [ClientReply::Error {
+                code: -32601,
+                message: "no".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn unanswered_requests_are_bounded_and_a_closed_writer_refuses() {
+        let (tx, rx) = mpsc::sync_channel(MAX_PENDING + 1);
+        let peer = Peer::new(tx, Framing::Lines);
+        for _ in 0..MAX_PENDING {
+            peer.request("m", None, keeper().1).expect("room");
+        }
+        assert_eq!(
+            peer.request("m", None, keeper().1),
+            Err(PeerError::TooManyPending)
+        );
+        drop(rx);
+        peer.deliver(&json!("server-1"), Ok(json!({})));
+        assert_eq!(peer.request("m", None, keeper().1), Err(PeerError::Closed));
+    }
+}
