@@ -383,7 +383,24 @@ impl Options {
             // Only the current directory gives way to the client's roots: an explicit root that
             // does not work is the operator's mistake to hear about.
             Err(e) if client_roots && !explicit && !self.server => {
-                let roots = ClientRoots::new(factory, self.allow_root_slash, e.to_string(), listed);
+                // The toolsets announce their own name; this one must say it before any exists:
+                // shelpa alone in its original surface is `shelpa-mcp`, every other mode (the
+                // combined one too) `filesystem`.
+                let name = if self.legacy_pipe
+                    && !self.with_filesystem
+                    && self.surface == Surface::Original
+                {
+                    shelpa::surface::ORIGINAL_SERVER_NAME
+                } else {
+                    "filesystem"
+                };
+                let roots = ClientRoots::new(
+                    factory,
+                    name.into(),
+                    self.allow_root_slash,
+                    e.to_string(),
+                    listed,
+                );
                 let served = roots.served();
                 return Ok((
                     Arc::new(ClientRootsToolset(roots)),

@@ -145,6 +145,8 @@ struct State {
 /// start, and builds the mode's toolset for the client's first root once it arrives.
 pub struct ClientRoots {
     factory: Box<dyn ToolsetFactory<PathGuard>>,
+    /// What `serverInfo.name` announces: asked for at `initialize`, before any toolset exists.
+    server_name: String,
     allow_slash: bool,
     /// Why the server had no root of its own (the current directory's problem), for messages.
     why: String,
@@ -155,17 +157,19 @@ pub struct ClientRoots {
 }
 
 impl ClientRoots {
-    /// A toolset serving `factory`'s mode on the client's roots. `why` says why the current
-    /// directory could not be the root; `listed` is the list the mode's
-    /// `list_allowed_directories` shows.
+    /// A toolset serving `factory`'s mode on the client's roots, announced as `server_name`.
+    /// `why` says why the current directory could not be the root; `listed` is the list the
+    /// mode's `list_allowed_directories` shows.
     pub fn new(
         factory: Box<dyn ToolsetFactory<PathGuard>>,
+        server_name: String,
         allow_slash: bool,
         why: String,
         listed: ListedRoots,
     ) -> Arc<ClientRoots> {
         Arc::new(ClientRoots {
             factory,
+            server_name,
             allow_slash,
             why,
             listed,
@@ -264,6 +268,9 @@ impl ClientRoots {
         match built {
             Ok(toolset) => {
                 eprintln!("filesystem: serving the client's root {}", root.display());
+                // What a server does for a toolset before its first call (clearing a crash's
+                // leftovers, shelpa's scratch sweep), done for each root as it arrives.
+                toolset.started();
                 state.toolset = Some(Arc::from(toolset));
                 state.root = Some(root.clone());
                 state.phase = Phase::Serving;
@@ -388,6 +395,9 @@ impl Toolset for ClientRootsToolset {
     }
     fn tools(&self) -> Vec<ToolDef> {
         self.0.factory.definitions()
+    }
+    fn server_name(&self) -> String {
+        self.0.server_name.clone()
     }
     fn lane(&self, name: &str, args: &Map<String, Value>) -> String {
         match &self.0.lock().toolset {

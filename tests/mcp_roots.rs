@@ -8,16 +8,20 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use test_support::bin::command;
-use test_support::mcp::{initialized, outcome, Session};
+use test_support::mcp::{initialized, outcome, text_json, Session};
 use test_support::temp::canonical_temp_dir;
 
-/// A server started in `/` with no root of its own, serving `tools` (and `extra` flags).
+/// A server started in `/` with no root of its own, serving the extended filesystem tools.
 fn rootless(extra: &[&str]) -> Session {
+    rootless_with(&[&["--tools", "extended"], extra].concat())
+}
+
+/// A server started in `/` with no root of its own and exactly these flags.
+fn rootless_with(flags: &[&str]) -> Session {
     let mut cmd = command();
     cmd.current_dir("/")
         .env_remove("FILESYSTEM_ROOT")
-        .args(["--tools", "extended"])
-        .args(extra);
+        .args(flags);
     Session::from_command(cmd)
 }
 
@@ -233,4 +237,16 @@ fn one_off_commands_without_a_root_still_refuse_slash() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("refusing to serve '/'"), "{stderr}");
+}
+
+#[test]
+fn the_pipe_mode_takes_its_root_from_the_client_too_and_keeps_its_name() {
+    let (_tmp, first, _second) = two_workspaces();
+    let mut s = rootless_with(&["--legacy-pipe"]);
+    let init = handshake(&mut s, "2025-11-25", json!({"roots": {}}));
+    assert_eq!(init["result"]["serverInfo"]["name"], "shelpa-mcp", "{init}");
+    answer_roots(&mut s, &[uri(&first)]);
+    let result = s.call(2, "shelpa_pipe", json!({"command": "head -n 5 hello.txt"}));
+    assert_eq!(text_json(&result)["stdout"], "first\n", "{result}");
+    assert!(s.close_and_wait().success());
 }
