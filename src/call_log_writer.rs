@@ -66,6 +66,9 @@ pub enum LogTarget {
     RootOfEachCall(Arc<ServedRoots>),
     /// One file chosen with `--call-log`.
     File(PathBuf),
+    /// `<root>/.filesystem/.calls.jsonl` of the root the MCP client named, whichever it is when
+    /// the call ends; a call made before there is one has no workspace to log in.
+    Served(crate::roots::ServedRoot),
 }
 
 /// Appends one line per tool call.
@@ -135,6 +138,8 @@ enum Destination {
     Root(PathBuf),
     /// The log of the root each call names (daemon mode), if the daemon serves that root.
     RootOfEachCall(Arc<ServedRoots>),
+    /// The log of the root the MCP client named, if there is one yet.
+    Served(crate::roots::ServedRoot),
 }
 
 /// Where one call's line goes.
@@ -182,6 +187,7 @@ impl CallLogWriter {
             LogTarget::File(path) => Destination::Fixed(path),
             LogTarget::Root(root) => Destination::Root(root),
             LogTarget::RootOfEachCall(served) => Destination::RootOfEachCall(served),
+            LogTarget::Served(served) => Destination::Served(served),
         };
         CallLogWriter {
             destination,
@@ -201,6 +207,10 @@ impl CallLogWriter {
             Destination::RootOfEachCall(served) => {
                 let root = args.get("root")?.as_str()?;
                 let root = served.resolve(root).ok()?;
+                Some(LogPlace::InRoot(Cow::Owned(root)))
+            }
+            Destination::Served(served) => {
+                let root = served.read().ok()?.clone()?;
                 Some(LogPlace::InRoot(Cow::Owned(root)))
             }
         }

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use crate::allow::ServedRoots;
 use crate::call_log_writer::{CallLogWriter, LogTarget};
 use crate::daemon::PerRoot;
+use crate::roots::{ClientRoots, ClientRootsToolset, ServedRoot};
 use fs_tools::{FsFactory, FsOptions};
 use mcp_core::server::CallObserver;
 use mcp_core::server::{serve, ServerConfig};
@@ -44,7 +45,9 @@ and .git/ can be read but never changed. Every operation is done relative to dir
 descriptors opened beneath the root, so a symlink swapped in mid-call makes it fail, never
 escape.
 
-The root is --root, else $FILESYSTEM_ROOT, else the current directory.
+The root is --root, else $FILESYSTEM_ROOT, else the current directory. When serving with none
+of them usable (the current directory is '/' or unreadable), a client that declares MCP roots is
+asked for them: its first file:// root is served, and roots/list_changed switches it.
 
 With --server, a call's root must be at or below an allowed directory: each --allow-root DIR,
 else the ':'-separated list in $FILESYSTEM_ALLOW_ROOTS, else the home directory of the user
@@ -128,7 +131,8 @@ pub struct Options {
 
     /// Which filesystem tools to serve: `default` (the 14-tool API), `extended` (those and the
     /// extras read_multiple_files, get_file_info, list_directory_with_sizes, find_files,
-    /// read_media_file), or a comma-separated list of tool names from both.
+    /// read_media_file, list_allowed_directories), or a comma-separated list of tool names from
+    /// both.
     #[arg(
         long,
         value_name = "SET|NAME,NAME,…",
@@ -289,13 +293,14 @@ impl Options {
         (self.timeout > 0).then(|| std::time::Duration::from_secs(self.timeout))
     }
 
-    fn factory(&self) -> Box<dyn ToolsetFactory<PathGuard>> {
+    fn factory(&self, listed: &fs_tools::ListedRoots) -> Box<dyn ToolsetFactory<PathGuard>> {
         let fs = || -> Box<dyn ToolsetFactory<PathGuard>> {
             Box::new(FsFactory {
                 options: FsOptions {
                     backup: self.backup,
                     max_read_bytes: self.max_read_bytes,
                     tools: self.tools.clone().unwrap_or_default(),
+                    listed: listed.clone(),
                 },
             })
         };
@@ -327,6 +332,7 @@ impl Options {
             (Some(file), _) => LogTarget::File(file.clone()),
             (None, Scope::Root(root)) => LogTarget::Root(root),
             (None, Scope::EachCall(served)) => LogTarget::RootOfEachCall(served),
+            (None, Scope::ClientRoots(served)) => LogTarget::Served(served),
         };
         Some(Arc::new(CallLogWriter::new(
             target,
@@ -337,6 +343,19 @@ impl Options {
 
     /// The toolset for the chosen mode and root, and what it is confined to.
     fn toolset(&self) -> Result<(Arc<dyn Toolset>, Scope), String> {
+        self.toolset_or_roots(false)
+    }
+
+    /// The toolset of a served session: as [`Options::toolset`], except that when neither
+    /// `--root` nor `FILESYSTEM_ROOT` is given and the current directory cannot be the root
+    /// (unreadable, or `/` without `--allow-root-slash`), the root comes from the client's MCP
+    /// roots (see [`crate::roots`]) instead of the server refusing to start. One-off commands
+    /// have no client to ask, so they keep the error.
+    fn server_toolset(&self) -> Result<(Arc<dyn Toolset>, Scope), String> {
+        self.toolset_or_roots(true)
+    }
+
+    fn toolset_or_roots(&self, client_roots: bool) -> Result<(Arc<dyn Toolset>, Scope), String> {
         // `--tools` picks filesystem tools: the pipe alone has none, and a flag that silently
         // did nothing would leave the user believing the tools were served.
         if self.tools.is_some() && self.legacy_pipe && !self.with_filesystem {
@@ -344,7 +363,9 @@ impl Options {
                 "--tools selects filesystem tools; with --legacy-pipe add --with-filesystem, or leave --tools out".into(),
             );
         }
-        let factory: Box<dyn ToolsetFactory<PathGuard>> = Box::new(ClearsLeftovers(self.factory()));
+        let listed = fs_tools::ListedRoots::default();
+        let factory: Box<dyn ToolsetFactory<PathGuard>> =
+            Box::new(ClearsLeftovers(self.factory(&listed)));
         if self.server {
             // Settled before serving anything: a daemon with no usable allowed place must not
             // start, rather than start and refuse every call.
@@ -356,8 +377,39 @@ impl Options {
         }
         // FILESYSTEM_ROOT is read by the resolver rather than by clap, so that one exported in a
         // shell does not collide with --server, which takes its roots from each call (above).
-        let chosen = root::resolve(self.root.as_deref(), self.allow_root_slash)
-            .map_err(|e| e.to_string())?;
+        let explicit =
+            self.root.is_some() || std::env::var_os(root::ROOT_ENV).is_some_and(|v| !v.is_empty());
+        let chosen = match root::resolve(self.root.as_deref(), self.allow_root_slash) {
+            Ok(chosen) => chosen,
+            // Only the current directory gives way to the client's roots: an explicit root that
+            // does not work is the operator's mistake to hear about.
+            Err(e) if client_roots && !explicit && !self.server => {
+                // The toolsets announce their own name; this one must say it before any exists:
+                // shelpa alone in its original surface is `shelpa-mcp`, every other mode (the
+                // combined one too) `filesystem`.
+                let name = if self.legacy_pipe
+                    && !self.with_filesystem
+                    && self.surface == Surface::Original
+                {
+                    shelpa::surface::ORIGINAL_SERVER_NAME
+                } else {
+                    "filesystem"
+                };
+                let roots = ClientRoots::new(
+                    factory,
+                    name.into(),
+                    self.allow_root_slash,
+                    e.to_string(),
+                    listed,
+                );
+                let served = roots.served();
+                return Ok((
+                    Arc::new(ClientRootsToolset(roots)),
+                    Scope::ClientRoots(served),
+                ));
+            }
+            Err(e) => return Err(e.to_string()),
+        };
         let root = chosen.canonical.clone();
         let guard = PathGuard::new(&root)
             .map_err(|e| format!("cannot open root '{}': {e}", root.display()))?
@@ -452,6 +504,8 @@ impl Toolset for SweptFirst {
 enum Scope {
     Root(PathBuf),
     EachCall(Arc<ServedRoots>),
+    /// The first root the MCP client lists, once it has (see [`crate::roots`]).
+    ClientRoots(ServedRoot),
 }
 
 impl Scope {
@@ -462,6 +516,7 @@ impl Scope {
             Scope::EachCall(served) => {
                 format!("named by each call, at or below {}", served.describe())
             }
+            Scope::ClientRoots(_) => "the first of the client's MCP roots (roots/list)".into(),
         }
     }
 }
@@ -555,7 +610,7 @@ pub fn main() -> i32 {
 }
 
 fn run_server(cli: &Options) -> i32 {
-    let (toolset, scope) = match cli.toolset() {
+    let (toolset, scope) = match cli.server_toolset() {
         Ok(t) => t,
         Err(msg) => {
             eprintln!("filesystem: {msg}");

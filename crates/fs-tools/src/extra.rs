@@ -428,6 +428,7 @@ mod tests {
             backup: false,
             max_read_bytes: 1024,
             tools: crate::tools::Selection::Extended,
+            listed: Default::default(),
         };
         let tools = crate::FsToolset::new(guard, options);
         let find = json!({"path": ".", "pattern": "**/*.txt"});

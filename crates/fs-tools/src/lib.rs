@@ -5,6 +5,7 @@
 //! `edit`, `list`), their names in the table of `tools`, their definitions in `schema`, and the
 //! recovery tools (move, trash, restore, search, undo, redo) in `recovery`.
 
+mod allowed;
 mod edit;
 pub mod error;
 mod extra;
@@ -22,6 +23,7 @@ use mcp_core::toolset::{Args, CallContext, ToolDef, ToolOutput, Toolset, Toolset
 use serde_json::{Map, Value};
 use workspace::guard::PathGuard;
 
+pub use allowed::ListedRoots;
 pub use tools::TOOLS;
 
 /// Settings of the filesystem mode.
@@ -34,6 +36,9 @@ pub struct FsOptions {
     pub max_read_bytes: u64,
     /// Which tools are served (`--tools`).
     pub tools: tools::Selection,
+    /// Other roots an MCP client named, shown by `list_allowed_directories` (empty with
+    /// `--root`).
+    pub listed: ListedRoots,
 }
 
 /// Everything a filesystem tool needs: the root's guard, its history store, the mode's settings.
@@ -71,6 +76,7 @@ fn instructions(options: &FsOptions) -> String {
         tools::GET_FILE_INFO => "a path's type, size, permissions and times",
         tools::LIST_DIRECTORY_WITH_SIZES => "a listing with sizes",
         tools::READ_MEDIA_FILE => "an image or audio file as image/audio content",
+        tools::LIST_ALLOWED_DIRECTORIES => "the workspace root and the client's other roots",
         _ => "paths by glob",
     };
     let extras: Vec<String> = tools::EXTRAS
@@ -92,6 +98,7 @@ fn all_definitions(options: &FsOptions) -> Vec<ToolDef> {
     if options.tools != tools::Selection::Default {
         defs.extend(extra::definitions());
         defs.push(media::definition());
+        defs.extend(allowed::definitions());
     }
     defs.retain(|d| options.tools.serves(&d.name));
     defs
@@ -195,6 +202,7 @@ impl Toolset for FsToolset {
             tools::LIST_DIRECTORY_WITH_SIZES => list::list_directory_with_sizes(cx, args),
             tools::FIND_FILES => extra::find_files(cx, args, ctx),
             tools::READ_MEDIA_FILE => media::read_media_file(cx, args, ctx),
+            tools::LIST_ALLOWED_DIRECTORIES => allowed::list_allowed_directories(cx, args),
             tools::READ_TEXT_FILE => read::read_text_file(cx, args, ctx),
             tools::CREATE_FILE => write::create_file(cx, args, ctx),
             tools::WRITE_FILE => write::write_file(cx, args, ctx),

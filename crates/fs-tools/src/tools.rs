@@ -46,6 +46,7 @@ pub const LIST_DIRECTORY_WITH_SIZES: &str = "list_directory_with_sizes";
 pub const FIND_FILES: &str = "find_files";
 /// See [`EXTRAS`].
 pub const READ_MEDIA_FILE: &str = "read_media_file";
+pub const LIST_ALLOWED_DIRECTORIES: &str = "list_allowed_directories";
 
 /// The tools served only with version history (`--backup`): without it there is nothing to step
 /// through, so they are not offered.
@@ -80,12 +81,13 @@ pub const TOOLS: [ToolEntry; 14] = [
 ///
 /// None of them changes anything: `read_multiple_files` and `read_media_file` read content, the
 /// others look around.
-pub const EXTRAS: [ToolEntry; 5] = [
+pub const EXTRAS: [ToolEntry; 6] = [
     entry(READ_MULTIPLE_FILES, ToolClass::Read),
     entry(GET_FILE_INFO, ToolClass::Navigate),
     entry(LIST_DIRECTORY_WITH_SIZES, ToolClass::Navigate),
     entry(FIND_FILES, ToolClass::Navigate),
     entry(READ_MEDIA_FILE, ToolClass::Read),
+    entry(LIST_ALLOWED_DIRECTORIES, ToolClass::Navigate),
 ];
 
 /// Which tools a filesystem mode serves (`--tools`). Whatever is selected, the tools that need
@@ -170,6 +172,7 @@ mod tests {
             backup,
             max_read_bytes: 1,
             tools,
+            listed: Default::default(),
         };
         all_definitions(&options)
             .into_iter()
@@ -198,7 +201,7 @@ mod tests {
     fn extended_serves_the_table_then_the_extras() {
         let all: Vec<&str> = every_tool().map(|t| t.name).collect();
         assert_eq!(served_with(true, Selection::Extended), all);
-        assert_eq!(all.len(), 19);
+        assert_eq!(all.len(), 20);
     }
 
     #[test]
@@ -231,6 +234,7 @@ mod tests {
                 backup: false,
                 max_read_bytes: 1,
                 tools,
+                listed: Default::default(),
             })
         };
         assert_eq!(with(Selection::Default), crate::INSTRUCTIONS);

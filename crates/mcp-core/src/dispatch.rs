@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 
 use super::executor::{BatchItem, CallJob, InFlight, Job};
 use super::message::{self, classify, code, Incoming, RequestId};
+use super::peer::{ClientEvent, Peer};
 use super::protocol::{self, ClientInfo, Revision, CACHE_TTL_MS};
 use super::schedule::Lane;
 use super::wire::{Frame, Framing};
@@ -39,7 +40,13 @@ pub struct Dispatcher {
     /// Set once a handshake-era client has sent `initialize`.
     /// Shared with every call of the session rather than copied into each.
     session: Option<Arc<ClientInfo>>,
+    /// The capabilities the handshake-era client declared in `initialize` (`roots`, …), told to
+    /// the toolset once the handshake is complete.
+    capabilities: Value,
     in_flight: InFlight,
+    /// Sends the server's own requests and routes their answers; attached once the writer runs
+    /// (the first message is answered before it exists and is never a response).
+    peer: Option<Peer>,
 }
 
 impl Dispatcher {
@@ -57,8 +64,16 @@ impl Dispatcher {
             page_size,
             max_message_bytes,
             session: None,
+            capabilities: Value::Object(Map::new()),
             in_flight,
+            peer: None,
         }
+    }
+
+    /// Lets the dispatcher send requests to the client and route their answers (see
+    /// [`Peer`]); until then responses are ignored and the toolset hears no client events.
+    pub fn attach(&mut self, peer: Peer) {
+        self.peer = Some(peer);
     }
 
     /// The toolset's tools, built on first use.
@@ -109,7 +124,12 @@ impl Dispatcher {
     /// Dispatches one message (not a batch).
     fn dispatch(&mut self, value: Value, framing: Framing) -> Step {
         match classify(value) {
-            Incoming::Response => Step::Nothing,
+            Incoming::Response { id, outcome } => {
+                if let Some(peer) = &self.peer {
+                    peer.deliver(&id, outcome);
+                }
+                Step::Nothing
+            }
             Incoming::Invalid { id, message } => {
                 Step::Reply(message::error(&id, code::INVALID_REQUEST, message, None))
             }
@@ -183,9 +203,20 @@ impl Dispatcher {
             if let Some(id) = params.get("requestId").and_then(RequestId::from_json) {
                 self.in_flight.cancel(&id);
             }
+            return;
         }
-        // `notifications/initialized` and every other notification need nothing from us: the
-        // session is usable as soon as `initialize` has been answered.
+        // The session is usable as soon as `initialize` has been answered; the notifications
+        // matter only to a toolset that talks back to the client (roots).
+        let Some(peer) = &self.peer else { return };
+        let event = match (method, &self.session) {
+            ("notifications/initialized", Some(client)) => ClientEvent::Initialized {
+                client,
+                capabilities: &self.capabilities,
+            },
+            ("notifications/initialized", None) => return,
+            _ => ClientEvent::Notification { method, params },
+        };
+        self.toolset.client_event(event, peer);
     }
 
     fn request(
@@ -222,6 +253,9 @@ impl Dispatcher {
                 ) {
                     Ok((session, result)) => {
                         self.session = Some(session);
+                        if let Some(caps @ Value::Object(_)) = params.get("capabilities") {
+                            self.capabilities = caps.clone();
+                        }
                         Step::Reply(message::response(&id_json, result))
                     }
                     Err(e) => err(e.code(), e.to_string(), None),

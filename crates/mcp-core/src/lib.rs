@@ -6,7 +6,8 @@
 //! frames, [`message`] classifies JSON-RPC messages, [`dispatch`] decides what each method does
 //! (with [`protocol`] settling the revision), [`schedule`] orders tool calls into lanes,
 //! [`executor`] runs them on worker threads, [`reply`] writes a call's result, and [`output`]
-//! batches replies and writes them after the call log has them. [`server`] starts the threads
+//! batches replies and writes them after the call log has them; [`peer`] sends the server's own
+//! requests to the client (`roots/list`) and routes their answers. [`server`] starts the threads
 //! and joins them with channels.
 
 pub mod buffer;
@@ -14,6 +15,7 @@ pub mod dispatch;
 pub mod executor;
 pub mod message;
 pub mod output;
+pub mod peer;
 pub mod protocol;
 pub mod reply;
 pub mod schedule;

@@ -60,8 +60,12 @@ pub enum Incoming {
         method: String,
         params: Map<String, Value>,
     },
-    /// A response to a request this server sent (it sends none, so these are ignored).
-    Response,
+    /// A response to a request this server sent (see [`crate::peer`]): its id, and its
+    /// `result` (`Ok`) or `error` (`Err`).
+    Response {
+        id: Value,
+        outcome: Result<Value, Value>,
+    },
     /// Not a valid JSON-RPC message; answer with this error (id is null when unreadable).
     Invalid { id: Value, message: String },
 }
@@ -83,8 +87,17 @@ pub fn classify(value: Value) -> Incoming {
         Value::Null
     };
     let Some(method) = obj.remove("method") else {
-        if obj.contains_key("result") || obj.contains_key("error") {
-            return Incoming::Response;
+        if let Some(result) = obj.remove("result") {
+            return Incoming::Response {
+                id: id_json,
+                outcome: Ok(result),
+            };
+        }
+        if let Some(error) = obj.remove("error") {
+            return Incoming::Response {
+                id: id_json,
+                outcome: Err(error),
+            };
         }
         return Incoming::Invalid {
             id: reply_id,
@@ -159,7 +172,17 @@ mod tests {
         assert!(matches!(n, Incoming::Notification { .. }));
         assert_eq!(
             classify(json!({"jsonrpc":"2.0","id":1,"result":{}})),
-            Incoming::Response
+            Incoming::Response {
+                id: json!(1),
+                outcome: Ok(json!({}))
+            }
+        );
+        assert_eq!(
+            classify(json!({"jsonrpc":"2.0","id":"s","error":{"code":-32601}})),
+            Incoming::Response {
+                id: json!("s"),
+                outcome: Err(json!({"code":-32601}))
+            }
         );
     }
 

@@ -21,6 +21,7 @@ use serde_json::Value;
 use super::dispatch::{Dispatcher, Step};
 use super::executor::{Executor, InFlight, Job};
 use super::output::{write_loop, Out, Outbox};
+use super::peer::Peer;
 use super::schedule::{Queue, QueueLimits};
 use super::wire::{write_frame, Frame, FrameReader, Framing};
 use crate::toolset::Toolset;
@@ -145,6 +146,10 @@ where
     let (end_tx, end_rx) = mpsc::channel::<End>();
 
     let (out_tx, out_rx) = mpsc::sync_channel::<Out>(QUEUED_FRAMES);
+    // The framing is fixed by the first message; the server's own requests use it too. The peer
+    // lives in the dispatcher, on the reader thread, so its channel closes when reading ends.
+    let framing = reader.framing().unwrap_or(Framing::Lines);
+    dispatcher.attach(Peer::new(out_tx.clone(), framing));
     let writer = {
         let outbox = session.outbox.clone();
         let session = session.clone();

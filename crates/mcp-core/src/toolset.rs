@@ -301,6 +301,13 @@ pub trait Toolset: Send + Sync {
         "filesystem".into()
     }
 
+    /// Hears what the client says besides tool calls (the end of the handshake, notifications
+    /// such as `notifications/roots/list_changed`), on the reader thread, with `peer` to send the
+    /// client requests. It must return promptly and never wait for the client: answers arrive
+    /// through the handlers given to [`Peer::request`](crate::peer::Peer::request). Toolsets that
+    /// need nothing from the client ignore it.
+    fn client_event(&self, _event: crate::peer::ClientEvent<'_>, _peer: &crate::peer::Peer) {}
+
     /// Which calls must be ordered with this one: calls with the same lane run one at a time in
     /// arrival order, calls with different lanes may run side by side. A toolset for one
     /// workspace has one lane; the daemon gives each root its own.
