@@ -81,7 +81,7 @@ async def exercise_extended(root: Path, mode: str):
         tools = await client.list_tools()
         names = [t.name for t in tools.tools]
         for name in ["read_multiple_files", "get_file_info", "list_directory_with_sizes", "find_files",
-                     "read_media_file"]:
+                     "read_media_file", "list_allowed_directories"]:
             assert name in names, names
 
         batch = await client.call_tool("read_multiple_files", {"paths": ["hello.txt", "nope.txt", "src/main.rs"]})
@@ -113,6 +113,11 @@ async def exercise_extended(root: Path, mode: str):
         audio = media.content[1]
         assert audio.mime_type == "audio/wav"
         assert base64.b64decode(audio.data) == WAV
+
+        allowed = await client.call_tool("list_allowed_directories", {})
+        assert not allowed.is_error, text_of(allowed)
+        assert text_of(allowed).splitlines() == ["Allowed directories:", str(root.resolve())]
+        assert allowed.structured_content["directories"] == [str(root.resolve())]
 
         refused = await client.call_tool("read_media_file", {"path": "hello.txt"})
         assert refused.is_error

@@ -4,7 +4,7 @@
 // have their answers' shapes checked.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { mkdtempSync, writeFileSync, mkdirSync, rmSync, readFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync, mkdirSync, rmSync, readFileSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -93,6 +93,14 @@ const extendedCalls = [
     (r) => /\[FILE\] app\.log +32 B/.test(text(r)) && /\[DIR\] src/.test(text(r)) && /Total: \d+ files, \d+ directories/.test(text(r)),
   ],
   ["find_files", { path: ".", pattern: "**/*.rs" }, (r) => text(r).split("\n").includes("src/main.rs")],
+  [
+    "list_allowed_directories",
+    {},
+    (r, root) => {
+      const dirs = r.structuredContent?.directories ?? [];
+      return text(r).startsWith("Allowed directories:\n") && dirs.length === 1 && dirs[0] === realpathSync(root);
+    },
+  ],
   [
     "read_media_file",
     { path: "pixel.png" },
