@@ -180,9 +180,10 @@ pub fn read_multiple_files(
     let size: usize = outcomes
         .iter()
         .map(|(path, outcome)| {
+            // ":\n" and "\n" around a content, ": Error - " before a message.
             let body = match outcome {
-                Ok(content) => content.len() + 2,
-                Err(message) => message.len() + 9,
+                Ok(content) => content.len() + 3,
+                Err(message) => message.len() + 10,
             };
             path.len() + body + SEPARATOR.len()
         })
