@@ -1017,8 +1017,9 @@ impl<'a> Bench<'a> {
         let (subjects, twins) = self.with_twins(subjects);
         let tree = self.data.tree.clone();
         let path = tree.display().to_string();
-        // Every top directory of the tree but the smallest ones holds a `mod001`: the glob has to
-        // walk all of the tree, yet its matches stay far below ours' cap of 1000 results, so no
+        // Each top directory of the tree with more than one sub-directory holds a `mod001` (all
+        // 100 of the full tree): the glob has to walk all of the tree, yet its matches stay far
+        // below ours' cap of 1000 results, so no
         // subject stops early or answers with a flood. Every subject's syntax reads it the same
         // way: a path glob relative to the search directory (ours, the reference), a glob on the
         // full path (`fd --full-path`) and, for rust-mcp-filesystem, a glob on each name, where
