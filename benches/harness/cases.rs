@@ -1001,6 +1001,167 @@ impl<'a> Bench<'a> {
         );
     }
 
+    /// `find_files` (the peers' `search_files`) over the tree case's tree, one call in a fresh
+    /// session, against `fd` run directly with the same glob (spawn to exit).
+    pub fn find(&mut self) {
+        let mut subjects: Vec<Subject> = self
+            .ours_with(&self.extended_label(), vec!["--tools", "extended"])
+            .into_iter()
+            .collect();
+        subjects.extend(self.subjects(&[Kind::Reference, Kind::RustMcp]));
+        subjects.push(Subject {
+            label: "fd".into(),
+            peer: None,
+            extra: vec![],
+        });
+        let (subjects, twins) = self.with_twins(subjects);
+        let tree = self.data.tree.clone();
+        let path = tree.display().to_string();
+        // Each top directory of the tree with more than one sub-directory holds a `mod001` (all
+        // 100 of the full tree): the glob has to walk all of the tree, yet its matches stay far
+        // below ours' cap of 1000 results, so no
+        // subject stops early or answers with a flood. Every subject's syntax reads it the same
+        // way: a path glob relative to the search directory (ours, the reference), a glob on the
+        // full path (`fd --full-path`) and, for rust-mcp-filesystem, a glob on each name, where
+        // `**/` also matches nothing.
+        let expected = count_named(&tree, FIND_NAME);
+        let fd = fd_program();
+        let rows = alternate(&subjects, self.cfg.reps, |s, _| {
+            let (listed, measure) = match &s.peer {
+                None => {
+                    let Some((program, _)) = &fd else {
+                        return Err(BenchError::NotServed("neither fdfind nor fd found".into()));
+                    };
+                    let (secs, out) = run_fd(program, &tree)?;
+                    let measure = Measure {
+                        secs,
+                        rss_kib: None,
+                    };
+                    (ends_named(&out, FIND_NAME), measure)
+                }
+                Some(_) => {
+                    let (server, tool) =
+                        self.session_with_tool(s, "find_files", &["path", "pattern"])?;
+                    let args = obj(json!({"path": path, "pattern": FIND_GLOB}));
+                    let (reply, measure) = Measure::one_call(server, &tool, &args)?;
+                    (ends_named(&reply.text, FIND_NAME), measure)
+                }
+            };
+            if listed != expected {
+                return Err(BenchError::ToolFailed(format!(
+                    "{}: listed {listed} of the {expected} directories named {FIND_NAME}",
+                    s.label
+                )));
+            }
+            Ok(measure)
+        });
+        let mut notes = vec![format!(
+            "glob `{FIND_GLOB}` ({expected} matches); fd: `{} {} '{FIND_GLOB}' <tree>`",
+            fd.as_ref().map_or("fd", |(p, _)| p.as_str()),
+            FD_FLAGS.join(" ")
+        )];
+        notes.extend(fd.map(|(_, version)| format!("fd version: {version}")));
+        let i = self.push_compared(
+            CaseResult {
+                notes,
+                baseline: self.extended_label(),
+                ..self.compared_case(
+                    "find_files",
+                    format!(
+                        "one `find_files` call (the reference's and rust-mcp-filesystem's \
+                         `search_files`) for `{FIND_GLOB}` below the tree of {} files in {} \
+                         directories (call sent to answer read, server already started) vs `fd` \
+                         with the same glob (spawn to exit)",
+                        self.data.tree_files, self.data.tree_dirs
+                    ),
+                    rows,
+                    twins,
+                )
+            },
+            &[
+                (
+                    Kind::Reference,
+                    1.0,
+                    "ahead of the reference's search_files",
+                ),
+                (
+                    Kind::RustMcp,
+                    1.0,
+                    "ahead of rust-mcp-filesystem's search_files",
+                ),
+            ],
+        );
+        let title = self.results[i].title.clone();
+        let target = "within 1.3× of `fd` with the same glob";
+        match self.results[i].ratio("fd") {
+            Some(r) if r > 0.0 => self.check(
+                &title,
+                target,
+                format!("ours takes {} fd's time", fmt_ratio(1.0 / r)),
+                Some(1.0 / r <= 1.3),
+            ),
+            _ => self.check(&title, target, "not measured".into(), None),
+        }
+    }
+
+    /// `read_multiple_files` (rust-mcp-filesystem's `read_multiple_text_files`) of 100 small
+    /// files, one call in a fresh session.
+    pub fn multi(&mut self) {
+        let mut subjects: Vec<Subject> = self
+            .ours_with(&self.extended_label(), vec!["--tools", "extended"])
+            .into_iter()
+            .collect();
+        subjects.extend(self.subjects(&[Kind::Reference, Kind::RustMcp]));
+        let (subjects, twins) = self.with_twins(subjects);
+        let dir = self.data.root.join("multi");
+        let setup = make_small_files(&dir);
+        let rows = match &setup {
+            Err(e) => failed_rows(&subjects, e),
+            Ok(paths) => alternate(&subjects, self.cfg.reps, |s, _| {
+                let (server, tool) =
+                    self.session_with_tool(s, "read_multiple_files", &["paths"])?;
+                let args = obj(json!({ "paths": paths }));
+                let (reply, measure) = Measure::one_call(server, &tool, &args)?;
+                // Each file's text carries its own number: all must be in the answer.
+                let missing = (0..MULTI_FILES)
+                    .filter(|&n| !reply.text.contains(&small_file_marker(n)))
+                    .count();
+                if missing > 0 {
+                    return Err(BenchError::ToolFailed(format!(
+                        "{}: {missing} of the {MULTI_FILES} files are not in the answer",
+                        s.label
+                    )));
+                }
+                Ok(measure)
+            }),
+        };
+        self.push_compared(
+            CaseResult {
+                baseline: self.extended_label(),
+                ..self.compared_case(
+                    "read_multiple_files",
+                    format!(
+                        "one `read_multiple_files` call (rust-mcp-filesystem: \
+                         `read_multiple_text_files`) of {MULTI_FILES} files of {} each (call sent \
+                         to answer read, server already started)",
+                        human_bytes(MULTI_BYTES as u64)
+                    ),
+                    rows,
+                    twins,
+                )
+            },
+            &[
+                (Kind::Reference, 1.0, "ahead of the reference"),
+                (Kind::RustMcp, 1.0, "ahead of rust-mcp-filesystem"),
+            ],
+        );
+    }
+
+    /// The label of ours started with the opt-in tools, which the cases of those tools need.
+    fn extended_label(&self) -> String {
+        format!("{} --tools extended", self.ours_label())
+    }
+
     /// A workspace whose move log holds `moves` moves, made through the server itself (so the
     /// log is in whatever format the build writes): files `aN.txt` renamed to `bN.txt`. Kept
     /// across runs once complete.
@@ -1065,6 +1226,88 @@ impl<'a> Bench<'a> {
         }
         server.finish()
     }
+}
+
+/// The name every match of the find case ends in, and the glob that finds it at any depth.
+const FIND_NAME: &str = "mod001";
+const FIND_GLOB: &str = "**/mod001";
+/// `fd` told to search everything (no ignore files, hidden entries too, as `find_files` does)
+/// and to match the glob against the whole path, as the servers match it against paths.
+const FD_FLAGS: [&str; 3] = ["--unrestricted", "--glob", "--full-path"];
+
+/// Files the batch-read case reads in one call, and the size of each.
+const MULTI_FILES: u64 = 100;
+const MULTI_BYTES: usize = 2048;
+
+/// Entries directly inside the directories of `dir` named `name` (how many matches the find
+/// case must get; the tree has `name` only at that depth).
+fn count_named(dir: &Path, name: &str) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.path().join(name).is_dir())
+        .count() as u64
+}
+
+/// Lines of a listing that name an entry `name` (fd ends a directory with `/`).
+fn ends_named(listing: &str, name: &str) -> u64 {
+    listing
+        .lines()
+        .map(|l| l.trim_end().trim_end_matches('/'))
+        .filter(|l| l.rsplit('/').next() == Some(name))
+        .count() as u64
+}
+
+/// The `fd` on this machine (Debian calls it `fdfind`, as `fd` is another program there) and
+/// its version line.
+fn fd_program() -> Option<(String, String)> {
+    ["fdfind", "fd"].iter().find_map(|p| {
+        let version = super::machine::first_line(p, &["--version"])?;
+        version.starts_with("fd").then(|| (p.to_string(), version))
+    })
+}
+
+/// Runs `fd` for the find case's glob below `tree`; wall time (spawn to exit) and stdout.
+fn run_fd(program: &str, tree: &Path) -> Result<(f64, String), BenchError> {
+    let start = Instant::now();
+    let out = Command::new(program)
+        .args(FD_FLAGS)
+        .arg(FIND_GLOB)
+        .arg(tree)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| BenchError::io(format!("run {program}"), e))?;
+    let secs = start.elapsed().as_secs_f64();
+    if !out.status.success() {
+        return Err(BenchError::ToolFailed(format!(
+            "{program} exited with {}",
+            out.status
+        )));
+    }
+    Ok((secs, String::from_utf8_lossy(&out.stdout).into_owned()))
+}
+
+/// The text that only small file `n` of the batch-read case holds.
+fn small_file_marker(n: u64) -> String {
+    format!("version {n:06} ")
+}
+
+/// The batch-read case's files under `dir` (rewritten each run: a hundred small writes), as
+/// absolute paths, which every peer accepts.
+fn make_small_files(dir: &Path) -> Result<Vec<String>, BenchError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| BenchError::io(format!("create {}", dir.display()), e))?;
+    (0..MULTI_FILES)
+        .map(|n| {
+            let file = dir.join(format!("small{n:03}.txt"));
+            std::fs::write(&file, filler(MULTI_BYTES, n))
+                .map_err(|e| BenchError::io(format!("write {}", file.display()), e))?;
+            Ok(file.display().to_string())
+        })
+        .collect()
 }
 
 /// The rows of a case whose set-up failed: each says why (a tool not served is reported as such,

@@ -130,8 +130,8 @@ pub struct Config {
 }
 
 /// Every case name, in run order.
-pub const CASES: [&str; 8] = [
-    "startup", "read", "tree", "edit", "write", "pipeline", "undo", "story",
+pub const CASES: [&str; 10] = [
+    "startup", "read", "tree", "edit", "write", "pipeline", "undo", "story", "find", "multi",
 ];
 
 /// The outcome of a run.
@@ -183,6 +183,8 @@ pub fn run(cfg: &Config) -> Result<Outcome, BenchError> {
             "write" => bench.write(),
             "pipeline" => bench.pipeline(),
             "story" => bench.story(),
+            "find" => bench.find(),
+            "multi" => bench.multi(),
             _ => bench.undo(),
         }
     }

@@ -80,6 +80,10 @@ fn aliases(tool: &str) -> &'static [&'static str] {
         "shelpa_pipe" => &["shelpa_pipe"],
         "move_file" => &["move_file"],
         "search_file" => &["search_file"],
+        // Ours names the reference server's `search_files` `find_files`, and rust-mcp-filesystem
+        // calls its batch read `read_multiple_text_files`.
+        "find_files" => &["find_files", "search_files"],
+        "read_multiple_files" => &["read_multiple_files", "read_multiple_text_files"],
         _ => &[],
     }
 }
