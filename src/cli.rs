@@ -127,7 +127,8 @@ pub struct Options {
     pub shelpa_tools: ShelpaTools,
 
     /// Which filesystem tools to serve: `default` (the 14-tool API), `extended` (those and the
-    /// extras read_multiple_files, get_file_info, list_directory_with_sizes, find_files), or a
+    /// extras read_multiple_files, get_file_info, list_directory_with_sizes, find_files,
+    /// search_content), or a
     /// comma-separated list of tool names from both.
     #[arg(
         long,

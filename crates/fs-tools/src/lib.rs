@@ -12,6 +12,7 @@ mod list;
 mod read;
 pub mod recovery;
 mod schema;
+mod search;
 mod target;
 pub mod tools;
 mod write;
@@ -69,6 +70,7 @@ fn instructions(options: &FsOptions) -> String {
         tools::READ_MULTIPLE_FILES => "several files in one read",
         tools::GET_FILE_INFO => "a path's type, size, permissions and times",
         tools::LIST_DIRECTORY_WITH_SIZES => "a listing with sizes",
+        tools::SEARCH_CONTENT => "a regex or text search of file contents",
         _ => "paths by glob",
     };
     let extras: Vec<String> = tools::EXTRAS
@@ -89,6 +91,7 @@ fn all_definitions(options: &FsOptions) -> Vec<ToolDef> {
     defs.extend(recovery::definitions(options));
     if options.tools != tools::Selection::Default {
         defs.extend(extra::definitions());
+        defs.push(search::definition());
     }
     defs.retain(|d| options.tools.serves(&d.name));
     defs
@@ -191,6 +194,7 @@ impl Toolset for FsToolset {
             tools::GET_FILE_INFO => extra::get_file_info(cx, args),
             tools::LIST_DIRECTORY_WITH_SIZES => list::list_directory_with_sizes(cx, args),
             tools::FIND_FILES => extra::find_files(cx, args, ctx),
+            tools::SEARCH_CONTENT => search::search_content(cx, args, ctx),
             tools::READ_TEXT_FILE => read::read_text_file(cx, args, ctx),
             tools::CREATE_FILE => write::create_file(cx, args, ctx),
             tools::WRITE_FILE => write::write_file(cx, args, ctx),

@@ -44,6 +44,8 @@ pub const GET_FILE_INFO: &str = "get_file_info";
 pub const LIST_DIRECTORY_WITH_SIZES: &str = "list_directory_with_sizes";
 /// See [`EXTRAS`].
 pub const FIND_FILES: &str = "find_files";
+/// See [`EXTRAS`].
+pub const SEARCH_CONTENT: &str = "search_content";
 
 /// The tools served only with version history (`--backup`): without it there is nothing to step
 /// through, so they are not offered.
@@ -76,12 +78,14 @@ pub const TOOLS: [ToolEntry; 14] = [
 /// [`TOOLS`] in `tools/list` order. They are a table of their own so that the default mode serves
 /// exactly [`TOOLS`], which adoption studies compare; the report reads both tables.
 ///
-/// None of them changes anything: `read_multiple_files` reads content, the others look around.
-pub const EXTRAS: [ToolEntry; 4] = [
+/// None of them changes anything: `read_multiple_files` and `search_content` read content, the
+/// others look around.
+pub const EXTRAS: [ToolEntry; 5] = [
     entry(READ_MULTIPLE_FILES, ToolClass::Read),
     entry(GET_FILE_INFO, ToolClass::Navigate),
     entry(LIST_DIRECTORY_WITH_SIZES, ToolClass::Navigate),
     entry(FIND_FILES, ToolClass::Navigate),
+    entry(SEARCH_CONTENT, ToolClass::Read),
 ];
 
 /// Which tools a filesystem mode serves (`--tools`). Whatever is selected, the tools that need
@@ -194,7 +198,7 @@ mod tests {
     fn extended_serves_the_table_then_the_extras() {
         let all: Vec<&str> = every_tool().map(|t| t.name).collect();
         assert_eq!(served_with(true, Selection::Extended), all);
-        assert_eq!(all.len(), 18);
+        assert_eq!(all.len(), 19);
     }
 
     #[test]
