@@ -54,13 +54,14 @@ fn smoke_run_measures_every_case_against_our_binary_and_renders_a_table() {
         "legacy pipeline",
         "undo/redo",
         "search_file after many moves",
+        "search_content",
     ] {
         assert!(
             outcome.results.iter().any(|r| r.title.starts_with(title)),
             "no result for {title}"
         );
     }
-    assert_eq!(CASES.len(), 8);
+    assert_eq!(CASES.len(), 9);
     for result in &outcome.results {
         assert!(!result.rows.is_empty(), "{} has no rows", result.title);
         for row in &result.rows {

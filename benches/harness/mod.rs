@@ -130,8 +130,8 @@ pub struct Config {
 }
 
 /// Every case name, in run order.
-pub const CASES: [&str; 8] = [
-    "startup", "read", "tree", "edit", "write", "pipeline", "undo", "story",
+pub const CASES: [&str; 9] = [
+    "startup", "read", "tree", "edit", "write", "pipeline", "undo", "story", "search",
 ];
 
 /// The outcome of a run.
@@ -183,6 +183,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, BenchError> {
             "write" => bench.write(),
             "pipeline" => bench.pipeline(),
             "story" => bench.story(),
+            "search" => bench.search(),
             _ => bench.undo(),
         }
     }
