@@ -150,6 +150,31 @@ fn context_lines_are_marked_and_groups_divided_like_ripgrep() {
         ok(&ws, json!({"pattern": "^line (5|7)$", "contextLines": 1})),
         "n.txt-4-line 4\nn.txt:5:line 5\nn.txt-6-line 6\nn.txt:7:line 7\nn.txt-8-line 8\n--\no.txt-1-x\no.txt:2:line 7"
     );
+    // At the cap, the last shown match keeps its context after; the next group is cut whole.
+    let capped = ok(
+        &ws,
+        json!({"pattern": "^line (2|9)$", "contextLines": 1, "maxResults": 1}),
+    );
+    let (lines, note) = capped.rsplit_once('\n').expect("a note line");
+    assert_eq!(lines, "n.txt-1-line 1\nn.txt:2:line 2\nn.txt-3-line 3");
+    assert!(
+        note.starts_with("[truncated: more than 1 matching lines"),
+        "{note}"
+    );
+    // A later file's group is cut whole too, its context before the match included.
+    let capped = ok(
+        &ws,
+        json!({"pattern": "^line (5|7)$", "contextLines": 1, "maxResults": 2}),
+    );
+    let (lines, note) = capped.rsplit_once('\n').expect("a note line");
+    assert_eq!(
+        lines,
+        "n.txt-4-line 4\nn.txt:5:line 5\nn.txt-6-line 6\nn.txt:7:line 7\nn.txt-8-line 8"
+    );
+    assert!(
+        note.starts_with("[truncated: more than 2 matching lines"),
+        "{note}"
+    );
     let err =
         search(&ws, json!({"pattern": "x", "contextLines": 11})).expect_err("InvalidArgument");
     assert!(err.contains("from 0 to 10"), "{err}");

@@ -543,6 +543,11 @@ impl Results {
 
     /// Appends one file's lines, as far as the limits allow.
     fn add(&mut self, path: &str, hits: FileHits) {
+        if hits.matches > 0 && self.count == self.limit {
+            // Not even the context before this file's first match: none of it is shown.
+            self.cut_at_limit();
+            return;
+        }
         let mut first = true;
         for hit in hits.lines {
             if self.full() {
@@ -552,10 +557,7 @@ impl Results {
                 Hit::Match(_, _) | Hit::Break if self.count == self.limit => {
                     // Another match, or a gap before the group of another match: there is
                     // more than the cap lets through.
-                    self.cut = Some(format!(
-                        "more than {} matching lines; only the first {} are shown. Narrow the pattern or the path, add include/exclude globs, or raise maxResults (at most {MAX_RESULTS})",
-                        self.limit, self.limit
-                    ));
+                    self.cut_at_limit();
                     return;
                 }
                 Hit::Match(n, t) => (':', *n, t),
@@ -591,6 +593,14 @@ impl Results {
                     .push(json!({"path": path, "line": line, "text": text}));
             }
         }
+    }
+
+    /// Ends the answer at the result cap.
+    fn cut_at_limit(&mut self) {
+        self.cut = Some(format!(
+            "more than {} matching lines; only the first {} are shown. Narrow the pattern or the path, add include/exclude globs, or raise maxResults (at most {MAX_RESULTS})",
+            self.limit, self.limit
+        ));
     }
 
     fn finish(mut self) -> ToolOutput {
