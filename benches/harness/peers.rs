@@ -80,6 +80,7 @@ fn aliases(tool: &str) -> &'static [&'static str] {
         "shelpa_pipe" => &["shelpa_pipe"],
         "move_file" => &["move_file"],
         "search_file" => &["search_file"],
+        "search_content" => &["search_content"],
         _ => &[],
     }
 }
