@@ -53,6 +53,16 @@ fn matches_are_path_line_text_in_name_order() {
         "a.txt:2:needle one"
     );
     assert_eq!(ok(&ws, json!({"pattern": "absent"})), "No matches found");
+    // An empty file has no line, not even an empty one; a file of one newline has one.
+    ws.write("empty.txt", "");
+    ws.write("newline.txt", "\n");
+    assert_eq!(
+        ok(
+            &ws,
+            json!({"pattern": "^$", "include": ["empty.txt", "newline.txt"]})
+        ),
+        "newline.txt:1:"
+    );
     search(&ws, json!({"pattern": "x", "path": "missing"})).expect_err("NotFound");
     search(&ws, json!({"pattern": "x", "path": "../outside"})).expect_err("PathEscape");
 }

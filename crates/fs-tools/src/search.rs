@@ -777,6 +777,12 @@ fn walk_tree(
             continue;
         }
         let Some(dir) = tree.current() else { continue };
+        // An empty file has no line to match: one `statat` instead of opening, reading and
+        // closing it (a tree of many small files has many empty ones). A file written between
+        // the look and the search would be missed either way.
+        if walk::stat_at(dir, &entry.name).is_ok_and(|st| st.is_some_and(|st| st.size == 0)) {
+            continue;
+        }
         // Gone, swapped for something else, or unreadable since it was listed: skipped.
         let Ok(file) = walk::open_file_at(dir, &entry.name) else {
             continue;
