@@ -131,8 +131,8 @@ pub struct Options {
 
     /// Which filesystem tools to serve: `default` (the 14-tool API), `extended` (those and the
     /// extras read_multiple_files, get_file_info, list_directory_with_sizes, find_files,
-    /// read_media_file, list_allowed_directories), or a comma-separated list of tool names from
-    /// both.
+    /// read_media_file, list_allowed_directories, search_content), or a comma-separated list of
+    /// tool names from both.
     #[arg(
         long,
         value_name = "SET|NAME,NAME,…",

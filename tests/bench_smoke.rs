@@ -56,13 +56,14 @@ fn smoke_run_measures_every_case_against_our_binary_and_renders_a_table() {
         "search_file after many moves",
         "find_files",
         "read_multiple_files",
+        "search_content",
     ] {
         assert!(
             outcome.results.iter().any(|r| r.title.starts_with(title)),
             "no result for {title}"
         );
     }
-    assert_eq!(CASES.len(), 10);
+    assert_eq!(CASES.len(), 11);
     for result in &outcome.results {
         assert!(!result.rows.is_empty(), "{} has no rows", result.title);
         for row in &result.rows {

@@ -628,6 +628,87 @@ impl<'a> Bench<'a> {
         self.check(&title, "lower peak memory than both", measured, met);
     }
 
+    /// One `search_content` call over the workspace's tree and text (the big logs left out, so
+    /// the 100k-file tree dominates) vs `rg` run directly with the same pattern and exclusion.
+    pub fn search(&mut self) {
+        let ours = self.ours_label();
+        let mut subjects: Vec<Subject> = self
+            .ours_with(&ours, vec!["--tools", "extended"])
+            .into_iter()
+            .collect();
+        subjects.push(Subject {
+            label: "rg".into(),
+            peer: None,
+            extra: vec![],
+        });
+        let (subjects, twins) = self.with_twins(subjects);
+        // A regex with a literal part, matching once (the edit file's marked line): the time is
+        // the walk and the scan, not the printing. Exact case on both sides (ours is smart by
+        // default, rg exact); `logs` left out on both sides by name at any depth.
+        let pattern = r"value to change = \d+";
+        let args = obj(json!({
+            "pattern": pattern,
+            "path": ".",
+            "caseSensitive": true,
+            "exclude": ["logs"],
+            "maxResults": 2000,
+        }));
+        let shell = format!("rg --no-config -n --glob '!logs' -e '{pattern}' .");
+        let mut outputs: Vec<(String, String)> = Vec::new();
+        let rows = alternate(&subjects, self.cfg.reps, |s, rep| {
+            if s.peer.is_none() {
+                let (secs, out) = run_shell(&shell, &self.data.root)?;
+                if rep == 0 {
+                    outputs.push((s.label.clone(), sorted_lines(&out, "./")));
+                }
+                return Ok(Measure {
+                    secs,
+                    rss_kib: None,
+                });
+            }
+            let (server, tool) = self.session_with_tool(s, "search_content", &["pattern"])?;
+            let (reply, measure) = Measure::one_call(server, &tool, &args)?;
+            if rep == 0 {
+                outputs.push((s.label.clone(), sorted_lines(&reply.text, "")));
+            }
+            Ok(measure)
+        });
+        let mut notes = vec![
+            format!("search_content: `{}`", Value::Object(args.clone())),
+            format!("rg: `{shell}`"),
+        ];
+        notes.extend(compare_outputs(&outputs));
+        let i = self.push_compared(
+            CaseResult {
+                notes,
+                cost_limit: Some(COST_LIMIT),
+                ..self.compared_case(
+                    "search_content",
+                    format!(
+                        "one `search_content` call (sent to answer read, server already started) \
+                         vs `rg` of the same pattern (spawn to exit) over the workspace: the tree \
+                         of {} files in {} directories and the text files, the logs left out",
+                        self.data.tree_files, self.data.tree_dirs
+                    ),
+                    rows,
+                    twins,
+                )
+            },
+            &[],
+        );
+        let title = self.results[i].title.clone();
+        let target = "within 1.3× of `rg`";
+        match self.results[i].ratio("rg") {
+            Some(r) if r > 0.0 => self.check(
+                &title,
+                target,
+                format!("ours takes {} rg's time", fmt_ratio(1.0 / r)),
+                Some(1.0 / r <= 1.3),
+            ),
+            _ => self.check(&title, target, "not measured".into(), None),
+        }
+    }
+
     /// One `edit_file` near the end of a large file.
     pub fn edit(&mut self) {
         let subjects = self.subjects(&[Kind::Ours, Kind::Reference, Kind::RustMcp]);
@@ -1345,6 +1426,17 @@ fn mirrored_input<'a, T, N>(
 ) -> Option<&'a T> {
     let row = mirrored_row(twins, label);
     inputs.iter().find(|(l, _, _)| l == row).map(|(_, t, _)| t)
+}
+
+/// `out`'s lines with `prefix` taken off each, sorted: a search's matches compared whatever
+/// order its threads printed them in and however it spells the start directory.
+fn sorted_lines(out: &str, prefix: &str) -> String {
+    let mut lines: Vec<&str> = out
+        .lines()
+        .map(|l| l.strip_prefix(prefix).unwrap_or(l))
+        .collect();
+    lines.sort_unstable();
+    lines.join("\n")
 }
 
 /// Whether the subjects of the pipeline case printed the same thing (the first repetition's

@@ -130,8 +130,9 @@ pub struct Config {
 }
 
 /// Every case name, in run order.
-pub const CASES: [&str; 10] = [
+pub const CASES: [&str; 11] = [
     "startup", "read", "tree", "edit", "write", "pipeline", "undo", "story", "find", "multi",
+    "search",
 ];
 
 /// The outcome of a run.
@@ -185,6 +186,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, BenchError> {
             "story" => bench.story(),
             "find" => bench.find(),
             "multi" => bench.multi(),
+            "search" => bench.search(),
             _ => bench.undo(),
         }
     }

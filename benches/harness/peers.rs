@@ -84,6 +84,7 @@ fn aliases(tool: &str) -> &'static [&'static str] {
         // calls its batch read `read_multiple_text_files`.
         "find_files" => &["find_files", "search_files"],
         "read_multiple_files" => &["read_multiple_files", "read_multiple_text_files"],
+        "search_content" => &["search_content"],
         _ => &[],
     }
 }

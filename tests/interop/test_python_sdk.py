@@ -81,7 +81,7 @@ async def exercise_extended(root: Path, mode: str):
         tools = await client.list_tools()
         names = [t.name for t in tools.tools]
         for name in ["read_multiple_files", "get_file_info", "list_directory_with_sizes", "find_files",
-                     "read_media_file", "list_allowed_directories"]:
+                     "read_media_file", "list_allowed_directories", "search_content"]:
             assert name in names, names
 
         batch = await client.call_tool("read_multiple_files", {"paths": ["hello.txt", "nope.txt", "src/main.rs"]})
@@ -113,6 +113,11 @@ async def exercise_extended(root: Path, mode: str):
         audio = media.content[1]
         assert audio.mime_type == "audio/wav"
         assert base64.b64decode(audio.data) == WAV
+
+        searched = await client.call_tool("search_content", {"pattern": "fn main", "fixedStrings": True})
+        assert not searched.is_error, text_of(searched)
+        assert text_of(searched).splitlines() == ["src/main.rs:1:fn main() {}"]
+        assert searched.structured_content["matches"] == [{"path": "src/main.rs", "line": 1, "text": "fn main() {}"}]
 
         allowed = await client.call_tool("list_allowed_directories", {})
         assert not allowed.is_error, text_of(allowed)

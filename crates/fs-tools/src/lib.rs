@@ -14,6 +14,7 @@ mod media;
 mod read;
 pub mod recovery;
 mod schema;
+mod search;
 mod target;
 pub mod tools;
 mod write;
@@ -77,6 +78,7 @@ fn instructions(options: &FsOptions) -> String {
         tools::LIST_DIRECTORY_WITH_SIZES => "a listing with sizes",
         tools::READ_MEDIA_FILE => "an image or audio file as image/audio content",
         tools::LIST_ALLOWED_DIRECTORIES => "the workspace root and the client's other roots",
+        tools::SEARCH_CONTENT => "a regex or text search of file contents",
         _ => "paths by glob",
     };
     let extras: Vec<String> = tools::EXTRAS
@@ -99,6 +101,7 @@ fn all_definitions(options: &FsOptions) -> Vec<ToolDef> {
         defs.extend(extra::definitions());
         defs.push(media::definition());
         defs.extend(allowed::definitions());
+        defs.push(search::definition());
     }
     defs.retain(|d| options.tools.serves(&d.name));
     defs
@@ -203,6 +206,7 @@ impl Toolset for FsToolset {
             tools::FIND_FILES => extra::find_files(cx, args, ctx),
             tools::READ_MEDIA_FILE => media::read_media_file(cx, args, ctx),
             tools::LIST_ALLOWED_DIRECTORIES => allowed::list_allowed_directories(cx, args),
+            tools::SEARCH_CONTENT => search::search_content(cx, args, ctx),
             tools::READ_TEXT_FILE => read::read_text_file(cx, args, ctx),
             tools::CREATE_FILE => write::create_file(cx, args, ctx),
             tools::WRITE_FILE => write::write_file(cx, args, ctx),

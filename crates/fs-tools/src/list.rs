@@ -28,7 +28,7 @@ use workspace::walk::{self, Descent, MAX_DEPTH};
 /// Directories never listed: the server's own state, version-control internals, and
 /// dependency/build/cache trees that are regenerated rather than edited. Naming one as the
 /// `path` of a listing still lists it; only entries are left out.
-const HIDDEN_DIRS: &[&str] = &[
+pub(crate) const HIDDEN_DIRS: &[&str] = &[
     ".filesystem",
     ".shelpa",
     ".git",

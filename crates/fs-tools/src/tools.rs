@@ -47,6 +47,7 @@ pub const FIND_FILES: &str = "find_files";
 /// See [`EXTRAS`].
 pub const READ_MEDIA_FILE: &str = "read_media_file";
 pub const LIST_ALLOWED_DIRECTORIES: &str = "list_allowed_directories";
+pub const SEARCH_CONTENT: &str = "search_content";
 
 /// The tools served only with version history (`--backup`): without it there is nothing to step
 /// through, so they are not offered.
@@ -79,15 +80,16 @@ pub const TOOLS: [ToolEntry; 14] = [
 /// [`TOOLS`] in `tools/list` order. They are a table of their own so that the default mode serves
 /// exactly [`TOOLS`], which adoption studies compare; the report reads both tables.
 ///
-/// None of them changes anything: `read_multiple_files` and `read_media_file` read content, the
-/// others look around.
-pub const EXTRAS: [ToolEntry; 6] = [
+/// None of them changes anything: `read_multiple_files`, `read_media_file` and `search_content`
+/// read content, the others look around.
+pub const EXTRAS: [ToolEntry; 7] = [
     entry(READ_MULTIPLE_FILES, ToolClass::Read),
     entry(GET_FILE_INFO, ToolClass::Navigate),
     entry(LIST_DIRECTORY_WITH_SIZES, ToolClass::Navigate),
     entry(FIND_FILES, ToolClass::Navigate),
     entry(READ_MEDIA_FILE, ToolClass::Read),
     entry(LIST_ALLOWED_DIRECTORIES, ToolClass::Navigate),
+    entry(SEARCH_CONTENT, ToolClass::Read),
 ];
 
 /// Which tools a filesystem mode serves (`--tools`). Whatever is selected, the tools that need
@@ -201,7 +203,7 @@ mod tests {
     fn extended_serves_the_table_then_the_extras() {
         let all: Vec<&str> = every_tool().map(|t| t.name).collect();
         assert_eq!(served_with(true, Selection::Extended), all);
-        assert_eq!(all.len(), 20);
+        assert_eq!(all.len(), 21);
     }
 
     #[test]

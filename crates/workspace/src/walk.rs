@@ -344,6 +344,22 @@ pub fn stat_at(dir: &Dir, name: &OsStr) -> io::Result<Option<super::Stat>> {
     }
 }
 
+/// Opens the regular file `name` in `dir` for reading, never through a symlink, never a FIFO,
+/// device or directory (see [`super::require_regular`]). Lets a walk read the files it meets
+/// through the directory holding them, however deep, without naming a path the kernel would
+/// resolve again (a content search opens every file of a tree this way).
+pub fn open_file_at(dir: &Dir, name: &OsStr) -> io::Result<std::fs::File> {
+    let fd = rustix::fs::openat(
+        dir.fd()?,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let file = std::fs::File::from(fd);
+    super::require_regular(&file)?;
+    Ok(file)
+}
+
 /// True when `path` is short enough to be acted on by path: the kernel refuses a path of
 /// `PATH_MAX` bytes or more in one call. A walk can reach entries far
 /// deeper (it goes one directory at a time); acting on those by path fails, so the walks say so

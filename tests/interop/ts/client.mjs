@@ -94,6 +94,20 @@ const extendedCalls = [
   ],
   ["find_files", { path: ".", pattern: "**/*.rs" }, (r) => text(r).split("\n").includes("src/main.rs")],
   [
+    "search_content",
+    { pattern: "ERROR", path: "." },
+    (r) => {
+      const matches = r.structuredContent?.matches ?? [];
+      return (
+        text(r) === "app.log:2:b ERROR db\napp.log:3:c ERROR api" &&
+        matches.length === 2 &&
+        matches[0].path === "app.log" &&
+        matches[0].line === 2 &&
+        r.structuredContent.truncated === false
+      );
+    },
+  ],
+  [
     "list_allowed_directories",
     {},
     (r, root) => {

@@ -1,0 +1,875 @@
+//! `search_content`: a regular-expression (or fixed-string) search of file contents, built on
+//! ripgrep's own libraries (`grep-regex` compiles the pattern, `grep-searcher` reads each file
+//! line by line with binary detection and context, `ignore` supplies `.gitignore` and glob
+//! semantics), not on a subprocess.
+//!
+//! The tree is not walked by `ignore`'s walker, which reads directories and opens ignore files by
+//! path and so could be led out of the root by a directory swapped for a symlink mid-walk.
+//! Instead the walk is the workspace layer's [`Tree`]: every directory is opened relative to its
+//! parent's descriptor without following links, and every file (and every `.gitignore`) is opened
+//! relative to the directory holding it, `O_NOFOLLOW`, and only if it is a regular file. A symlink
+//! is never followed, so nothing outside the root is ever read, and the server's state
+//! directories are skipped at every depth.
+//!
+//! The walk runs on one thread and hands open files to a few searcher threads; results are put
+//! back in walk order (name order, depth first), so the same tree gives the same answer and the
+//! result cap always keeps the first matches.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use ignore::overrides::{Override, OverrideBuilder};
+use ignore::Match;
+use rustix::fs::{FileType, Mode, OFlags};
+use serde_json::{json, Map, Value};
+
+use super::error::FsError;
+use super::list::HIDDEN_DIRS;
+use super::target;
+use super::tools::SEARCH_CONTENT;
+use super::{reject_unknown, FsContext};
+use mcp_core::toolset::{Args, CallContext, Effects, Stop, ToolDef, ToolOutput};
+use workspace::guard::{display_relative, PathGuard, Resolved};
+use workspace::walk::{self, Tree};
+
+/// The number of matching lines returned when `maxResults` is not given: enough to see where
+/// something is used, few enough not to flood the model's context.
+pub const DEFAULT_MAX_RESULTS: u64 = 200;
+
+/// The most matching lines one call returns, whatever `maxResults` asks.
+pub const MAX_RESULTS: u64 = 2000;
+
+/// The most context lines before and after each match.
+pub const MAX_CONTEXT_LINES: u64 = 10;
+
+/// The most bytes of text one call returns (lines and context together); past it the answer is
+/// cut and says so, so a pattern matching every long line of a tree cannot flood the context.
+pub const MAX_OUTPUT_BYTES: usize = 512 * 1024;
+
+/// The most bytes of one line shown; a longer line (minified code, a data file) is cut with a
+/// note of how much was left out.
+pub const MAX_LINE_BYTES: usize = 500;
+
+/// The longest pattern accepted.
+const MAX_PATTERN_BYTES: usize = 4096;
+
+/// The most `include` or `exclude` globs.
+const MAX_GLOBS: usize = 100;
+
+/// The largest `.gitignore` read; anything bigger is not a real ignore file.
+const MAX_GITIGNORE_BYTES: u64 = 1024 * 1024;
+
+/// How large the compiled pattern may grow (grep-regex's own default is 100 MiB): bounded so a
+/// pattern like `\w{1000}{1000}` is refused at once instead of taking the server's memory.
+const REGEX_SIZE_LIMIT: usize = 16 * 1024 * 1024;
+
+/// How many files may wait, opened, between the walk and the searchers: enough to keep the
+/// searchers busy, few enough that the open descriptors stay well below any limit.
+const QUEUE: usize = 64;
+
+/// The most searcher threads.
+const MAX_WORKERS: usize = 8;
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+/// The definition of `search_content`.
+pub fn definition() -> ToolDef {
+    ToolDef {
+        name: SEARCH_CONTENT.into(),
+        title: "Search File Contents".into(),
+        description: format!(
+            "Search file contents for a regular expression (Rust/ripgrep syntax) or, with fixedStrings, a literal text, \
+             below a directory (or in one file). Answers one line per match as `path:line:text` (root-relative path, \
+             1-based line number); with contextLines, surrounding lines are shown as `path-line-text` and separate \
+             groups are divided by `--`, as ripgrep does. Case: smart by default (case-insensitive when the pattern \
+             has no uppercase letter); caseSensitive true or false forces it. include/exclude are globs matched \
+             against paths relative to `path` (a glob without '/' matches names at any depth, e.g. \"*.rs\"; \
+             an excluded directory is not searched). Binary files, symlinks, build/cache directories \
+             (.git, node_modules, target, …) and .gitignore'd entries are skipped. At most maxResults matching lines \
+             (default {DEFAULT_MAX_RESULTS}, at most {MAX_RESULTS}); a cut answer ends with a [truncated: …] note."
+        ),
+        input_schema: object(
+            json!({
+                "pattern": {"type": "string", "maxLength": MAX_PATTERN_BYTES, "description": "The regular expression to search for (or the literal text, with fixedStrings)"},
+                "path": {"type": "string", "default": ".", "description": "The directory to search below, or one file, relative to the workspace root (or absolute inside it)"},
+                "fixedStrings": {"type": "boolean", "default": false, "description": "Treat pattern as literal text, not a regular expression"},
+                "caseSensitive": {"type": "boolean", "description": "true: match case exactly; false: ignore case; omitted: smart case (ignore case unless the pattern has an uppercase letter)"},
+                "include": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_GLOBS, "default": [], "description": "Only search files matching one of these globs, e.g. [\"*.rs\", \"docs/**/*.md\"]"},
+                "exclude": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_GLOBS, "default": [], "description": "Skip files and directories matching any of these globs, e.g. [\"*.min.js\", \"vendor\"]"},
+                "contextLines": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT_LINES, "default": 0, "description": "Lines of context to show before and after each match"},
+                "maxResults": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "default": DEFAULT_MAX_RESULTS, "description": "The most matching lines to return"},
+            }),
+            &["pattern"],
+        ),
+        output_schema: Some(json!({
+            "type": "object",
+            "properties": {
+                "matches": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string", "description": "Root-relative path of the file"},
+                            "line": {"type": "integer", "description": "1-based line number"},
+                            "text": {"type": "string", "description": "The matching line, without its line ending"},
+                        },
+                        "required": ["path", "line", "text"],
+                    },
+                },
+                "truncated": {"type": "boolean", "description": "True when more matches exist than were returned"},
+            },
+            "required": ["matches", "truncated"],
+        })),
+        effects: Effects::READ_ONLY,
+    }
+}
+
+/// What one call asks for, checked.
+struct Query {
+    matcher: RegexMatcher,
+    context: usize,
+    max_results: usize,
+    include: Override,
+    exclude: Override,
+}
+
+/// `search_content`.
+pub fn search_content(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolOutput, FsError> {
+    reject_unknown(
+        args,
+        &[
+            "pattern",
+            "path",
+            "fixedStrings",
+            "caseSensitive",
+            "include",
+            "exclude",
+            "contextLines",
+            "maxResults",
+        ],
+    )?;
+    let a = Args(args);
+    let pattern = a.str("pattern")?;
+    let path = a.opt_str("path")?.unwrap_or(".");
+    let query = Query {
+        matcher: matcher(
+            pattern,
+            a.opt_bool("fixedStrings")?.unwrap_or(false),
+            a.opt_bool("caseSensitive")?,
+        )?,
+        context: bounded(&a, "contextLines", 0, 0, MAX_CONTEXT_LINES)?,
+        max_results: bounded(&a, "maxResults", DEFAULT_MAX_RESULTS, 1, MAX_RESULTS)?,
+        include: globs(&a, "include", false)?,
+        exclude: globs(&a, "exclude", true)?,
+    };
+    let resolved = cx.guard.resolve(path)?;
+    let fd = match cx.guard.open_beneath(
+        &resolved,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            return search_one_file(cx, &resolved, &query, ctx)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(target::not_found(&resolved.relative))
+        }
+        Err(e) => return Err(target::io_error("cannot open", &resolved.relative, e)),
+    };
+    let tree = Tree::new(fd)
+        .map_err(|e| target::io_error("cannot read directory", &resolved.relative, e))?;
+    let ignores = ancestor_ignores(&cx.guard, &resolved);
+    let mut results = Results::new(&query);
+    run(tree, ignores, &resolved, &query, &mut results, ctx).map_err(|stop| FsError::Stopped {
+        stop,
+        what: format!("search_content in '{}'", resolved.display()),
+    })?;
+    Ok(results.finish())
+}
+
+/// A named file: searched whatever its name (the filters choose among a directory's entries, and
+/// this one was asked for), but still only if it is a regular text file.
+fn search_one_file(
+    cx: &FsContext,
+    resolved: &Resolved,
+    query: &Query,
+    ctx: &CallContext,
+) -> Result<ToolOutput, FsError> {
+    let file = target::open_for_reading(&cx.guard, resolved)?;
+    workspace::require_regular(&file).map_err(|e| {
+        FsError::InvalidArgument(format!("'{}' cannot be searched: {e}", resolved.display()))
+    })?;
+    let what = || format!("search_content in '{}'", resolved.display());
+    FsError::check(ctx, what)?;
+    let mut results = Results::new(query);
+    let hits = search_file(&mut searcher(query), query, &file, ctx);
+    FsError::check(ctx, what)?;
+    results.add(&display_relative(&resolved.relative), hits);
+    Ok(results.finish())
+}
+
+/// The compiled pattern, or `InvalidArgument` saying what is wrong with it.
+fn matcher(
+    pattern: &str,
+    fixed: bool,
+    case_sensitive: Option<bool>,
+) -> Result<RegexMatcher, FsError> {
+    if pattern.is_empty() {
+        return Err(FsError::InvalidArgument(
+            "'pattern' is empty; give the text or regular expression to search for".into(),
+        ));
+    }
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Err(FsError::InvalidArgument(format!(
+            "'pattern' is {} bytes, more than the {MAX_PATTERN_BYTES} accepted; search for a shorter, distinctive part",
+            pattern.len()
+        )));
+    }
+    let mut b = RegexMatcherBuilder::new();
+    b.fixed_strings(fixed)
+        .line_terminator(Some(b'\n'))
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT);
+    match case_sensitive {
+        None => b.case_smart(true),
+        Some(yes) => b.case_insensitive(!yes),
+    };
+    b.build(pattern).map_err(|e| {
+        let hint = if fixed {
+            ""
+        } else {
+            "; to search for literal text containing characters like ( [ . * set fixedStrings to true"
+        };
+        FsError::InvalidArgument(format!(
+            "'pattern' is not a valid regular expression: {}{hint}",
+            e.to_string().trim_end()
+        ))
+    })
+}
+
+/// An optional whole-number argument between `min` and `max`, `default` when absent.
+fn bounded(a: &Args, name: &str, default: u64, min: u64, max: u64) -> Result<usize, FsError> {
+    let n = a.opt_u64(name)?.unwrap_or(default);
+    if n < min || n > max {
+        return Err(FsError::InvalidArgument(format!(
+            "'{name}' is {n}; give a number from {min} to {max}"
+        )));
+    }
+    Ok(n as usize)
+}
+
+/// `include` or `exclude` as ripgrep's `--glob` sees them: gitignore-style globs on paths relative
+/// to the search's start. Excludes are negated so that a match means "leave out".
+fn globs(a: &Args, name: &str, negate: bool) -> Result<Override, FsError> {
+    let list = a.opt_str_list(name)?.unwrap_or_default();
+    if list.len() > MAX_GLOBS {
+        return Err(FsError::InvalidArgument(format!(
+            "'{name}' has {} globs; give at most {MAX_GLOBS}",
+            list.len()
+        )));
+    }
+    let mut b = OverrideBuilder::new(".");
+    for raw in list {
+        let p = raw.trim();
+        let p = p.strip_prefix("./").unwrap_or(p);
+        if p.is_empty() {
+            continue;
+        }
+        if p.starts_with('!') {
+            return Err(FsError::InvalidArgument(format!(
+                "'{name}' entry '{raw}' starts with '!'; put globs to leave out in 'exclude' instead"
+            )));
+        }
+        let glob = if negate {
+            format!("!{p}")
+        } else {
+            p.to_string()
+        };
+        b.add(&glob).map_err(|e| {
+            FsError::InvalidArgument(format!(
+                "'{name}' entry '{raw}' is not a valid glob ({e}); use patterns like \"*.rs\", \"src/**/*.md\" or \"vendor\""
+            ))
+        })?;
+    }
+    b.build()
+        .map_err(|e| FsError::InvalidArgument(format!("'{name}': {e}")))
+}
+
+/// One `.gitignore` in force, and how to name an entry relative to the directory holding it.
+struct IgnoreLevel {
+    /// It applies to walk entries at this depth and deeper.
+    depth: usize,
+    /// Leading components of an entry's walk path to drop (the way down to its directory).
+    skip: usize,
+    /// Put before the rest (the way from its directory down to the walk's start).
+    prefix: PathBuf,
+    rules: Gitignore,
+}
+
+impl IgnoreLevel {
+    /// Ignore, keep (a `!` rule), or no opinion, for the entry at walk path `path`.
+    fn verdict(&self, path: &Path, is_dir: bool) -> Match<()> {
+        let below: PathBuf = path.components().skip(self.skip).collect();
+        let rel = if self.prefix.as_os_str().is_empty() {
+            below
+        } else {
+            self.prefix.join(below)
+        };
+        match self.rules.matched(&rel, is_dir) {
+            Match::None => Match::None,
+            Match::Ignore(_) => Match::Ignore(()),
+            Match::Whitelist(_) => Match::Whitelist(()),
+        }
+    }
+}
+
+/// The rules of `.gitignore` text read from `file`; `None` when there are none. Lines that are
+/// not valid patterns are skipped rather than failing the search.
+fn parse_gitignore(file: File) -> Option<Gitignore> {
+    let mut text = String::new();
+    file.take(MAX_GITIGNORE_BYTES)
+        .read_to_string(&mut text)
+        .ok()?;
+    let mut b = GitignoreBuilder::new(".");
+    for line in text.lines() {
+        let _ = b.add_line(None, line);
+    }
+    b.build().ok().filter(|g| !g.is_empty())
+}
+
+/// The `.gitignore` files of the directories from the root down to the start's parent, which
+/// apply below the start too (as in git and ripgrep). Read through the workspace layer; one that
+/// is missing, a link or unreadable is simply not used.
+fn ancestor_ignores(guard: &PathGuard, start: &Resolved) -> Vec<IgnoreLevel> {
+    let parts: Vec<_> = start.relative.components().collect();
+    let mut out = Vec::new();
+    for cut in 0..parts.len() {
+        let dir: PathBuf = parts[..cut].iter().collect();
+        let Ok(file) = guard.workspace().open_read(&dir.join(".gitignore")) else {
+            continue;
+        };
+        if workspace::require_regular(&file).is_err() {
+            continue;
+        }
+        if let Some(rules) = parse_gitignore(file) {
+            out.push(IgnoreLevel {
+                depth: 0,
+                skip: 0,
+                prefix: parts[cut..].iter().collect(),
+                rules,
+            });
+        }
+    }
+    out
+}
+
+/// The `.gitignore` of the directory the walk has just entered, if it has one.
+fn own_ignore(tree: &mut Tree, depth: usize) -> Option<IgnoreLevel> {
+    let dir = tree.current()?;
+    let file = walk::open_file_at(dir, OsStr::new(".gitignore")).ok()?;
+    Some(IgnoreLevel {
+        depth,
+        skip: depth,
+        prefix: PathBuf::new(),
+        rules: parse_gitignore(file)?,
+    })
+}
+
+/// One line of a file's answer.
+#[derive(Debug)]
+enum Hit {
+    /// A matching line: its number and text.
+    Match(u64, String),
+    /// A context line.
+    Context(u64, String),
+    /// A gap between groups of lines (only with context).
+    Break,
+}
+
+/// What searching one file found: its lines in order (none for a binary file), with how many
+/// of them match and roughly how many bytes they take, so the answer's bounds can be kept
+/// before the file's turn comes.
+#[derive(Debug, Default)]
+struct FileHits {
+    lines: Vec<Hit>,
+    matches: usize,
+    bytes: usize,
+}
+
+/// A searcher configured for `query`.
+fn searcher(query: &Query) -> Searcher {
+    SearcherBuilder::new()
+        .line_number(true)
+        .before_context(query.context)
+        .after_context(query.context)
+        // As ripgrep does for the files it finds: a NUL byte means binary, and the search stops.
+        .binary_detection(BinaryDetection::quit(0))
+        .build()
+}
+
+/// Collects one file's lines, stopping once more matches than the call can return were seen.
+struct Collect<'a> {
+    hits: FileHits,
+    limit: usize,
+    binary: bool,
+    ctx: &'a CallContext,
+}
+
+impl Collect<'_> {
+    /// True while the search of this file should go on.
+    fn go_on(&self) -> bool {
+        self.hits.matches <= self.limit
+            && self.hits.bytes <= MAX_OUTPUT_BYTES
+            && !self.ctx.cancel.is_cancelled()
+    }
+}
+
+impl Sink for Collect<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        let text = line_text(m.bytes());
+        self.hits.matches += 1;
+        self.hits.bytes += text.len();
+        self.hits
+            .lines
+            .push(Hit::Match(m.line_number().unwrap_or(0), text));
+        Ok(self.go_on())
+    }
+
+    fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, Self::Error> {
+        let text = line_text(c.bytes());
+        self.hits.bytes += text.len();
+        self.hits
+            .lines
+            .push(Hit::Context(c.line_number().unwrap_or(0), text));
+        Ok(self.go_on())
+    }
+
+    fn context_break(&mut self, _: &Searcher) -> Result<bool, Self::Error> {
+        self.hits.lines.push(Hit::Break);
+        Ok(true)
+    }
+
+    fn binary_data(&mut self, _: &Searcher, _: u64) -> Result<bool, Self::Error> {
+        self.binary = true;
+        Ok(false)
+    }
+}
+
+/// A line as shown: without its line ending, invalid UTF-8 replaced, at most [`MAX_LINE_BYTES`].
+fn line_text(bytes: &[u8]) -> String {
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    if bytes.len() <= MAX_LINE_BYTES {
+        return String::from_utf8_lossy(bytes).into_owned();
+    }
+    let mut cut = MAX_LINE_BYTES;
+    // Cut on a character boundary (a UTF-8 continuation byte is 0b10xxxxxx).
+    while cut > 0 && (bytes[cut] & 0xC0) == 0x80 {
+        cut -= 1;
+    }
+    format!(
+        "{}… [{} more bytes]",
+        String::from_utf8_lossy(&bytes[..cut]),
+        bytes.len() - cut
+    )
+}
+
+/// The lines of `file` that `query` finds; empty for a binary file (its earlier matches too: a
+/// binary file is skipped whole) or one that cannot be read.
+fn search_file(searcher: &mut Searcher, query: &Query, file: &File, ctx: &CallContext) -> FileHits {
+    let mut sink = Collect {
+        hits: FileHits::default(),
+        limit: query.max_results,
+        binary: false,
+        ctx,
+    };
+    match searcher.search_file(&query.matcher, file, &mut sink) {
+        Ok(()) if !sink.binary => sink.hits,
+        _ => FileHits::default(),
+    }
+}
+
+/// The answer being built, in walk order.
+struct Results {
+    text: String,
+    matches: Vec<Value>,
+    count: usize,
+    limit: usize,
+    context: bool,
+    /// Why the answer was cut, once it was.
+    cut: Option<String>,
+}
+
+impl Results {
+    fn new(query: &Query) -> Results {
+        Results {
+            text: String::new(),
+            matches: Vec::new(),
+            count: 0,
+            limit: query.max_results,
+            context: query.context > 0,
+            cut: None,
+        }
+    }
+
+    /// True once nothing more can be added.
+    fn full(&self) -> bool {
+        self.cut.is_some()
+    }
+
+    /// Appends one file's lines, as far as the limits allow.
+    fn add(&mut self, path: &str, hits: FileHits) {
+        if hits.matches > 0 && self.count == self.limit {
+            // Not even the context before this file's first match: none of it is shown.
+            self.cut_at_limit();
+            return;
+        }
+        let mut first = true;
+        for hit in hits.lines {
+            if self.full() {
+                return;
+            }
+            let (sep, line, text) = match &hit {
+                Hit::Match(_, _) | Hit::Break if self.count == self.limit => {
+                    // Another match, or a gap before the group of another match: there is
+                    // more than the cap lets through.
+                    self.cut_at_limit();
+                    return;
+                }
+                Hit::Match(n, t) => (':', *n, t),
+                Hit::Context(n, t) => ('-', *n, t),
+                Hit::Break => {
+                    self.text.push_str("--\n");
+                    continue;
+                }
+            };
+            // Groups of different files are divided like groups within one, as ripgrep does.
+            if first && self.context && !self.text.is_empty() {
+                self.text.push_str("--\n");
+            }
+            first = false;
+            let before = self.text.len();
+            self.text.push_str(path);
+            self.text.push(sep);
+            self.text.push_str(&line.to_string());
+            self.text.push(sep);
+            self.text.push_str(text);
+            self.text.push('\n');
+            if self.text.len() > MAX_OUTPUT_BYTES {
+                self.text.truncate(before);
+                self.cut = Some(format!(
+                    "the answer reached {} KiB; the lines after this point are not shown. Narrow the pattern or the path, or add include/exclude globs",
+                    MAX_OUTPUT_BYTES / 1024
+                ));
+                return;
+            }
+            if let Hit::Match(..) = hit {
+                self.count += 1;
+                self.matches
+                    .push(json!({"path": path, "line": line, "text": text}));
+            }
+        }
+    }
+
+    /// Ends the answer at the result cap.
+    fn cut_at_limit(&mut self) {
+        self.cut = Some(format!(
+            "more than {} matching lines; only the first {} are shown. Narrow the pattern or the path, add include/exclude globs, or raise maxResults (at most {MAX_RESULTS})",
+            self.limit, self.limit
+        ));
+    }
+
+    fn finish(mut self) -> ToolOutput {
+        let truncated = self.cut.is_some();
+        if self.count == 0 && !truncated {
+            return ToolOutput::structured(
+                "No matches found",
+                json!({"matches": [], "truncated": false}),
+            );
+        }
+        if let Some(why) = &self.cut {
+            self.text.push_str(&format!("[truncated: {why}]"));
+        } else if self.text.ends_with('\n') {
+            self.text.pop();
+        }
+        ToolOutput::structured(
+            self.text,
+            json!({"matches": self.matches, "truncated": truncated}),
+        )
+    }
+}
+
+/// A file handed from the walk to a searcher: its place in walk order, its shown path, and the
+/// file itself, opened beneath the root.
+type Job = (usize, String, File);
+
+/// Walks `tree`, searches every file it admits on a few threads, and adds what they find to
+/// `results` in walk order. Stops early once `results` is full; `Err` when the call was
+/// cancelled or ran out of time.
+fn run(
+    mut tree: Tree,
+    ancestors: Vec<IgnoreLevel>,
+    start: &Resolved,
+    query: &Query,
+    results: &mut Results,
+    ctx: &CallContext,
+) -> Result<(), Stop> {
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, MAX_WORKERS);
+    // Set once the files already handed out hold more than the answer can show: the walk stops.
+    let enough = AtomicBool::new(false);
+    // Set once the answer is full: the searchers skip what is still queued.
+    let full = AtomicBool::new(false);
+    let (job_tx, job_rx) = mpsc::sync_channel::<Job>(QUEUE);
+    let job_rx = Arc::new(Mutex::new(job_rx));
+    let (hit_tx, hit_rx) = mpsc::channel::<(usize, String, FileHits)>();
+    let (enough, full) = (&enough, &full);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            let job_rx = Arc::clone(&job_rx);
+            let hit_tx = hit_tx.clone();
+            s.spawn(move || {
+                let mut searcher = searcher(query);
+                loop {
+                    // The lock is held only to take one job; a poisoned lock means another
+                    // searcher panicked, and this one stops too.
+                    let job = match job_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok((index, path, file)) = job else { return };
+                    let hits = if full.load(Ordering::Relaxed) || ctx.stopped().is_some() {
+                        FileHits::default()
+                    } else {
+                        search_file(&mut searcher, query, &file, ctx)
+                    };
+                    if hit_tx.send((index, path, hits)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(hit_tx);
+        // The walk runs beside the searchers, on its own thread, so this one can put results in
+        // order as they come and tell everyone to stop once the answer is full. It owns the
+        // sending end of the queue: when it ends, the searchers finish what is queued and end.
+        let walker = s.spawn(move || {
+            let jobs = job_tx;
+            walk_tree(&mut tree, ancestors, start, query, &jobs, enough, ctx)
+        });
+        let mut pending: BTreeMap<usize, (String, FileHits)> = BTreeMap::new();
+        let (mut pending_matches, mut pending_bytes) = (0usize, 0usize);
+        let mut next = 0usize;
+        for (index, path, hits) in hit_rx.iter() {
+            pending_matches += hits.matches;
+            pending_bytes += hits.bytes;
+            pending.insert(index, (path, hits));
+            while let Some((path, hits)) = pending.remove(&next) {
+                pending_matches -= hits.matches;
+                pending_bytes -= hits.bytes;
+                results.add(&path, hits);
+                next += 1;
+            }
+            // Whatever comes later in walk order could only be shown after all of this.
+            if results.count + pending_matches > results.limit
+                || results.text.len() + pending_bytes > MAX_OUTPUT_BYTES
+            {
+                enough.store(true, Ordering::Relaxed);
+            }
+            if results.full() {
+                full.store(true, Ordering::Relaxed);
+                enough.store(true, Ordering::Relaxed);
+            }
+        }
+        let walked = walker.join().unwrap_or(Ok(()));
+        // A full answer is complete as it is, even if the clock ran out just after.
+        if results.full() {
+            return Ok(());
+        }
+        walked?;
+        ctx.check()
+    })
+}
+
+/// The walk: hands every file `query` admits to the searchers, in name order, depth first.
+fn walk_tree(
+    tree: &mut Tree,
+    mut ignores: Vec<IgnoreLevel>,
+    start: &Resolved,
+    query: &Query,
+    jobs: &mpsc::SyncSender<Job>,
+    enough: &AtomicBool,
+    ctx: &CallContext,
+) -> Result<(), Stop> {
+    let top = own_ignore(tree, 0);
+    ignores.extend(top);
+    let mut index = 0usize;
+    while let Some(entry) = tree.next_entry() {
+        if enough.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        ctx.check()?;
+        // Rules of directories the walk has climbed out of no longer apply.
+        while ignores.last().is_some_and(|l| l.depth > entry.depth) {
+            ignores.pop();
+        }
+        let name = entry.name.as_bytes();
+        let is_dir = match entry.kind {
+            FileType::Directory => true,
+            FileType::RegularFile => false,
+            // Symlinks are never followed; FIFOs, sockets and devices hold no text.
+            _ => continue,
+        };
+        if workspace::guard::STATE_DIRS
+            .iter()
+            .any(|s| s.as_bytes() == name)
+            || workspace::temp::is_reserved(name)
+            || (is_dir && HIDDEN_DIRS.iter().any(|h| h.as_bytes() == name))
+        {
+            continue;
+        }
+        if query.exclude.matched(&entry.path, is_dir).is_ignore() {
+            continue;
+        }
+        let ignored = ignores
+            .iter()
+            .rev()
+            .map(|l| l.verdict(&entry.path, is_dir))
+            .find(|m| !m.is_none())
+            .is_some_and(|m| m.is_ignore());
+        if ignored {
+            continue;
+        }
+        if is_dir {
+            // Unreadable, swapped for a link, or too deep: its files are simply not searched.
+            if tree.descend().is_ok() {
+                ignores.extend(own_ignore(tree, entry.depth + 1));
+            }
+            continue;
+        }
+        if query.include.matched(&entry.path, false).is_ignore() {
+            continue;
+        }
+        let Some(dir) = tree.current() else { continue };
+        // An empty file has no line to match: one `statat` instead of opening, reading and
+        // closing it (a tree of many small files has many empty ones). A file written between
+        // the look and the search would be missed either way.
+        if walk::stat_at(dir, &entry.name).is_ok_and(|st| st.is_some_and(|st| st.size == 0)) {
+            continue;
+        }
+        // Gone, swapped for something else, or unreadable since it was listed: skipped.
+        let Ok(file) = walk::open_file_at(dir, &entry.name) else {
+            continue;
+        };
+        let shown = display_relative(&start.relative.join(&entry.path));
+        if jobs.send((index, shown, file)).is_err() {
+            return Ok(());
+        }
+        index += 1;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(pattern: &str, max: usize, context: usize) -> Query {
+        Query {
+            matcher: matcher(pattern, false, None).expect("valid"),
+            context,
+            max_results: max,
+            include: OverrideBuilder::new(".").build().expect("empty"),
+            exclude: OverrideBuilder::new(".").build().expect("empty"),
+        }
+    }
+
+    #[test]
+    fn long_lines_are_cut_on_a_character_boundary() {
+        let line = "é".repeat(MAX_LINE_BYTES);
+        let shown = line_text(line.as_bytes());
+        assert!(
+            shown.starts_with(&"é".repeat(MAX_LINE_BYTES / 2)),
+            "{shown}"
+        );
+        assert!(shown.ends_with(&format!("… [{} more bytes]", MAX_LINE_BYTES)));
+        assert_eq!(line_text(b"a\r\n"), "a");
+    }
+
+    #[test]
+    fn the_cap_keeps_the_first_matches_and_says_so() {
+        let q = query("x", 2, 0);
+        let mut r = Results::new(&q);
+        let hits = |lines: Vec<Hit>| FileHits {
+            matches: lines.len(),
+            bytes: 0,
+            lines,
+        };
+        r.add(
+            "a",
+            hits(vec![Hit::Match(1, "x".into()), Hit::Match(2, "x".into())]),
+        );
+        r.add("b", hits(vec![Hit::Match(3, "x".into())]));
+        let out = r.finish();
+        assert!(
+            out.text
+                .starts_with("a:1:x\na:2:x\n[truncated: more than 2"),
+            "{}",
+            out.text
+        );
+        assert_eq!(out.structured.expect("structured")["truncated"], true);
+    }
+
+    #[test]
+    fn a_cancelled_or_timed_out_search_stops() {
+        use mcp_core::toolset::Toolset;
+        let tmp = tempfile::tempdir().expect("tmp");
+        std::fs::write(tmp.path().join("f.txt"), "needle\n").expect("write");
+        let guard = PathGuard::new(tmp.path()).expect("guard");
+        let options = crate::FsOptions {
+            backup: false,
+            max_read_bytes: 1024,
+            tools: crate::tools::Selection::Extended,
+            listed: Default::default(),
+        };
+        let tools = crate::FsToolset::new(guard, options);
+        let Value::Object(args) = json!({"pattern": "needle"}) else {
+            unreachable!("an object")
+        };
+        let calm = tools.call(SEARCH_CONTENT, &args, &CallContext::default());
+        assert_eq!(calm.text, "f.txt:1:needle");
+        let cancelled = CallContext::default();
+        cancelled.cancel.cancel();
+        let out = tools.call(SEARCH_CONTENT, &args, &cancelled);
+        assert_eq!(out.error_kind.as_deref(), Some("Cancelled"), "{}", out.text);
+        let late = CallContext::with_timeout(Default::default(), Some(std::time::Duration::ZERO));
+        let out = tools.call(SEARCH_CONTENT, &args, &late);
+        assert_eq!(out.error_kind.as_deref(), Some("Timeout"), "{}", out.text);
+    }
+}
