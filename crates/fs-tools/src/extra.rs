@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 use super::error::FsError;
 use super::list;
 use super::read::into_text;
+use super::schema::{object, path_property};
 use super::target;
 use super::tools::{FIND_FILES, GET_FILE_INFO, LIST_DIRECTORY_WITH_SIZES, READ_MULTIPLE_FILES};
 use super::{reject_unknown, FsContext};
@@ -30,22 +31,6 @@ pub const MAX_FILES: usize = 100;
 /// The most paths one `find_files` call returns; past it the answer says it was cut, so a
 /// pattern like `**` on a large tree neither floods the model nor looks complete.
 pub const MAX_MATCHES: usize = 1000;
-
-fn path_property(what: &str) -> Value {
-    json!({
-        "type": "string",
-        "description": format!("{what}, relative to the workspace root (or absolute inside it)")
-    })
-}
-
-fn object(properties: Value, required: &[&str]) -> Value {
-    json!({
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": false,
-    })
-}
 
 /// The definitions of the extras, in [`super::tools::EXTRAS`] order.
 pub fn definitions() -> Vec<ToolDef> {
@@ -218,22 +203,11 @@ const SEPARATOR: &str = "\n---\n";
 /// The whole text of the file at `path`, at most `budget` bytes of it.
 fn read_one(cx: &FsContext, path: &str, budget: u64) -> Result<String, FsError> {
     let resolved = cx.guard.resolve(path)?;
-    let file = target::open_for_reading(&cx.guard, &resolved)?;
-    let meta = file
-        .metadata()
-        .map_err(|e| target::io_error("cannot inspect", &resolved.relative, e))?;
-    if meta.is_dir() {
-        return Err(FsError::InvalidArgument(format!(
-            "'{}' is a directory; use list_directory to see what is in it",
-            resolved.display()
-        )));
-    }
-    if !meta.is_file() {
-        return Err(FsError::InvalidArgument(format!(
-            "'{}' is not a regular file; only regular files can be read",
-            resolved.display()
-        )));
-    }
+    let (file, meta) = target::open_regular_for_reading(
+        &cx.guard,
+        &resolved,
+        "use list_directory to see what is in it",
+    )?;
     let over = |len: u64| {
         FsError::InvalidArgument(format!(
             "'{}' is {len} bytes, more than the {budget} bytes left of this call's read limit; read it alone with read_text_file (head/tail for a large file)",

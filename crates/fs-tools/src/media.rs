@@ -222,22 +222,11 @@ pub fn read_media_file(
     reject_unknown(args, &["path"])?;
     let path = Args(args).str("path")?;
     let resolved = cx.guard.resolve(path)?;
-    let file = target::open_for_reading(&cx.guard, &resolved)?;
-    let meta = file
-        .metadata()
-        .map_err(|e| target::io_error("cannot inspect", &resolved.relative, e))?;
-    if meta.is_dir() {
-        return Err(FsError::InvalidArgument(format!(
-            "'{}' is a directory; use list_directory to find the file in it",
-            resolved.display()
-        )));
-    }
-    if !meta.is_file() {
-        return Err(FsError::InvalidArgument(format!(
-            "'{}' is not a regular file; only regular files can be read",
-            resolved.display()
-        )));
-    }
+    let (file, meta) = target::open_regular_for_reading(
+        &cx.guard,
+        &resolved,
+        "use list_directory to find the file in it",
+    )?;
     let too_large = |len: u64| {
         FsError::InvalidArgument(format!(
             "'{}' is {len} bytes, more than the {MAX_MEDIA_BYTES} bytes (10 MiB) read_media_file returns; \

@@ -34,26 +34,11 @@ pub fn read_text_file(
         ));
     }
     let resolved = cx.guard.resolve(path)?;
-    let mut file = target::open_for_reading(&cx.guard, &resolved)?;
-    let meta = file
-        .metadata()
-        .map_err(|e| target::io_error("cannot inspect", &resolved.relative, e))?;
-    if meta.is_dir() {
-        return Err(FsError::InvalidArgument(format!(
-            "'{}' is a directory; use list_directory or directory_tree to see what is in it",
-            resolved.display()
-        )));
-    }
-    if !meta.is_file() {
-        return Err(FsError::InvalidArgument(format!(
-            "'{}' is {}; only regular files can be read",
-            resolved.display(),
-            target::kind_name(
-                &workspace::Stat::of(&file)
-                    .map_err(|e| { target::io_error("cannot inspect", &resolved.relative, e) })?
-            )
-        )));
-    }
+    let (mut file, meta) = target::open_regular_for_reading(
+        &cx.guard,
+        &resolved,
+        "use list_directory or directory_tree to see what is in it",
+    )?;
     let limit = cx.options.max_read_bytes;
     let bytes = match (head, tail) {
         (Some(n), _) => read_head(&mut file, n, limit, &resolved)?,

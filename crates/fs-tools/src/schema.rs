@@ -10,14 +10,16 @@ use crate::tools::{
 };
 use mcp_core::toolset::{Effects, ToolDef};
 
-fn path_property(what: &str) -> Value {
+/// A path argument's schema: the same wording for every tool.
+pub(crate) fn path_property(what: &str) -> Value {
     json!({
         "type": "string",
         "description": format!("{what}, relative to the workspace root (or absolute inside it)")
     })
 }
 
-fn object(properties: Value, required: &[&str]) -> Value {
+/// A tool's argument object: these properties, these required, nothing else.
+pub(crate) fn object(properties: Value, required: &[&str]) -> Value {
     json!({
         "type": "object",
         "properties": properties,

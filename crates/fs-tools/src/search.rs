@@ -35,6 +35,7 @@ use serde_json::{json, Map, Value};
 
 use super::error::FsError;
 use super::list::HIDDEN_DIRS;
+use super::schema::object;
 use super::target;
 use super::tools::SEARCH_CONTENT;
 use super::{reject_unknown, FsContext};
@@ -79,15 +80,6 @@ const QUEUE: usize = 64;
 
 /// The most searcher threads.
 const MAX_WORKERS: usize = 8;
-
-fn object(properties: Value, required: &[&str]) -> Value {
-    json!({
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": false,
-    })
-}
 
 /// The definition of `search_content`.
 pub fn definition() -> ToolDef {

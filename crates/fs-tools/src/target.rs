@@ -122,6 +122,37 @@ pub fn open_for_reading(guard: &PathGuard, resolved: &Resolved) -> Result<File, 
     }
 }
 
+/// Opens a guarded path that must be a regular file, for the tools that read a whole file
+/// (`read_text_file`, `read_multiple_files`, `read_media_file`), with its metadata taken from the
+/// open descriptor. A directory is refused with `dir_hint` (what to use instead); anything else
+/// that is not a regular file is named.
+pub fn open_regular_for_reading(
+    guard: &PathGuard,
+    resolved: &Resolved,
+    dir_hint: &str,
+) -> Result<(File, std::fs::Metadata), FsError> {
+    let file = open_for_reading(guard, resolved)?;
+    let meta = file
+        .metadata()
+        .map_err(|e| io_error("cannot inspect", &resolved.relative, e))?;
+    if meta.is_dir() {
+        return Err(FsError::InvalidArgument(format!(
+            "'{}' is a directory; {dir_hint}",
+            resolved.display()
+        )));
+    }
+    if !meta.is_file() {
+        let stat = workspace::Stat::of(&file)
+            .map_err(|e| io_error("cannot inspect", &resolved.relative, e))?;
+        return Err(FsError::InvalidArgument(format!(
+            "'{}' is {}; only regular files can be read",
+            resolved.display(),
+            kind_name(&stat)
+        )));
+    }
+    Ok((file, meta))
+}
+
 /// The `NotFound` every tool gives for a missing path.
 pub fn not_found(relative: &Path) -> FsError {
     FsError::NotFound(format!(
