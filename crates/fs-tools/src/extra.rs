@@ -426,14 +426,7 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tmp");
         std::fs::create_dir_all(tmp.path().join("a/b")).expect("mkdir");
         std::fs::write(tmp.path().join("a/b/f.txt"), "x").expect("write");
-        let guard = workspace::guard::PathGuard::new(tmp.path()).expect("guard");
-        let options = crate::FsOptions {
-            backup: false,
-            max_read_bytes: 1024,
-            tools: crate::tools::Selection::Extended,
-            listed: Default::default(),
-        };
-        let tools = crate::FsToolset::new(guard, options);
+        let tools = crate::FsToolset::extended_for_test(tmp.path());
         let find = json!({"path": ".", "pattern": "**/*.txt"});
         let read = json!({"paths": ["a/b/f.txt"]});
         let (Value::Object(find), Value::Object(read)) = (find, read) else {

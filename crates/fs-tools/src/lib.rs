@@ -170,6 +170,21 @@ impl FsToolset {
             },
         }
     }
+
+    /// For unit tests of the extras: every tool served on `root`, a 1 KiB read limit, no history.
+    #[cfg(test)]
+    pub(crate) fn extended_for_test(root: &std::path::Path) -> Self {
+        let guard = PathGuard::new(root).expect("guard");
+        FsToolset::new(
+            guard,
+            FsOptions {
+                backup: false,
+                max_read_bytes: 1024,
+                tools: tools::Selection::Extended,
+                listed: Default::default(),
+            },
+        )
+    }
 }
 
 impl Toolset for FsToolset {

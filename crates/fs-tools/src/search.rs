@@ -843,14 +843,7 @@ mod tests {
         use mcp_core::toolset::Toolset;
         let tmp = tempfile::tempdir().expect("tmp");
         std::fs::write(tmp.path().join("f.txt"), "needle\n").expect("write");
-        let guard = PathGuard::new(tmp.path()).expect("guard");
-        let options = crate::FsOptions {
-            backup: false,
-            max_read_bytes: 1024,
-            tools: crate::tools::Selection::Extended,
-            listed: Default::default(),
-        };
-        let tools = crate::FsToolset::new(guard, options);
+        let tools = crate::FsToolset::extended_for_test(tmp.path());
         let Value::Object(args) = json!({"pattern": "needle"}) else {
             unreachable!("an object")
         };
