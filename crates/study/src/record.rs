@@ -1,0 +1,139 @@
+//! The output directory of a study run and the record each finished trial leaves in it.
+//!
+//! This module is the one place that names the files of a run: the runner writes them, the
+//! report reads them, and neither spells a path of its own.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The copy of the study file a run was started with; `--resume` refuses a different one.
+pub const STUDY_FILE: &str = "study.toml";
+/// The ordered list of trials ([`PlannedTrial`]), written once when the run starts.
+pub const PLAN_FILE: &str = "plan.json";
+/// One [`TrialRecord`] per finished trial, one JSON object a line, appended as trials end.
+pub const TRIALS_FILE: &str = "trials.jsonl";
+/// The directory holding one subdirectory per trial.
+pub const TRIALS_DIR: &str = "trials";
+
+/// Where the pieces of one trial live, below the run's output directory.
+///
+/// Every trial has its own copy of the fixture, configuration, transcript directory and call
+/// log, so nothing one trial does is seen by another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrialPaths {
+    /// `trials/<id>/`: removed and made anew when a trial is (re)started.
+    pub dir: PathBuf,
+    /// The fresh copy of the task's fixture the agent works in.
+    pub workspace: PathBuf,
+    /// The MCP configuration (`mcpServers` JSON) given to the agent.
+    pub mcp_config: PathBuf,
+    /// The copy of the task's prompt.
+    pub prompt: PathBuf,
+    /// Where the agent writes its transcript(s) (`*.jsonl`).
+    pub transcript_dir: PathBuf,
+    /// The server's call log for this trial (absent when the arm has no server).
+    pub call_log: PathBuf,
+    /// The agent's standard output, unless the study redirects it.
+    pub agent_out: PathBuf,
+    /// The agent's standard error.
+    pub agent_err: PathBuf,
+    /// The verifier's standard output and error.
+    pub verify_out: PathBuf,
+}
+
+impl TrialPaths {
+    /// The paths of trial `id` in the run directory `out`.
+    pub fn new(out: &Path, id: &str) -> Self {
+        let dir = out.join(TRIALS_DIR).join(id);
+        TrialPaths {
+            workspace: dir.join("workspace"),
+            mcp_config: dir.join("mcp.json"),
+            prompt: dir.join("prompt.md"),
+            transcript_dir: dir.join("transcript"),
+            call_log: dir.join("calls.jsonl"),
+            agent_out: dir.join("agent.out"),
+            agent_err: dir.join("agent.err"),
+            verify_out: dir.join("verify.out"),
+            dir,
+        }
+    }
+}
+
+/// One entry of the plan: which task under which arm, which repetition, with which seed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedTrial {
+    /// `{rep:03}-{task}-{arm}`: unique in a run, and the name of the trial's directory.
+    pub id: String,
+    /// The task's name in the study file.
+    pub task: String,
+    /// The arm's name in the study file.
+    pub arm: String,
+    /// Which repetition of this task and arm (0-based).
+    pub rep: u32,
+    /// The trial's own seed, derived from the study's seed; given to the agent as `{seed}`.
+    pub seed: u64,
+}
+
+impl PlannedTrial {
+    /// The identifier of repetition `rep` of `task` under `arm`.
+    pub fn id_for(rep: u32, task: &str, arm: &str) -> String {
+        format!("{rep:03}-{task}-{arm}")
+    }
+}
+
+/// How a process of a trial (the agent or the verifier) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum End {
+    /// It exited on its own with `code`.
+    Exited,
+    /// It was still running at its time limit: its whole process group was killed.
+    KilledAtLimit,
+    /// It died of a signal it was not sent by the runner (a crash).
+    Signaled,
+    /// It could not be started at all (`error` says why).
+    FailedToStart,
+}
+
+/// What one process of a trial did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessEnd {
+    /// How it ended.
+    pub end: End,
+    /// Its exit code, when it exited.
+    pub code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    /// Wall-clock seconds from start to end.
+    pub secs: f64,
+    /// Why it could not be started, for [`End::FailedToStart`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The line a finished trial leaves in [`TRIALS_FILE`]: everything the report needs besides
+/// the trial's transcript and call log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialRecord {
+    /// The trial's identifier ([`PlannedTrial::id`]).
+    pub id: String,
+    /// The task's name.
+    pub task: String,
+    /// The arm's name.
+    pub arm: String,
+    /// Which repetition (0-based).
+    pub rep: u32,
+    /// The trial's seed.
+    pub seed: u64,
+    /// The trial's position in the plan (0-based).
+    pub order: u32,
+    /// When the trial started (RFC 3339, UTC).
+    pub started: String,
+    /// How the agent ended.
+    pub agent: ProcessEnd,
+    /// How the verifier ended.
+    pub verify: ProcessEnd,
+    /// True when the verifier exited 0: the task was done, however the agent ended.
+    pub success: bool,
+}
