@@ -3,7 +3,9 @@
 Both connection styles of the SDK are exercised: `mode="auto"` (probes `server/discover`, the 2026-07-28
 stateless revision) and `mode="legacy"` (the `initialize` handshake). The SDK validates every tool result
 against the tool's declared output schema, so a schema/structuredContent mismatch fails here. The opt-in
-tools of `--tools extended` are each called once and their answers' shapes checked.
+tools of `--tools extended` are each called once and their answers' shapes checked. A server started
+without `--root` in `/` (as desktop clients start servers) takes its root from the SDK's `roots/list`
+callback and follows `notifications/roots/list_changed`.
 """
 
 import base64
@@ -17,6 +19,7 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.types import ListRootsResult, Root
 
 BINARY = os.environ.get("FILESYSTEM_BIN") or str(
     Path(__file__).resolve().parents[2] / "target" / "debug" / "filesystem"
@@ -201,3 +204,69 @@ def test_pipe_mode_with_the_stateless_probe(workspace):
 
 def test_pipe_mode_with_the_initialize_handshake(workspace):
     anyio.run(exercise_pipe, workspace, "legacy")
+
+
+def rootless_server(*flags: str) -> StdioServerParameters:
+    """The server as a desktop client starts it: no --root, no FILESYSTEM_ROOT, in `/`."""
+    env = {k: v for k, v in os.environ.items() if k != "FILESYSTEM_ROOT"}
+    return StdioServerParameters(command=BINARY, args=list(flags), cwd="/", env=env)
+
+
+async def allowed_directories(client) -> list[str]:
+    listed = await client.call_tool("list_allowed_directories", {})
+    assert not listed.is_error, text_of(listed)
+    return listed.structured_content["directories"]
+
+
+async def exercise_roots(first: Path, second: Path):
+    served = [first]
+
+    async def list_roots(_context) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=p.as_uri(), name=p.name) for p in served])
+
+    async with Client(rootless_server("--tools", "extended"), mode="legacy", list_roots_callback=list_roots) as client:
+        read = await client.call_tool("read_text_file", {"path": "hello.txt"})
+        assert not read.is_error, text_of(read)
+        assert text_of(read) == "hello from the workspace\n"
+        assert await allowed_directories(client) == [str(first.resolve())]
+
+        wrote = await client.call_tool("write_file", {"path": "from-roots.txt", "content": "rooted\n"})
+        assert not wrote.is_error, text_of(wrote)
+        assert (first / "from-roots.txt").read_text() == "rooted\n"
+
+        # The client changes its roots: the server asks again and serves the new first root. The
+        # switch happens when the server's roots/list is answered, so look until it shows.
+        served[:] = [second, first]
+        await client.send_roots_list_changed()
+        for _ in range(100):
+            if await allowed_directories(client) == [str(second.resolve()), str(first.resolve())]:
+                break
+            await anyio.sleep(0.05)
+        assert await allowed_directories(client) == [str(second.resolve()), str(first.resolve())]
+        read = await client.call_tool("read_text_file", {"path": "other.txt"})
+        assert not read.is_error, text_of(read)
+        assert text_of(read) == "the second root\n"
+        # Only the first root is served: the old one's file is not reachable by a relative path.
+        gone = await client.call_tool("read_text_file", {"path": "from-roots.txt"})
+        assert gone.is_error
+
+
+def test_roots_from_the_client_with_the_initialize_handshake(workspace):
+    second = Path(tempfile.mkdtemp(prefix="fs-interop-second-"))
+    try:
+        (second / "other.txt").write_text("the second root\n")
+        anyio.run(exercise_roots, workspace, second)
+    finally:
+        shutil.rmtree(second, ignore_errors=True)
+
+
+async def exercise_roots_stateless():
+    async with Client(rootless_server(), mode="auto") as client:
+        assert client.protocol_version == "2026-07-28", client.protocol_version
+        read = await client.call_tool("read_text_file", {"path": "hello.txt"})
+        assert read.is_error
+        assert "--root" in text_of(read), text_of(read)
+
+
+def test_the_stateless_revision_without_a_root_says_root_is_needed():
+    anyio.run(exercise_roots_stateless)

@@ -1,12 +1,16 @@
 // Interop: the official TypeScript MCP SDK client drives the real `filesystem` binary in every mode,
 // lists the tools (the SDK validates every tool definition) and calls each tool once (the SDK checks
 // structuredContent against each declared outputSchema); the opt-in tools of `--tools extended` also
-// have their answers' shapes checked.
+// have their answers' shapes checked. A server started without `--root` in `/` (as desktop clients
+// start servers) takes its root from the client's `roots/list` handler and follows
+// `notifications/roots/list_changed`.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { ListRootsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { mkdtempSync, writeFileSync, mkdirSync, rmSync, readFileSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 
 const binary = process.env.FILESYSTEM_BIN;
 if (!binary) {
@@ -196,6 +200,48 @@ await runMode("legacy-pipe", ["--legacy-pipe"], pipeCalls, "shelpa-mcp");
 await runMode("legacy-pipe, all four tools", ["--legacy-pipe", "--shelpa-tools", "all"], allPipeCalls, "shelpa-mcp");
 await runMode("legacy-pipe, modern surface", ["--legacy-pipe", "--surface", "modern"], pipeCalls);
 await runMode("combined", ["--legacy-pipe", "--with-filesystem"], [...pipeCalls, ["read_text_file", { path: "hello.txt" }]]);
+
+// MCP roots: no --root, no FILESYSTEM_ROOT, started in `/`; the client declares `roots` and answers
+// roots/list from `served`, which the test changes before announcing list_changed.
+async function runRoots() {
+  const first = workspace({});
+  const second = workspace({ "other.txt": "the second root\n" });
+  let served = [first];
+  const env = { ...process.env };
+  delete env.FILESYSTEM_ROOT;
+  const transport = new StdioClientTransport({ command: binary, args: ["--tools", "extended"], cwd: "/", env, stderr: "pipe" });
+  const client = new Client({ name: "ts-interop-roots", version: "1.0.0" }, { capabilities: { roots: { listChanged: true } } });
+  client.setRequestHandler(ListRootsRequestSchema, async () => ({
+    roots: served.map((dir) => ({ uri: pathToFileURL(dir).href, name: dir })),
+  }));
+  const allowed = async () => (await client.callTool({ name: "list_allowed_directories", arguments: {} })).structuredContent?.directories ?? [];
+  try {
+    await client.connect(transport);
+    const read = await client.callTool({ name: "read_text_file", arguments: { path: "hello.txt" } });
+    check(!read.isError && text(read) === "hello world\n", `roots: read from the client's root: ${text(read)}`);
+    check(JSON.stringify(await allowed()) === JSON.stringify([realpathSync(first)]), "roots: the first root is listed");
+
+    served = [second, first];
+    await client.sendRootsListChanged();
+    const want = JSON.stringify([realpathSync(second), realpathSync(first)]);
+    let seen = "";
+    // The switch happens when the server's roots/list is answered: look until it shows.
+    for (let i = 0; i < 100 && seen !== want; i += 1) {
+      seen = JSON.stringify(await allowed());
+      if (seen !== want) await new Promise((r) => setTimeout(r, 50));
+    }
+    check(seen === want, `roots: list_changed switched the roots (got ${seen})`);
+    const other = await client.callTool({ name: "read_text_file", arguments: { path: "other.txt" } });
+    check(!other.isError && text(other) === "the second root\n", `roots: the new first root is served: ${text(other)}`);
+  } catch (err) {
+    check(false, `roots: session failed: ${err}`);
+  } finally {
+    await client.close().catch(() => {});
+    rmSync(first, { recursive: true, force: true });
+    rmSync(second, { recursive: true, force: true });
+  }
+}
+await runRoots();
 
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed === 0 ? 0 : 1);
