@@ -150,7 +150,7 @@ pub struct ArmNumbers {
     pub read_adoption: Rate,
     /// Reads by interface.
     pub reads_by_interface: BTreeMap<&'static str, u64>,
-    /// Tool calls per trial with a transcript, with a 95% t interval.
+    /// Tool calls per trial with a transcript, with a 95% t interval (its lower end cut at 0).
     pub calls_per_trial: Mean,
     /// Failed calls over calls with a result.
     pub error_rate: Rate,
@@ -223,7 +223,12 @@ pub fn arm_numbers(
         writes_by_interface: sum.writes_by_interface,
         read_adoption: Rate::new(sum.reads_ours, sum.reads),
         reads_by_interface: sum.reads_by_interface,
-        calls_per_trial: mean_interval(&calls_per_trial),
+        calls_per_trial: {
+            // A count cannot be negative: the symmetric t interval is cut at 0.
+            let mut m = mean_interval(&calls_per_trial);
+            m.low = m.low.map(|l| l.max(0.0));
+            m
+        },
         error_rate: Rate::new(sum.errors, sum.with_result),
         retry_after_error: Rate::new(sum.retried, sum.errors),
         pipe: PipeNumbers {

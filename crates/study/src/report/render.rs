@@ -10,9 +10,10 @@ use super::StudyReport;
 pub const CSV_HEADER: &str =
     "arm,metric,count,total,value,low,high,baseline,diff,diff_low,diff_high,p_value";
 
-/// A table: a header row and rows of cells; the first column is left-aligned (names), the
-/// others right-aligned (numbers), so digits line up.
-fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+/// A table: a header row and rows of cells. `align` has one letter per column: `l` for text
+/// (left-aligned), `r` for numbers (right-aligned, so digits line up).
+fn table(header: &[&str], align: &str, rows: &[Vec<String>]) -> String {
+    let left: Vec<bool> = align.chars().map(|c| c == 'l').collect();
     let columns = header.len();
     let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
@@ -24,11 +25,13 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         let mut out = String::new();
         for (i, cell) in cells.enumerate() {
             let pad = width[i].saturating_sub(cell.chars().count());
-            if i == 0 {
+            if i > 0 {
+                out.push_str("  ");
+            }
+            if left.get(i).copied().unwrap_or(false) {
                 out.push_str(cell);
                 out.push_str(&" ".repeat(pad));
             } else {
-                out.push_str("  ");
                 out.push_str(&" ".repeat(pad));
                 out.push_str(cell);
             }
@@ -156,6 +159,7 @@ pub fn text(report: &StudyReport) -> String {
             "crashes",
             "no transcript",
         ],
+        "lrrrrr",
         &rows,
     ));
 
@@ -195,6 +199,7 @@ pub fn text(report: &StudyReport) -> String {
             "read adoption",
             "reads by interface",
         ],
+        "llrlrl",
         &rows,
     ));
 
@@ -218,6 +223,7 @@ pub fn text(report: &StudyReport) -> String {
             "error rate",
             "retried after error",
         ],
+        "lrrr",
         &rows,
     ));
 
@@ -254,6 +260,7 @@ pub fn text(report: &StudyReport) -> String {
             "stages per call",
             "top commands",
         ],
+        "lrrrrl",
         &rows,
     ));
 
@@ -274,7 +281,7 @@ pub fn text(report: &StudyReport) -> String {
                 rows.push(vec![c.arm.clone(), metric.to_string(), d, p]);
             }
         }
-        out.push_str(&table(&["arm", "metric", "difference", "p"], &rows));
+        out.push_str(&table(&["arm", "metric", "difference", "p"], "llrr", &rows));
     }
     out
 }
