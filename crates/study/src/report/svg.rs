@@ -29,6 +29,9 @@ const SERIES: [(&str, RGBColor, Pick); 3] = [
     }),
 ];
 
+/// The top of the y axis: above 100% is room for the legend, so it never hides a point.
+const LEGEND_TOP: f64 = 130.0;
+
 /// How far apart the three series are drawn within an arm's slot (slots are 1 wide).
 const OFFSET: f64 = 0.22;
 
@@ -51,7 +54,7 @@ pub fn draw(report: &StudyReport, path: &Path) -> Result<(), StudyReportError> {
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(56)
-        .build_cartesian_2d(-0.5..(slots - 0.5), 0.0..100.0)
+        .build_cartesian_2d(-0.5..(slots - 0.5), 0.0..LEGEND_TOP)
         .map_err(|e| fail(e.to_string()))?;
     let names = arms.clone();
     let label = move |x: &f64| {
@@ -70,7 +73,14 @@ pub fn draw(report: &StudyReport, path: &Path) -> Result<(), StudyReportError> {
         .y_desc("% (of writes, reads or trials)")
         .x_labels(arms.len().max(1))
         .x_label_formatter(&label)
-        .y_label_formatter(&|y| format!("{y:.0}%"))
+        .y_labels(14)
+        .y_label_formatter(&|y| {
+            if *y <= 100.0 {
+                format!("{y:.0}%")
+            } else {
+                String::new()
+            }
+        })
         .light_line_style(WHITE)
         .draw()
         .map_err(|e| fail(e.to_string()))?;
