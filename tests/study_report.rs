@@ -515,7 +515,7 @@ fn json_counts_rates_intervals_and_comparisons() {
         c["success"]["high"].as_f64().expect("high"),
     );
     assert!(
-        -1.0 <= lo && lo < -0.75 && -0.75 < hi && hi <= 1.0,
+        (-1.0..-0.75).contains(&lo) && (-0.75..=1.0).contains(&hi) && hi > -0.75,
         "{lo} {hi}"
     );
     assert_close(&c["write_adoption"]["diff"], -0.8);
@@ -728,15 +728,25 @@ fn corrupt_lines_are_skipped_counted_and_warned() {
     });
     run.append_line(r#"{"id":"../escape","task":"t","arm":"filesystem","rep":0,"seed":1,"order":0,"started":"","agent":{"end":"exited","code":0,"signal":null,"secs":1},"verify":{"end":"exited","code":0,"signal":null,"secs":1},"success":true}"#);
     run.append_line(&"x".repeat(100_000));
+    // A trial recorded twice counts once.
+    let first = std::fs::read_to_string(run.path().join(TRIALS_FILE))
+        .expect("read")
+        .lines()
+        .nth(1)
+        .expect("the record")
+        .to_string();
+    run.append_line(&first);
     let out = run.report(&["--format", "json"]);
     let report: Value = serde_json::from_slice(&stdout_of(&out)).expect("json");
     assert_eq!(report["inputs"]["corrupt_lines"], 3);
     assert_eq!(report["inputs"]["records"], 1);
+    assert_eq!(report["inputs"]["duplicate_records"], 1);
     assert_rate(&arm(&report, "filesystem")["write_adoption"], 1, 1);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(":1: not a trial record"), "{err}");
     assert!(err.contains("cannot name a trial directory"), "{err}");
     assert!(err.contains("longer than"), "{err}");
+    assert!(err.contains("is recorded again"), "{err}");
     let text = String::from_utf8(stdout_of(&run.report(&[]))).expect("utf-8");
     assert!(
         text.contains("skipped: 3 corrupt line(s) of trials.jsonl"),
