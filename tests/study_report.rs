@@ -475,7 +475,6 @@ fn json_counts_rates_intervals_and_comparisons() {
     assert_rate(&fs["error_rate"], 1, 8);
     assert_rate(&fs["retry_after_error"], 1, 1);
     assert_eq!(fs["pipe"]["pipe_calls"], 0);
-    assert!(fs["vs_baseline"].is_null());
 
     let pipe = arm(&report, "pipe");
     assert_eq!(pipe["server_names"], json!(["shelpa"]));
