@@ -626,8 +626,9 @@ impl<'a> DirectWrite<'a> {
     }
 }
 
-/// What the shelpa tool runs.
-const NAVIGATION_COMMANDS: [&str; 3] = ["cd", "pwd", "ls"];
+/// What the shelpa tool runs; the adoption report counts a pipeline of only these as
+/// navigation, not a read.
+pub const NAVIGATION_COMMANDS: [&str; 3] = ["cd", "pwd", "ls"];
 
 /// A tool's arguments once their names are checked against what it takes: the first step of
 /// shelpa_pipe, shelpa_write and shelpa_tee alike, so all three refuse a stray argument in the

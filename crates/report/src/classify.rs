@@ -181,6 +181,38 @@ pub fn is_write(interface: Interface, tool: &str, stages: &[String]) -> bool {
     }
 }
 
+/// The client's built-in tools whose every call reads file contents (`Grep` searches them, as
+/// this project's `search_content` does, which its table classes as a read).
+const BUILTIN_READING_TOOLS: &[&str] = &["Read", "NotebookRead", "Grep"];
+
+/// Whether a call read file contents: this project's [`ToolClass::Read`] tools, a pipe command
+/// line that does not write (no `tee`) and runs something besides navigation (`cd`, `pwd`,
+/// `ls`), and the built-in readers. Like writes, `Bash` never counts, and a call is never both:
+/// a pipeline that writes through `tee` counts as a write only. Used by `filesystem study
+/// report` for adoption among reads.
+pub fn is_read(interface: Interface, tool: &str, stages: &[String]) -> bool {
+    match interface {
+        Interface::Builtin => BUILTIN_READING_TOOLS.contains(&tool),
+        Interface::Pipe | Interface::Filesystem => match our_tool(tool) {
+            Some((ours, class)) if ours == interface => match class {
+                ToolClass::Read => true,
+                ToolClass::Pipeline => {
+                    !is_write(interface, tool, stages)
+                        && stages
+                            .iter()
+                            .any(|s| !shelpa::NAVIGATION_COMMANDS.contains(&s.as_str()))
+                }
+                ToolClass::Write
+                | ToolClass::Navigate
+                | ToolClass::Arrange
+                | ToolClass::History => false,
+            },
+            _ => false,
+        },
+        Interface::OtherMcp | Interface::Other => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,5 +318,30 @@ mod tests {
         ));
         assert!(!is_write(Interface::Builtin, "Bash", &stages(&["tee"])));
         assert!(is_write(Interface::Builtin, "MultiEdit", &[]));
+    }
+
+    #[test]
+    fn reads_are_the_read_class_non_writing_pipelines_and_builtin_readers() {
+        let stages = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(is_read(Interface::Filesystem, "read_text_file", &[]));
+        assert!(is_read(Interface::Filesystem, "search_content", &[]));
+        assert!(!is_read(Interface::Filesystem, "write_file", &[]));
+        assert!(!is_read(Interface::Filesystem, "list_directory", &[]));
+        assert!(is_read(
+            Interface::Pipe,
+            "shelpa_pipe",
+            &stages(&["head", "rg"])
+        ));
+        assert!(!is_read(
+            Interface::Pipe,
+            "shelpa_pipe",
+            &stages(&["cat", "tee"])
+        ));
+        assert!(!is_read(Interface::Pipe, "shelpa_pipe", &stages(&["ls"])));
+        assert!(!is_read(Interface::Pipe, "shelpa_pipe", &[]));
+        assert!(is_read(Interface::Builtin, "Read", &[]));
+        assert!(is_read(Interface::Builtin, "Grep", &[]));
+        assert!(!is_read(Interface::Builtin, "Bash", &stages(&["cat"])));
+        assert!(!is_read(Interface::OtherMcp, "read_text_file", &[]));
     }
 }

@@ -1,0 +1,440 @@
+//! Reading a run directory: the trial records, each trial's MCP configuration, transcript and
+//! call log, reduced trial by trial to counts ([`TrialNumbers`]).
+//!
+//! Paths come only from [`crate::record`]. Damage is reported, not fatal, wherever the rest can
+//! still be read: a corrupt line of `trials.jsonl` is skipped and counted, a trial whose
+//! transcript cannot be read counts as one without a transcript. What makes the whole report
+//! meaningless (no directory, no records) is an error.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use report::call_log_reader::read_call_logs;
+use report::classify::{Interface, ServerFilter};
+use report::model::Session;
+use report::transcript::read_transcripts;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::metrics::TrialNumbers;
+use super::StudyReportError;
+use crate::record::{TrialPaths, TrialRecord, STUDY_FILE, TRIALS_FILE};
+
+/// The most trial records read: the study file's own bound on the trials of a run.
+pub const MAX_RECORDS: usize = 100_000;
+/// The longest line of `trials.jsonl` read; a record is a few hundred bytes, so a longer line
+/// is damage and is skipped as corrupt.
+pub const MAX_RECORD_LINE: usize = 64 * 1024;
+/// The largest `study.toml` and `mcp.json` read.
+pub const MAX_SMALL_FILE: u64 = 1024 * 1024;
+/// How many warnings are printed one by one before the rest are only counted.
+const WARNINGS_SHOWN: usize = 20;
+
+/// What was read, and what was skipped and why: part of every output, so that skipped input is
+/// never silent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct InputSummary {
+    /// Trial records read.
+    pub records: u64,
+    /// Lines of `trials.jsonl` that were not a trial record (skipped).
+    pub corrupt_lines: u64,
+    /// Records whose id had been read already (the first is kept).
+    pub duplicate_records: u64,
+    /// Trials without a transcript to count (they count in success, not in calls).
+    pub trials_without_transcript: u64,
+    /// Transcript files read.
+    pub transcript_files: u64,
+    /// Transcript lines that were not JSON objects of the expected shape.
+    pub transcript_malformed_lines: u64,
+    /// Call-log files read.
+    pub call_log_files: u64,
+    /// Call-log lines that were not records.
+    pub call_log_malformed_lines: u64,
+}
+
+/// One arm's trials, read.
+#[derive(Debug)]
+pub struct ArmTrials {
+    /// The arm's name.
+    pub name: String,
+    /// The MCP server names of its configuration ([`super::metrics::ArmNumbers::server_names`]).
+    pub server_names: Option<Vec<String>>,
+    /// Its trials, in record order.
+    pub trials: Vec<(TrialRecord, TrialNumbers)>,
+}
+
+/// A run directory, read.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The arms: those of `study.toml` in its order (with or without trials), then any other
+    /// arm the records name, in order of first record.
+    pub arms: Vec<ArmTrials>,
+    /// The baseline `study.toml` names, if it names one.
+    pub study_baseline: Option<String>,
+    /// What was read and skipped.
+    pub inputs: InputSummary,
+}
+
+/// The few fields of the study file the report uses; everything else in it is the runner's.
+#[derive(Deserialize)]
+struct StudyHead {
+    #[serde(default)]
+    study: Option<StudySection>,
+    #[serde(default)]
+    arm: Vec<ArmHead>,
+}
+
+#[derive(Deserialize)]
+struct StudySection {
+    #[serde(default)]
+    baseline: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ArmHead {
+    name: String,
+}
+
+/// Prints warnings on stderr, the first few one by one, then only a count.
+#[derive(Default)]
+struct Warnings {
+    count: usize,
+}
+
+impl Warnings {
+    fn warn(&mut self, message: String) {
+        self.count += 1;
+        if self.count <= WARNINGS_SHOWN {
+            eprintln!("filesystem study report: warning: {message}");
+        }
+    }
+
+    fn finish(self) {
+        if self.count > WARNINGS_SHOWN {
+            eprintln!(
+                "filesystem study report: warning: {} more warning(s) not shown",
+                self.count - WARNINGS_SHOWN
+            );
+        }
+    }
+}
+
+/// Reads the run directory `dir`.
+pub fn load(dir: &Path) -> Result<Loaded, StudyReportError> {
+    if !dir.is_dir() {
+        return Err(StudyReportError::NotADirectory(dir.to_path_buf()));
+    }
+    let mut warnings = Warnings::default();
+    let head = read_study_head(&dir.join(STUDY_FILE))?;
+    let mut inputs = InputSummary::default();
+    let records = read_records(&dir.join(TRIALS_FILE), &mut inputs, &mut warnings)?;
+
+    // Arms in the study's order, then any the records add.
+    let mut order: Vec<String> = head
+        .as_ref()
+        .map(|h| h.arm.iter().map(|a| a.name.clone()).collect())
+        .unwrap_or_default();
+    for r in &records {
+        if !order.contains(&r.arm) {
+            order.push(r.arm.clone());
+        }
+    }
+    let mut by_arm: BTreeMap<String, Vec<TrialRecord>> = BTreeMap::new();
+    for r in records {
+        by_arm.entry(r.arm.clone()).or_default().push(r);
+    }
+    let mut arms = Vec::new();
+    for name in order {
+        let records = by_arm.remove(&name).unwrap_or_default();
+        arms.push(read_arm(dir, name, records, &mut inputs, &mut warnings));
+    }
+    warnings.finish();
+    Ok(Loaded {
+        arms,
+        study_baseline: head.and_then(|h| h.study).and_then(|s| s.baseline),
+        inputs,
+    })
+}
+
+/// The study file's arms and baseline; `None` when the run has no study file (a directory put
+/// together by hand): the records then give the arms.
+fn read_study_head(path: &Path) -> Result<Option<StudyHead>, StudyReportError> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = read_small(path).map_err(|source| StudyReportError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    toml::from_str(&text)
+        .map(Some)
+        .map_err(|e| StudyReportError::StudyFile {
+            path: path.to_path_buf(),
+            detail: e.message().to_string(),
+        })
+}
+
+/// A file of at most [`MAX_SMALL_FILE`] bytes, as text.
+fn read_small(path: &Path) -> std::io::Result<String> {
+    let file = std::fs::File::open(path)?;
+    let mut text = String::new();
+    file.take(MAX_SMALL_FILE + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_SMALL_FILE {
+        return Err(std::io::Error::other(format!(
+            "larger than {MAX_SMALL_FILE} bytes"
+        )));
+    }
+    Ok(text)
+}
+
+/// Whether a record's id can name its trial directory: one plain path component.
+fn is_safe_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 255
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// Reads `trials.jsonl`: every record, skipping (and counting) lines that are not one.
+fn read_records(
+    path: &Path,
+    inputs: &mut InputSummary,
+    warnings: &mut Warnings,
+) -> Result<Vec<TrialRecord>, StudyReportError> {
+    let file = std::fs::File::open(path).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            StudyReportError::NoTrialsFile(path.to_path_buf())
+        } else {
+            StudyReportError::Read {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+    })?;
+    let mut reader = BufReader::new(file);
+    let mut records = Vec::new();
+    let mut seen = HashSet::new();
+    let mut line = Vec::new();
+    let mut number = 0u64;
+    loop {
+        line.clear();
+        let complete =
+            read_bounded_line(&mut reader, &mut line).map_err(|source| StudyReportError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let Some(complete) = complete else { break };
+        number += 1;
+        if complete && line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let parsed = if complete {
+            serde_json::from_slice::<TrialRecord>(&line).map_err(|e| e.to_string())
+        } else {
+            Err(format!("longer than {MAX_RECORD_LINE} bytes"))
+        };
+        let record = match parsed {
+            Ok(r) if is_safe_id(&r.id) => r,
+            Ok(r) => {
+                let shown: String = r.id.chars().take(80).collect();
+                let why = format!("the id {shown:?} cannot name a trial directory");
+                warn_corrupt(warnings, inputs, path, number, &why);
+                continue;
+            }
+            Err(why) => {
+                warn_corrupt(warnings, inputs, path, number, &why);
+                continue;
+            }
+        };
+        if !seen.insert(record.id.clone()) {
+            inputs.duplicate_records += 1;
+            warnings.warn(format!(
+                "{}:{number}: trial {} is recorded again; the first record is kept",
+                path.display(),
+                record.id
+            ));
+            continue;
+        }
+        if records.len() >= MAX_RECORDS {
+            return Err(StudyReportError::TooManyRecords(path.to_path_buf()));
+        }
+        records.push(record);
+    }
+    inputs.records = records.len() as u64;
+    if records.is_empty() {
+        return Err(StudyReportError::NoRecords {
+            path: path.to_path_buf(),
+            corrupt: inputs.corrupt_lines,
+        });
+    }
+    Ok(records)
+}
+
+fn warn_corrupt(
+    warnings: &mut Warnings,
+    inputs: &mut InputSummary,
+    path: &Path,
+    number: u64,
+    why: &str,
+) {
+    inputs.corrupt_lines += 1;
+    warnings.warn(format!(
+        "{}:{number}: not a trial record ({why}); line skipped",
+        path.display()
+    ));
+}
+
+/// Reads one line (without its newline) into `line`, keeping at most [`MAX_RECORD_LINE`] bytes
+/// of it: `Some(true)` for a whole line, `Some(false)` for one cut short (the rest is read and
+/// dropped), `None` at the end of the file.
+fn read_bounded_line(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+) -> std::io::Result<Option<bool>> {
+    let mut any = false;
+    let mut whole = true;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(any.then_some(whole));
+        }
+        any = true;
+        let (chunk, found) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], Some(i)),
+            None => (buf, None),
+        };
+        let room = MAX_RECORD_LINE.saturating_sub(line.len());
+        if chunk.len() > room {
+            whole = false;
+        }
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        match found {
+            Some(i) => {
+                reader.consume(i + 1);
+                return Ok(Some(whole));
+            }
+            None => {
+                let n = buf.len();
+                reader.consume(n);
+            }
+        }
+    }
+}
+
+/// The server names of a trial's `mcp.json` (`mcpServers` keys); `None` when it is absent or
+/// unreadable (warned).
+fn server_names(path: &Path, warnings: &mut Warnings) -> Option<Vec<String>> {
+    if !path.exists() {
+        return None;
+    }
+    let parsed = read_small(path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| serde_json::from_str::<Value>(&text).map_err(|e| e.to_string()))
+        .and_then(|v| match v.get("mcpServers") {
+            Some(Value::Object(servers)) => Ok(servers.keys().cloned().collect()),
+            _ => Err("it has no \"mcpServers\" object".to_string()),
+        });
+    match parsed {
+        Ok(names) => Some(names),
+        Err(why) => {
+            warnings.warn(format!(
+                "cannot read the MCP configuration '{}' ({why}); its trial is counted with any server's tools as this project's",
+                path.display()
+            ));
+            None
+        }
+    }
+}
+
+fn read_arm(
+    dir: &Path,
+    name: String,
+    records: Vec<TrialRecord>,
+    inputs: &mut InputSummary,
+    warnings: &mut Warnings,
+) -> ArmTrials {
+    let configured: Vec<Option<Vec<String>>> = records
+        .iter()
+        .map(|r| server_names(&TrialPaths::new(dir, &r.id).mcp_config, warnings))
+        .collect();
+    // Every trial of an arm has the same configuration; one without a readable file takes
+    // the arm's.
+    let arm_names = configured.iter().flatten().next().cloned();
+    let mut trials = Vec::with_capacity(records.len());
+    for (record, own) in records.into_iter().zip(configured) {
+        let names = own.or_else(|| arm_names.clone());
+        let paths = TrialPaths::new(dir, &record.id);
+        let mut numbers = TrialNumbers::default();
+        if let Some(sessions) =
+            read_transcript(&paths.transcript_dir, names.as_deref(), inputs, warnings)
+        {
+            numbers.add_transcript(&sessions);
+        } else {
+            inputs.trials_without_transcript += 1;
+        }
+        if paths.call_log.exists() {
+            match read_call_logs(std::slice::from_ref(&paths.call_log)) {
+                Ok((sessions, stats)) => {
+                    inputs.call_log_files += stats.files as u64;
+                    inputs.call_log_malformed_lines += stats.malformed_lines as u64;
+                    numbers.add_call_log(&sessions);
+                }
+                Err(e) => warnings.warn(format!(
+                    "trial {}: {e}; its pipe calls are not counted",
+                    record.id
+                )),
+            }
+        }
+        trials.push((record, numbers));
+    }
+    ArmTrials {
+        name,
+        server_names: arm_names,
+        trials,
+    }
+}
+
+/// A trial's transcript sessions, classified with its server names; `None` when it left no
+/// transcript file (or none that could be read, warned).
+fn read_transcript(
+    transcript_dir: &Path,
+    names: Option<&[String]>,
+    inputs: &mut InputSummary,
+    warnings: &mut Warnings,
+) -> Option<Vec<Session>> {
+    if !transcript_dir.is_dir() {
+        return None;
+    }
+    let filter = ServerFilter {
+        names: names.map(<[String]>::to_vec).unwrap_or_default(),
+    };
+    match read_transcripts(&[transcript_dir.to_path_buf()], &filter) {
+        Ok((mut sessions, stats)) => {
+            inputs.transcript_files += stats.files as u64;
+            inputs.transcript_malformed_lines += stats.malformed_lines as u64;
+            if stats.files == 0 {
+                return None;
+            }
+            if names.is_some_and(<[String]>::is_empty) {
+                // No server was configured, so no call can have gone through this project: a
+                // tool that merely shares a name with ours came from elsewhere.
+                for call in sessions.iter_mut().flat_map(|s| s.calls.iter_mut()) {
+                    if call.interface.is_ours() {
+                        call.interface = Interface::OtherMcp;
+                        call.write = false;
+                    }
+                }
+            }
+            Some(sessions)
+        }
+        Err(e) => {
+            warnings.warn(format!(
+                "{e}; the trial is counted as one without a transcript"
+            ));
+            None
+        }
+    }
+}
