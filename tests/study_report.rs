@@ -456,11 +456,12 @@ fn json_counts_rates_intervals_and_comparisons() {
     assert_close(&fs["success"]["high"], 0.9544);
     assert_rate(&fs["timeouts"], 1, 4);
     assert_rate(&fs["crashes"], 0, 4);
-    // Writes: 2 write_file + 2 edit_file (the failed one too) ours, 1 built-in Write.
-    assert_rate(&fs["write_adoption"], 4, 5);
+    // Writes: 2 write_file + 1 edit_file ours (the failed edit_file and its retry are one
+    // choice), 1 built-in Write.
+    assert_rate(&fs["write_adoption"], 3, 4);
     assert_eq!(
         fs["writes_by_interface"],
-        json!({"builtin": 1, "filesystem": 4})
+        json!({"builtin": 1, "filesystem": 3})
     );
     // Reads: 2 read_text_file (one without a result) ours, 1 built-in Read.
     assert_rate(&fs["read_adoption"], 2, 3);
@@ -517,7 +518,7 @@ fn json_counts_rates_intervals_and_comparisons() {
         (-1.0..-0.75).contains(&lo) && (-0.75..=1.0).contains(&hi) && hi > -0.75,
         "{lo} {hi}"
     );
-    assert_close(&c["write_adoption"]["diff"], -0.8);
+    assert_close(&c["write_adoption"]["diff"], -0.75);
     // An arm without trials cannot be compared: null, not a made-up number.
     assert!(comparison(&report, "never-run")["success"].is_null());
     assert_eq!(report["comparisons"].as_array().map(Vec::len), Some(3));
@@ -538,7 +539,8 @@ fn text_has_aligned_tables_and_says_where_calls_come_from() {
         "{text}"
     );
     assert!(text.contains("75.0% [30.1, 95.4] 3/4"), "{text}");
-    assert!(text.contains("80.0% ["), "{text}");
+    // Success and write adoption of `filesystem` are both 3 of 4.
+    assert_eq!(text.matches("75.0% [30.1, 95.4] 3/4").count(), 2, "{text}");
     assert!(
         text.contains("- 0/0"),
         "an arm without trials shows no rate: {text}"

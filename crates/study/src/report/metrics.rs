@@ -71,6 +71,12 @@ impl TrialNumbers {
                     Outcome::NoResult => {}
                 }
                 self.retried += u64::from(was_retried);
+                // Adoption counts choices: a failed call that the next call retried is one
+                // choice with its retry, so only the retry is counted. Otherwise an interface
+                // whose calls fail more often would look more adopted.
+                if was_retried {
+                    continue;
+                }
                 let name = call.interface.as_str();
                 if call.write {
                     self.writes += 1;
