@@ -5,4 +5,7 @@
 //! record each finished trial leaves. Nothing else of the run is needed to analyse it, so a study
 //! run elsewhere (or by an earlier build) is reported the same way.
 
+pub mod command;
 pub mod record;
+pub mod run;
+pub mod spec;

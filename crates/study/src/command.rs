@@ -1,0 +1,23 @@
+//! The `filesystem study` subcommands, defined here so the binary only wires them in.
+
+use crate::run::RunArgs;
+
+/// The subcommands of `filesystem study`.
+#[derive(clap::Subcommand, Debug)]
+pub enum StudyCommand {
+    /// Run a study: every task under every arm, in fresh workspaces, recorded trial by trial.
+    Run(crate::run::RunArgs),
+}
+
+/// Runs `command`; `filesystem_binary` is the running executable, the MCP server the study's
+/// arms configure and the directory where `study-stand-in` is looked for. Returns the exit
+/// status.
+pub fn execute(command: StudyCommand, filesystem_binary: &std::path::Path) -> i32 {
+    match command {
+        StudyCommand::Run(args) => run(&args, filesystem_binary),
+    }
+}
+
+fn run(args: &RunArgs, filesystem_binary: &std::path::Path) -> i32 {
+    crate::run::run(args, filesystem_binary)
+}
