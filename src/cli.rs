@@ -236,16 +236,23 @@ pub enum Command {
     /// Verify .filesystem/ and .shelpa/ after a crash; --repair fixes what is safe (exit 1 if an
     /// error remains; warnings only with --strict).
     Check(crate::check::CheckArgs),
+    /// Run the adoption experiment: agents given tasks under each tool interface (see
+    /// `filesystem study run --help`).
+    Study {
+        #[command(subcommand)]
+        command: study::command::StudyCommand,
+    },
 }
 
 /// Names that make a command line more than "serve with these flags": the subcommands (and
 /// clap's `help`) and the help and version flags. Kept in step with [`Command`] by a test.
-const NOT_LEAN: [&str; 10] = [
+const NOT_LEAN: [&str; 11] = [
     "call",
     "tools",
     "audit",
     "report",
     "check",
+    "study",
     "help",
     "-h",
     "--help",
@@ -593,19 +600,27 @@ pub fn main() -> i32 {
             }
         };
     }
-    let cli = Cli::parse_args(argv);
-    let opts = &cli.options;
-    match &cli.command {
+    let Cli { options, command } = Cli::parse_args(argv);
+    let opts = &options;
+    match command {
         None => run_server(opts),
         Some(Command::Tools) => list_tools(opts),
-        Some(Command::Call { tool, args }) => call_once(opts, tool, args),
+        Some(Command::Call { tool, args }) => call_once(opts, &tool, &args),
         Some(Command::Audit(args)) => {
-            shelpa::audit::run(opts.root.as_deref(), opts.allow_root_slash, args)
+            shelpa::audit::run(opts.root.as_deref(), opts.allow_root_slash, &args)
         }
-        Some(Command::Report(args)) => report::run(args),
+        Some(Command::Report(args)) => report::run(&args),
         Some(Command::Check(args)) => {
-            crate::check::run(opts.root.as_deref(), opts.allow_root_slash, args)
+            crate::check::run(opts.root.as_deref(), opts.allow_root_slash, &args)
         }
+        Some(Command::Study { command }) => match std::env::current_exe() {
+            // The study's arms serve this very binary, and the stand-in agent lies beside it.
+            Ok(exe) => study::command::execute(command, &exe),
+            Err(e) => {
+                eprintln!("filesystem study: cannot find the path of this executable: {e}");
+                1
+            }
+        },
     }
 }
 

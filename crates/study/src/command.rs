@@ -6,6 +6,7 @@ use crate::run::RunArgs;
 #[derive(clap::Subcommand, Debug)]
 pub enum StudyCommand {
     /// Run a study: every task under every arm, in fresh workspaces, recorded trial by trial.
+    #[command(long_about = crate::run::RUN_LONG_ABOUT)]
     Run(crate::run::RunArgs),
 }
 

@@ -279,12 +279,12 @@ impl Template {
         while let Some(i) = rest.find(['{', '}']) {
             literal.push_str(&rest[..i]);
             let tail = &rest[i..];
-            if tail.starts_with("{{") {
+            if let Some(after) = tail.strip_prefix("{{") {
                 literal.push('{');
-                rest = &tail[2..];
-            } else if tail.starts_with("}}") {
+                rest = after;
+            } else if let Some(after) = tail.strip_prefix("}}") {
                 literal.push('}');
-                rest = &tail[2..];
+                rest = after;
             } else if tail.starts_with('}') {
                 return Err(format!(
                     "a lone '}}' in {text:?}; write '}}}}' for a literal brace"

@@ -23,7 +23,8 @@ use std::time::Instant;
 use crate::record::TRIALS_FILE;
 use crate::spec::{SpecError, Study};
 
-const RUN_LONG_ABOUT: &str = "\
+/// The long help of `filesystem study run` (given where the subcommand is declared).
+pub const RUN_LONG_ABOUT: &str = "\
 Runs every trial of a study: each task under each arm, `trials` times, in an order fixed by the
 study's seed and interleaved (every repetition runs all task/arm pairs shuffled), so drift in the
 agent or the machine spreads over all arms.
@@ -35,6 +36,11 @@ a process group of its own; at the task's time limit the whole group is killed (
 started too) and the trial is recorded as killed_at_limit. Then the task's verifier runs in the
 workspace: exit 0 means the task was done.
 
+Placeholders in the agent command, stdin, stdout, env values and the verifier: {workspace},
+{mcp_config}, {prompt_file}, {prompt} (the text), {transcript_dir}, {task_dir}, {study_dir},
+{task}, {arm}, {trial}, {seed}; {{ and }} are literal braces. A program named exactly
+`filesystem` or `study-stand-in` is the binary beside this one.
+
 Every finished trial appends one line to OUT/trials.jsonl. Ctrl-C kills the running agents and
 keeps what was recorded; --resume then runs only the trials without a record.
 
@@ -45,7 +51,6 @@ Analyse the result with `filesystem study report OUT`.";
 
 /// Arguments of `filesystem study run`.
 #[derive(clap::Args, Debug, Clone)]
-#[command(long_about = RUN_LONG_ABOUT)]
 pub struct RunArgs {
     /// The study file (TOML): tasks, arms, trials, seed and the agent command (see the README,
     /// "Running a study").
@@ -138,15 +143,14 @@ fn drive(args: &RunArgs, filesystem: &Path) -> Result<Ended, RunError> {
         }
     };
     say(&format!(
-        "study {:?}: {} trials ({} tasks × {} arms × {}), {} to run, {} job{}; output in {}",
+        "study {:?}: {} trials ({} × {} × {}), {} to run, {}; output in {}",
         study.name,
         plan.len(),
-        study.tasks.len(),
-        study.arms.len(),
-        study.trials,
+        count(study.tasks.len(), "task"),
+        count(study.arms.len(), "arm"),
+        count(study.trials as usize, "trial"),
         pending.len(),
-        jobs,
-        if jobs == 1 { "" } else { "s" },
+        count(jobs, "job"),
         output.dir.display()
     ));
 
@@ -218,4 +222,13 @@ fn drive(args: &RunArgs, filesystem: &Path) -> Result<Ended, RunError> {
         output.dir.display()
     ));
     Ok(Ended::Complete)
+}
+
+/// `1 task`, `2 tasks`.
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("{n} {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }
