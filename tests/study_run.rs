@@ -356,6 +356,10 @@ fn ctrl_c_keeps_the_records_and_resume_runs_only_the_rest() {
         std::thread::sleep(Duration::from_millis(20));
     };
     let agent = read_pid(&hanging.join("workspace/agent.pid"));
+    // A second runner on the same directory is refused while the first one runs.
+    let o = run(&study, &s.out(), &["--resume"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("another"), "{}", stderr(&o));
     rustix::process::kill_process(
         rustix::process::Pid::from_child(&child),
         rustix::process::Signal::INT,
@@ -445,6 +449,17 @@ fn bad_study_files_are_refused_with_what_to_do() {
         assert!(err.contains(expected), "expected {expected:?} in: {err}");
         assert!(!s.out().exists(), "nothing is created for a bad study");
     }
+    // An output directory inside a fixture (every trial would copy the run) is refused.
+    let study = s.write_text(&good);
+    let inside = s.path().join("tasks/beta/workspace/out");
+    let o = run(&study, &inside, &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("inside the fixture of task \"beta\""),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!inside.exists());
     // Usage errors are clap's.
     let o = run(&s.path().join("study.toml"), &s.out(), &["--jobs", "0"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

@@ -44,6 +44,19 @@ pub enum OutputError {
         /// The run's copy.
         copy: PathBuf,
     },
+    /// Another runner is using the directory.
+    #[error("another `filesystem study run` is using {0}; wait for it to end (or stop it), then run again")]
+    Busy(PathBuf),
+    /// The directory lies inside a fixture, which would copy the run into its own trials.
+    #[error("the --out directory {out} lies inside the fixture of task {task:?} ({fixture}), which every trial copies; choose an --out outside it")]
+    InsideFixture {
+        /// The output directory.
+        out: PathBuf,
+        /// The task.
+        task: String,
+        /// Its fixture.
+        fixture: PathBuf,
+    },
     /// `plan.json` does not match the plan of the (same) study: written by another version.
     #[error("{0} does not match the plan of this study (was the run started by another version of filesystem?); give a new --out")]
     PlanChanged(PathBuf),
@@ -76,6 +89,9 @@ pub struct Output {
     /// `trials.jsonl`, open for appending.
     trials: File,
     trials_path: PathBuf,
+    /// The directory, held open with an exclusive lock for as long as the run lasts, so two
+    /// runners never run the same trials into one directory.
+    _lock: File,
 }
 
 impl Output {
@@ -87,8 +103,26 @@ impl Output {
         plan: &[PlannedTrial],
         resume: bool,
     ) -> Result<Output, OutputError> {
+        // Checked before anything is created, so a refused --out leaves no trace in a fixture.
+        let resolved = resolve(dir).map_err(io(dir))?;
+        for task in &study.tasks {
+            let fixture = fs::canonicalize(&task.fixture).map_err(io(&task.fixture))?;
+            if resolved.starts_with(&fixture) {
+                return Err(OutputError::InsideFixture {
+                    out: resolved,
+                    task: task.name.clone(),
+                    fixture,
+                });
+            }
+        }
         fs::create_dir_all(dir).map_err(io(dir))?;
         let dir = fs::canonicalize(dir).map_err(io(dir))?;
+        let lock = File::open(&dir).map_err(io(&dir))?;
+        match rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => return Err(OutputError::Busy(dir)),
+            Err(e) => return Err(io(&dir)(e.into())),
+        }
         let empty = fs::read_dir(&dir).map_err(io(&dir))?.next().is_none();
         let study_copy = dir.join(STUDY_FILE);
         let plan_path = dir.join(PLAN_FILE);
@@ -138,6 +172,7 @@ impl Output {
             recorded,
             trials,
             trials_path,
+            _lock: lock,
         };
         out.remove_unfinished(plan)?;
         Ok(out)
@@ -172,6 +207,30 @@ impl Output {
             .map_err(io(&self.trials_path))?;
         self.recorded.insert(record.id.clone());
         Ok(())
+    }
+}
+
+/// `path` made absolute with symlinks resolved as far as it exists: its deepest existing
+/// ancestor canonicalized, the missing rest appended.
+fn resolve(path: &Path) -> std::io::Result<PathBuf> {
+    let path = std::path::absolute(path)?;
+    let mut missing = Vec::new();
+    let mut existing = path.as_path();
+    loop {
+        match fs::canonicalize(existing) {
+            Ok(mut real) => {
+                real.extend(missing.iter().rev());
+                return Ok(real);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else {
+                    return Err(e);
+                };
+                missing.push(name.to_os_string());
+                existing = parent;
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 
