@@ -275,11 +275,11 @@ fn the_mcp_configuration_starts_the_real_server_on_the_trial_workspace() {
 #[test]
 fn hanging_crashing_and_missing_agents_are_recorded_and_their_children_killed() {
     let s = StudyDir::new();
-    // alpha hangs with a child of its own; beta crashes on a signal.
+    // alpha hangs with a child of its own; beta starts a child and crashes on a signal.
     let script = "\
 case {task} in
   alpha) sleep 1000 & echo $! > child.pid; echo $$ > agent.pid; wait ;;
-  beta) kill -SEGV $$ ;;
+  beta) sleep 1000 & echo $! > child.pid; kill -SEGV $$ ;;
 esac";
     let study = s.write(2, 1, 1, script, "test -f seed.txt");
     let started = Instant::now();
@@ -303,6 +303,10 @@ esac";
         let crashed = record(&recs, &format!("000-beta-{arm}"));
         assert_eq!(crashed["agent"]["end"], "signaled", "{crashed}");
         assert_eq!(crashed["agent"]["signal"], libc::SIGSEGV, "{crashed}");
+        // What an agent leaves running when it ends on its own ends with it.
+        let ws = s.out().join(format!("trials/000-beta-{arm}/workspace"));
+        let pid = read_pid(&ws.join("child.pid"));
+        assert!(!alive(pid), "the crashed agent's child {pid} survived");
     }
     let progress = stderr(&o);
     assert!(progress.contains("killed at its time limit"), "{progress}");
