@@ -468,3 +468,35 @@ fn bad_study_files_are_refused_with_what_to_do() {
     let o = run(&s.path().join("study.toml"), &s.out(), &["--jobs", "0"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+#[test]
+fn the_programs_filesystem_and_study_stand_in_are_the_binaries_beside_the_runner() {
+    let s = StudyDir::new();
+    let study = s.write(1, 1, 30, "true", "true");
+    let text = std::fs::read_to_string(&study).expect("study").replace(
+        "command = [\"sh\", \"-c\", \"true\"]",
+        "command = [\"filesystem\", \"tools\", \"--root\", \"{workspace}\"]",
+    );
+    let study = s.write_text(&text.replace(
+        "verify = [\"sh\", \"-c\", \"true\"]",
+        "verify = [\"study-stand-in\", \"--help\"]",
+    ));
+    let o = run(&study, &s.out(), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let trial = s.out().join("trials/000-alpha-files");
+    let listed = std::fs::read_to_string(trial.join("agent.out")).expect("agent.out");
+    assert!(listed.contains("read_text_file"), "{listed}");
+    let r = records(&s.out());
+    let verify = &record(&r, "000-alpha-files")["verify"];
+    // The stand-in is looked for beside this binary, whether or not it was built.
+    let beside = test_support::filesystem()
+        .parent()
+        .expect("a directory")
+        .join("study-stand-in");
+    if beside.is_file() {
+        assert_eq!(verify["end"], "exited", "{verify}");
+    } else {
+        let error = verify["error"].as_str().expect("an error");
+        assert!(error.contains(beside.to_str().expect("utf-8")), "{error}");
+    }
+}

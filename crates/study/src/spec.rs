@@ -496,6 +496,64 @@ impl Study {
     }
 }
 
+/// What a run's copy of its study file (`DIR/study.toml`) says about its arms and tasks,
+/// read without looking for the task directories (they lie beside the original, not the
+/// copy): what an analysis of the run needs, e.g. each arm's `server_name` and the baseline.
+#[derive(Debug, Clone)]
+pub struct Outline {
+    /// The study's name.
+    pub name: String,
+    /// Its seed.
+    pub seed: u64,
+    /// Trials per task and arm.
+    pub trials: u32,
+    /// The baseline arm.
+    pub baseline: String,
+    /// The task names, in file order.
+    pub tasks: Vec<String>,
+    /// The arms, in file order.
+    pub arms: Vec<Arm>,
+}
+
+impl Outline {
+    /// Reads the outline of the study file at `path` (the keys are checked as strictly as by
+    /// [`Study::load`]; the files the tasks name are not looked at).
+    pub fn load(path: &Path) -> Result<Outline, SpecError> {
+        let read_err = |source| SpecError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let meta = std::fs::metadata(path).map_err(read_err)?;
+        if meta.len() > MAX_STUDY_FILE_BYTES {
+            return Err(SpecError::TooLarge {
+                path: path.to_path_buf(),
+            });
+        }
+        let text = std::fs::read_to_string(path).map_err(read_err)?;
+        let raw: RawStudy = toml::from_str(&text).map_err(|e| SpecError::Toml {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let arms = raw
+            .arm
+            .into_iter()
+            .map(check_arm)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|what| SpecError::Invalid {
+                path: path.to_path_buf(),
+                what,
+            })?;
+        Ok(Outline {
+            name: raw.study.name,
+            seed: raw.study.seed,
+            trials: raw.study.trials,
+            baseline: raw.study.baseline,
+            tasks: raw.task.into_iter().map(|t| t.name).collect(),
+            arms,
+        })
+    }
+}
+
 /// Checks a name of a task or arm: it becomes part of directory names and tool names.
 fn check_name(kind: &str, name: &str) -> Result<(), String> {
     let ok = (1..=40).contains(&name.len())
@@ -818,6 +876,22 @@ server = false
             err(&GOOD.replace("\"extended\"]", "\"extended\", \"--root\"]")).contains("--root")
         );
         assert!(err(&GOOD.replace("name = \"one\"", "name = \"One\"")).contains("a-z"));
+    }
+
+    #[test]
+    fn the_outline_reads_a_copy_away_from_its_tasks() {
+        let d = tempfile::tempdir().unwrap();
+        let copy = d.path().join("study.toml");
+        std::fs::write(&copy, GOOD).unwrap();
+        let o = Outline::load(&copy).unwrap();
+        assert_eq!(o.baseline, "fs");
+        assert_eq!(o.tasks, ["one"]);
+        assert_eq!(o.arms.len(), 2);
+        assert!(o.arms[1].server_args.is_none());
+        assert!(
+            Study::load(&copy).is_err(),
+            "the full load looks for the task files"
+        );
     }
 
     #[test]
