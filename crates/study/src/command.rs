@@ -1,7 +1,5 @@
 //! The `filesystem study` subcommands, defined here so the binary only wires them in.
 
-use crate::run::RunArgs;
-
 /// The subcommands of `filesystem study`.
 #[derive(clap::Subcommand, Debug)]
 pub enum StudyCommand {
@@ -15,10 +13,6 @@ pub enum StudyCommand {
 /// status.
 pub fn execute(command: StudyCommand, filesystem_binary: &std::path::Path) -> i32 {
     match command {
-        StudyCommand::Run(args) => run(&args, filesystem_binary),
+        StudyCommand::Run(args) => crate::run::run(&args, filesystem_binary),
     }
-}
-
-fn run(args: &RunArgs, filesystem_binary: &std::path::Path) -> i32 {
-    crate::run::run(args, filesystem_binary)
 }
