@@ -236,7 +236,8 @@ pub enum Command {
     /// Verify .filesystem/ and .shelpa/ after a crash; --repair fixes what is safe (exit 1 if an
     /// error remains; warnings only with --strict).
     Check(crate::check::CheckArgs),
-    /// Run the adoption experiment (agents on tasks under each tool interface) and report on it.
+    /// Run the adoption experiment: agents given tasks under each tool interface (see
+    /// `filesystem study run --help`).
     Study {
         #[command(subcommand)]
         command: study::command::StudyCommand,
@@ -599,9 +600,9 @@ pub fn main() -> i32 {
             }
         };
     }
-    let cli = Cli::parse_args(argv);
-    let opts = &cli.options;
-    match cli.command {
+    let Cli { options, command } = Cli::parse_args(argv);
+    let opts = &options;
+    match command {
         None => run_server(opts),
         Some(Command::Tools) => list_tools(opts),
         Some(Command::Call { tool, args }) => call_once(opts, &tool, &args),
@@ -613,9 +614,10 @@ pub fn main() -> i32 {
             crate::check::run(opts.root.as_deref(), opts.allow_root_slash, &args)
         }
         Some(Command::Study { command }) => match std::env::current_exe() {
+            // The study's arms serve this very binary, and the stand-in agent lies beside it.
             Ok(exe) => study::command::execute(command, &exe),
             Err(e) => {
-                eprintln!("filesystem: cannot find the path of this program: {e}");
+                eprintln!("filesystem study: cannot find the path of this executable: {e}");
                 1
             }
         },

@@ -1,19 +1,22 @@
-//! `filesystem study …`: the subcommands of the adoption experiment, as the binary wires them.
+//! The `filesystem study` subcommands, defined here so the binary only wires them in.
 
 /// The subcommands of `filesystem study`.
 #[derive(clap::Subcommand, Debug)]
 pub enum StudyCommand {
+    /// Run a study: every task under every arm, in fresh workspaces, recorded trial by trial.
+    #[command(long_about = crate::run::RUN_LONG_ABOUT)]
+    Run(crate::run::RunArgs),
     /// Report on a run: success, adoption of this project's tools for writes and reads, calls,
     /// errors, retries and pipe stages per arm, each arm against a baseline arm.
     Report(crate::report::StudyReportArgs),
 }
 
-/// Runs a `filesystem study` subcommand and returns the exit status. `filesystem_binary` is the
-/// running `filesystem` executable, which a run puts in each trial's MCP configuration.
+/// Runs `command`; `filesystem_binary` is the running executable, the MCP server the study's
+/// arms configure and the directory where `study-stand-in` is looked for (a report needs
+/// neither: it reads what a run left). Returns the exit status.
 pub fn execute(command: StudyCommand, filesystem_binary: &std::path::Path) -> i32 {
-    // Only a run starts servers; the report reads what a run left.
-    let _ = filesystem_binary;
     match command {
+        StudyCommand::Run(args) => crate::run::run(&args, filesystem_binary),
         StudyCommand::Report(args) => crate::report::run(&args),
     }
 }

@@ -8,3 +8,5 @@
 pub mod command;
 pub mod record;
 pub mod report;
+pub mod run;
+pub mod spec;

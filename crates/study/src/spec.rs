@@ -1,0 +1,909 @@
+//! The study file: what to run (tasks, arms, trials, the agent), read and checked once, before
+//! anything is started, so a mistake is found in seconds instead of halfway through a night.
+//!
+//! Paths in the file are relative to its directory. Every string the runner hands to a process
+//! is a [`Template`] whose `{placeholders}` were checked at load; an unknown one is an error here,
+//! never a literal `{typo}` reaching the agent.
+
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Largest study file read (it is a few dozen lines in practice).
+pub const MAX_STUDY_FILE_BYTES: u64 = 1024 * 1024;
+/// Most tasks in one study.
+pub const MAX_TASKS: usize = 100;
+/// Most arms in one study.
+pub const MAX_ARMS: usize = 20;
+/// Most trials per task and arm.
+pub const MAX_TRIALS: u32 = 1000;
+/// Most trials in one study (tasks × arms × trials).
+pub const MAX_TOTAL_TRIALS: u64 = 100_000;
+/// Longest argument, template or value in the file, in bytes.
+pub const MAX_ARG_BYTES: usize = 4096;
+/// Most elements of one argv (agent command, verifier, arm args) and most `env` entries.
+pub const MAX_ARGS: usize = 256;
+/// Largest prompt file.
+pub const MAX_PROMPT_BYTES: u64 = 1024 * 1024;
+/// Largest prompt that can be passed as one argument (`{prompt}`): Linux refuses a single
+/// argument of 128 KiB or more (MAX_ARG_STRLEN).
+pub const MAX_PROMPT_ARG_BYTES: u64 = 128 * 1024 - 1;
+/// Longest time limit of a task, in seconds (one day).
+pub const MAX_TIME_LIMIT: u64 = 86_400;
+
+/// Why a study file cannot be run. Each message names the file or key and what to do instead.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// The file could not be read.
+    #[error("cannot read the study file {path}: {source}")]
+    Read {
+        /// The study file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The file is larger than [`MAX_STUDY_FILE_BYTES`].
+    #[error("the study file {path} is larger than {MAX_STUDY_FILE_BYTES} bytes; a study file names tasks and arms, their content lives in the task directories")]
+    TooLarge {
+        /// The study file.
+        path: PathBuf,
+    },
+    /// The TOML is malformed or has an unknown or mistyped key.
+    #[error("{path}: {message}(see the README's \"Running a study\" for the keys a study file may hold)")]
+    Toml {
+        /// The study file.
+        path: PathBuf,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A value is out of bounds or inconsistent with another.
+    #[error("{path}: {what}")]
+    Invalid {
+        /// The study file.
+        path: PathBuf,
+        /// What is wrong and how to fix it.
+        what: String,
+    },
+}
+
+/// The study file as written: the serde shape, checked by [`Study::load`].
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStudy {
+    study: RawHeader,
+    agent: RawAgent,
+    #[serde(default)]
+    task: Vec<RawTask>,
+    #[serde(default)]
+    arm: Vec<RawArm>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHeader {
+    name: String,
+    seed: u64,
+    trials: u32,
+    baseline: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAgent {
+    command: Vec<String>,
+    stdin: Option<String>,
+    stdout: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTask {
+    name: String,
+    dir: PathBuf,
+    fixture: PathBuf,
+    prompt: PathBuf,
+    verify: Vec<String>,
+    time_limit: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawArm {
+    name: String,
+    args: Option<Vec<String>>,
+    server: Option<bool>,
+    server_name: Option<String>,
+}
+
+/// A checked study, with every path made absolute.
+#[derive(Debug, Clone)]
+pub struct Study {
+    /// The study file (absolute).
+    pub file: PathBuf,
+    /// Its directory (absolute, symlinks resolved): `{study_dir}`, and the base of relative paths.
+    pub dir: PathBuf,
+    /// The study file's bytes as read: copied to the output so `--resume` can tell a change.
+    pub source: Vec<u8>,
+    /// Free text naming the study.
+    pub name: String,
+    /// Fixes the trial order and every trial's seed.
+    pub seed: u64,
+    /// Trials per task and arm.
+    pub trials: u32,
+    /// The arm the report compares the others with.
+    pub baseline: String,
+    /// How to start the agent.
+    pub agent: Agent,
+    /// The tasks, in file order (their index feeds the trial seeds).
+    pub tasks: Vec<Task>,
+    /// The arms, in file order.
+    pub arms: Vec<Arm>,
+}
+
+/// How the agent of every trial is started.
+#[derive(Debug, Clone)]
+pub struct Agent {
+    /// The argv; the first element names the program.
+    pub command: Vec<Template>,
+    /// A file fed to its stdin (default: nothing, /dev/null).
+    pub stdin: Option<Template>,
+    /// Where its stdout goes instead of the trial's `agent.out`.
+    pub stdout: Option<Template>,
+    /// Extra environment, on top of the runner's own.
+    pub env: Vec<(String, Template)>,
+}
+
+/// One task: a fixture copied fresh for every trial, a prompt and a verifier.
+#[derive(Debug, Clone)]
+pub struct Task {
+    /// `[a-z0-9-]{1,40}`, unique in the study.
+    pub name: String,
+    /// The task directory (absolute): `{task_dir}`.
+    pub dir: PathBuf,
+    /// The directory copied as each trial's workspace (absolute).
+    pub fixture: PathBuf,
+    /// The prompt file (absolute).
+    pub prompt: PathBuf,
+    /// The verifier's argv, run in the trial's workspace; exit 0 means the task was done.
+    pub verify: Vec<Template>,
+    /// Seconds the agent may run.
+    pub time_limit: u64,
+}
+
+/// One arm: the server configuration an agent is given.
+#[derive(Debug, Clone)]
+pub struct Arm {
+    /// `[a-z0-9-]{1,40}`, unique in the study.
+    pub name: String,
+    /// The server's arguments (without `--root`/`--call-log`, which the runner adds), or `None`
+    /// for an arm without a server.
+    pub server_args: Option<Vec<String>>,
+    /// The key in `mcpServers`: the agent sees tools as `mcp__<server_name>__<tool>`.
+    pub server_name: String,
+}
+
+/// A placeholder a template may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placeholder {
+    /// `{workspace}`: the trial's workspace.
+    Workspace,
+    /// `{mcp_config}`: the MCP configuration file.
+    McpConfig,
+    /// `{prompt_file}`: the trial's copy of the prompt.
+    PromptFile,
+    /// `{prompt}`: the prompt text itself.
+    Prompt,
+    /// `{transcript_dir}`: where the agent writes its transcript.
+    TranscriptDir,
+    /// `{task_dir}`: the task directory.
+    TaskDir,
+    /// `{study_dir}`: the study file's directory.
+    StudyDir,
+    /// `{task}`: the task's name.
+    Task,
+    /// `{arm}`: the arm's name.
+    Arm,
+    /// `{trial}`: the trial's id.
+    Trial,
+    /// `{seed}`: the trial's seed.
+    Seed,
+}
+
+impl Placeholder {
+    const ALL: [(&'static str, Placeholder); 11] = [
+        ("workspace", Placeholder::Workspace),
+        ("mcp_config", Placeholder::McpConfig),
+        ("prompt_file", Placeholder::PromptFile),
+        ("prompt", Placeholder::Prompt),
+        ("transcript_dir", Placeholder::TranscriptDir),
+        ("task_dir", Placeholder::TaskDir),
+        ("study_dir", Placeholder::StudyDir),
+        ("task", Placeholder::Task),
+        ("arm", Placeholder::Arm),
+        ("trial", Placeholder::Trial),
+        ("seed", Placeholder::Seed),
+    ];
+}
+
+/// A piece of a template: text as written, or a placeholder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    Text(String),
+    Var(Placeholder),
+}
+
+/// A string with `{placeholders}`, parsed once at load so a typo is an error before any trial.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    pieces: Vec<Piece>,
+}
+
+/// The values a trial gives the placeholders.
+#[derive(Debug, Clone)]
+pub struct Values<'a> {
+    /// `{workspace}`.
+    pub workspace: &'a Path,
+    /// `{mcp_config}`.
+    pub mcp_config: &'a Path,
+    /// `{prompt_file}`.
+    pub prompt_file: &'a Path,
+    /// `{prompt}`.
+    pub prompt: &'a str,
+    /// `{transcript_dir}`.
+    pub transcript_dir: &'a Path,
+    /// `{task_dir}`.
+    pub task_dir: &'a Path,
+    /// `{study_dir}`.
+    pub study_dir: &'a Path,
+    /// `{task}`.
+    pub task: &'a str,
+    /// `{arm}`.
+    pub arm: &'a str,
+    /// `{trial}`.
+    pub trial: &'a str,
+    /// `{seed}`.
+    pub seed: u64,
+}
+
+impl Template {
+    /// Parses `text`: `{name}` is a placeholder, `{{` and `}}` are literal braces; anything else
+    /// in braces, or a lone brace, is an error naming the placeholders there are.
+    pub fn parse(text: &str) -> Result<Template, String> {
+        let mut pieces = Vec::new();
+        let mut literal = String::new();
+        let mut rest = text;
+        while let Some(i) = rest.find(['{', '}']) {
+            literal.push_str(&rest[..i]);
+            let tail = &rest[i..];
+            if let Some(after) = tail.strip_prefix("{{") {
+                literal.push('{');
+                rest = after;
+            } else if let Some(after) = tail.strip_prefix("}}") {
+                literal.push('}');
+                rest = after;
+            } else if tail.starts_with('}') {
+                return Err(format!(
+                    "a lone '}}' in {text:?}; write '}}}}' for a literal brace"
+                ));
+            } else {
+                let Some(end) = tail.find('}') else {
+                    return Err(format!(
+                        "an unclosed '{{' in {text:?}; write '{{{{' for a literal brace"
+                    ));
+                };
+                let name = &tail[1..end];
+                let Some(&(_, var)) = Placeholder::ALL.iter().find(|(n, _)| *n == name) else {
+                    let known: Vec<String> = Placeholder::ALL
+                        .iter()
+                        .map(|(n, _)| format!("{{{n}}}"))
+                        .collect();
+                    return Err(format!(
+                        "unknown placeholder {{{name}}} in {text:?}; the placeholders are {} (write '{{{{' and '}}}}' for literal braces)",
+                        known.join(", ")
+                    ));
+                };
+                if !literal.is_empty() {
+                    pieces.push(Piece::Text(std::mem::take(&mut literal)));
+                }
+                pieces.push(Piece::Var(var));
+                rest = &tail[end + 1..];
+            }
+        }
+        literal.push_str(rest);
+        if !literal.is_empty() {
+            pieces.push(Piece::Text(literal));
+        }
+        Ok(Template { pieces })
+    }
+
+    /// True when the template uses `placeholder`.
+    pub fn uses(&self, placeholder: Placeholder) -> bool {
+        self.pieces.contains(&Piece::Var(placeholder))
+    }
+
+    /// The literal text, when the template has no placeholder.
+    pub fn as_literal(&self) -> Option<&str> {
+        match self.pieces.as_slice() {
+            [] => Some(""),
+            [Piece::Text(t)] => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The template with `values` filled in. Paths stay as the system gave them (not
+    /// necessarily UTF-8), hence an `OsString`.
+    pub fn expand(&self, values: &Values<'_>) -> OsString {
+        let mut out = OsString::new();
+        for piece in &self.pieces {
+            match piece {
+                Piece::Text(t) => out.push(t),
+                Piece::Var(var) => match var {
+                    Placeholder::Workspace => out.push(values.workspace),
+                    Placeholder::McpConfig => out.push(values.mcp_config),
+                    Placeholder::PromptFile => out.push(values.prompt_file),
+                    Placeholder::Prompt => out.push(values.prompt),
+                    Placeholder::TranscriptDir => out.push(values.transcript_dir),
+                    Placeholder::TaskDir => out.push(values.task_dir),
+                    Placeholder::StudyDir => out.push(values.study_dir),
+                    Placeholder::Task => out.push(values.task),
+                    Placeholder::Arm => out.push(values.arm),
+                    Placeholder::Trial => out.push(values.trial),
+                    Placeholder::Seed => out.push(values.seed.to_string()),
+                },
+            }
+        }
+        out
+    }
+}
+
+impl Study {
+    /// Reads and checks the study file at `path`: the TOML, every bound, every name, every
+    /// placeholder, and that each task's directory, fixture and prompt exist.
+    pub fn load(path: &Path) -> Result<Study, SpecError> {
+        let read_err = |source| SpecError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::canonicalize(path).map_err(read_err)?;
+        let meta = std::fs::metadata(&file).map_err(read_err)?;
+        if meta.len() > MAX_STUDY_FILE_BYTES {
+            return Err(SpecError::TooLarge { path: file });
+        }
+        let source = std::fs::read(&file).map_err(read_err)?;
+        let dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
+        Study::from_source(&file, &dir, source)
+    }
+
+    /// Checks the study in `source`, as if read from `file` in `dir`.
+    fn from_source(file: &Path, dir: &Path, source: Vec<u8>) -> Result<Study, SpecError> {
+        let invalid = |what: String| SpecError::Invalid {
+            path: file.to_path_buf(),
+            what,
+        };
+        let text = std::str::from_utf8(&source)
+            .map_err(|_| invalid("the study file is not UTF-8 text; TOML must be".into()))?;
+        let raw: RawStudy = toml::from_str(text).map_err(|e| SpecError::Toml {
+            path: file.to_path_buf(),
+            message: e.to_string(),
+        })?;
+
+        let header = raw.study;
+        if header.name.len() > MAX_ARG_BYTES {
+            return Err(invalid(format!(
+                "study.name is longer than {MAX_ARG_BYTES} bytes"
+            )));
+        }
+        if !(1..=MAX_TRIALS).contains(&header.trials) {
+            return Err(invalid(format!(
+                "study.trials = {} is out of range; give 1 to {MAX_TRIALS} trials per task and arm",
+                header.trials
+            )));
+        }
+
+        let agent = check_agent(raw.agent).map_err(invalid)?;
+
+        if raw.task.is_empty() || raw.task.len() > MAX_TASKS {
+            return Err(invalid(format!(
+                "the study has {} tasks; give 1 to {MAX_TASKS} [[task]] tables",
+                raw.task.len()
+            )));
+        }
+        if raw.arm.is_empty() || raw.arm.len() > MAX_ARMS {
+            return Err(invalid(format!(
+                "the study has {} arms; give 1 to {MAX_ARMS} [[arm]] tables",
+                raw.arm.len()
+            )));
+        }
+        let uses_prompt_arg = agent.command.iter().any(|t| t.uses(Placeholder::Prompt));
+
+        let mut tasks = Vec::with_capacity(raw.task.len());
+        let mut names = HashSet::new();
+        for t in raw.task {
+            let task = check_task(t, dir, uses_prompt_arg).map_err(invalid)?;
+            if !names.insert(task.name.clone()) {
+                return Err(invalid(format!(
+                    "two tasks are named {:?}; give each [[task]] its own name",
+                    task.name
+                )));
+            }
+            tasks.push(task);
+        }
+        let mut arms = Vec::with_capacity(raw.arm.len());
+        let mut names = HashSet::new();
+        for a in raw.arm {
+            let arm = check_arm(a).map_err(invalid)?;
+            if !names.insert(arm.name.clone()) {
+                return Err(invalid(format!(
+                    "two arms are named {:?}; give each [[arm]] its own name",
+                    arm.name
+                )));
+            }
+            arms.push(arm);
+        }
+        if !arms.iter().any(|a| a.name == header.baseline) {
+            let known: Vec<&str> = arms.iter().map(|a| a.name.as_str()).collect();
+            return Err(invalid(format!(
+                "study.baseline = {:?} names no arm; use one of: {}",
+                header.baseline,
+                known.join(", ")
+            )));
+        }
+        let total = tasks.len() as u64 * arms.len() as u64 * u64::from(header.trials);
+        if total > MAX_TOTAL_TRIALS {
+            return Err(invalid(format!(
+                "{} tasks × {} arms × {} trials = {total} trials, more than {MAX_TOTAL_TRIALS}; run fewer trials or split the study",
+                tasks.len(),
+                arms.len(),
+                header.trials
+            )));
+        }
+        // Trial ids join task and arm with '-', which both names may contain: "a-b" × "c" and
+        // "a" × "b-c" would share a directory.
+        let mut ids: std::collections::HashMap<String, (&str, &str)> = Default::default();
+        for task in &tasks {
+            for arm in &arms {
+                let id = crate::record::PlannedTrial::id_for(0, &task.name, &arm.name);
+                if let Some((t, a)) = ids.insert(id.clone(), (&task.name, &arm.name)) {
+                    return Err(invalid(format!(
+                        "task {t:?} under arm {a:?} and task {:?} under arm {:?} give the same trial id ({id}); rename a task or an arm",
+                        task.name, arm.name
+                    )));
+                }
+            }
+        }
+
+        Ok(Study {
+            file: file.to_path_buf(),
+            dir: dir.to_path_buf(),
+            source,
+            name: header.name,
+            seed: header.seed,
+            trials: header.trials,
+            baseline: header.baseline,
+            agent,
+            tasks,
+            arms,
+        })
+    }
+
+    /// The number of trials the study runs.
+    pub fn total_trials(&self) -> usize {
+        self.tasks.len() * self.arms.len() * self.trials as usize
+    }
+}
+
+/// What a run's copy of its study file (`DIR/study.toml`) says about its arms and tasks,
+/// read without looking for the task directories (they lie beside the original, not the
+/// copy): what an analysis of the run needs, e.g. each arm's `server_name` and the baseline.
+#[derive(Debug, Clone)]
+pub struct Outline {
+    /// The study's name.
+    pub name: String,
+    /// Its seed.
+    pub seed: u64,
+    /// Trials per task and arm.
+    pub trials: u32,
+    /// The baseline arm.
+    pub baseline: String,
+    /// The task names, in file order.
+    pub tasks: Vec<String>,
+    /// The arms, in file order.
+    pub arms: Vec<Arm>,
+}
+
+impl Outline {
+    /// Reads the outline of the study file at `path` (the keys are checked as strictly as by
+    /// [`Study::load`]; the files the tasks name are not looked at).
+    pub fn load(path: &Path) -> Result<Outline, SpecError> {
+        let read_err = |source| SpecError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let meta = std::fs::metadata(path).map_err(read_err)?;
+        if meta.len() > MAX_STUDY_FILE_BYTES {
+            return Err(SpecError::TooLarge {
+                path: path.to_path_buf(),
+            });
+        }
+        let text = std::fs::read_to_string(path).map_err(read_err)?;
+        let raw: RawStudy = toml::from_str(&text).map_err(|e| SpecError::Toml {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let arms = raw
+            .arm
+            .into_iter()
+            .map(check_arm)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|what| SpecError::Invalid {
+                path: path.to_path_buf(),
+                what,
+            })?;
+        Ok(Outline {
+            name: raw.study.name,
+            seed: raw.study.seed,
+            trials: raw.study.trials,
+            baseline: raw.study.baseline,
+            tasks: raw.task.into_iter().map(|t| t.name).collect(),
+            arms,
+        })
+    }
+}
+
+/// Checks a name of a task or arm: it becomes part of directory names and tool names.
+fn check_name(kind: &str, name: &str) -> Result<(), String> {
+    let ok = (1..=40).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{kind} name {name:?} is not 1 to 40 of a-z, 0-9 and '-'; rename it (names become directory names)"
+        ))
+    }
+}
+
+/// Parses one argv of templates, with its bounds.
+fn templates(key: &str, argv: &[String]) -> Result<Vec<Template>, String> {
+    if argv.is_empty() {
+        return Err(format!(
+            "{key} is empty; give the program and its arguments, e.g. [\"sh\", \"verify.sh\"]"
+        ));
+    }
+    if argv.len() > MAX_ARGS {
+        return Err(format!("{key} has more than {MAX_ARGS} elements"));
+    }
+    argv.iter()
+        .map(|a| template(key, a))
+        .collect::<Result<Vec<_>, _>>()
+}
+
+/// Parses one template, with its bound.
+fn template(key: &str, text: &str) -> Result<Template, String> {
+    if text.len() > MAX_ARG_BYTES {
+        return Err(format!(
+            "an element of {key} is longer than {MAX_ARG_BYTES} bytes; put long text in a file"
+        ));
+    }
+    if text.contains('\0') {
+        return Err(format!("an element of {key} holds a NUL byte"));
+    }
+    Template::parse(text).map_err(|e| format!("{key}: {e}"))
+}
+
+fn check_agent(raw: RawAgent) -> Result<Agent, String> {
+    let command = templates("agent.command", &raw.command)?;
+    if command[0].as_literal() == Some("") {
+        return Err("agent.command starts with an empty program name".into());
+    }
+    let stdin = raw
+        .stdin
+        .as_deref()
+        .map(|s| template("agent.stdin", s))
+        .transpose()?;
+    let stdout = raw
+        .stdout
+        .as_deref()
+        .map(|s| template("agent.stdout", s))
+        .transpose()?;
+    if raw.env.len() > MAX_ARGS {
+        return Err(format!("agent.env has more than {MAX_ARGS} entries"));
+    }
+    let mut env = Vec::with_capacity(raw.env.len());
+    for (key, value) in raw.env {
+        if key.is_empty() || key.contains(['=', '\0']) || key.len() > MAX_ARG_BYTES {
+            return Err(format!(
+                "agent.env key {key:?} is not a variable name (non-empty, no '=' or NUL)"
+            ));
+        }
+        let value = template(&format!("agent.env.{key}"), &value)?;
+        env.push((key, value));
+    }
+    Ok(Agent {
+        command,
+        stdin,
+        stdout,
+        env,
+    })
+}
+
+fn check_task(raw: RawTask, study_dir: &Path, uses_prompt_arg: bool) -> Result<Task, String> {
+    check_name("task", &raw.name)?;
+    let name = raw.name;
+    let dir = study_dir.join(&raw.dir);
+    let dir = std::fs::canonicalize(&dir)
+        .map_err(|e| format!("task {name:?}: its dir {} cannot be opened ({e}); dir is relative to the study file's directory", dir.display()))?;
+    if !dir.is_dir() {
+        return Err(format!(
+            "task {name:?}: dir {} is not a directory",
+            dir.display()
+        ));
+    }
+    let fixture = dir.join(&raw.fixture);
+    match std::fs::metadata(&fixture) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(format!(
+                "task {name:?}: the fixture {} is not a directory; fixture names the directory copied as each trial's workspace",
+                fixture.display()
+            ))
+        }
+        Err(e) => {
+            return Err(format!(
+                "task {name:?}: the fixture {} cannot be opened ({e}); fixture is relative to the task's dir",
+                fixture.display()
+            ))
+        }
+    }
+    crate::run::copy::measure(&fixture).map_err(|e| format!("task {name:?}: {e}"))?;
+    let prompt = dir.join(&raw.prompt);
+    let meta = std::fs::metadata(&prompt).map_err(|e| {
+        format!(
+            "task {name:?}: the prompt {} cannot be opened ({e}); prompt is relative to the task's dir",
+            prompt.display()
+        )
+    })?;
+    if !meta.is_file() {
+        return Err(format!(
+            "task {name:?}: the prompt {} is not a file",
+            prompt.display()
+        ));
+    }
+    if meta.len() > MAX_PROMPT_BYTES {
+        return Err(format!(
+            "task {name:?}: the prompt {} is larger than {MAX_PROMPT_BYTES} bytes",
+            prompt.display()
+        ));
+    }
+    if uses_prompt_arg && meta.len() > MAX_PROMPT_ARG_BYTES {
+        return Err(format!(
+            "task {name:?}: the prompt is too long to pass as one argument ({{prompt}}); give the agent {{prompt_file}} or stdin = \"{{prompt_file}}\" instead"
+        ));
+    }
+    if uses_prompt_arg && std::fs::read_to_string(&prompt).is_err() {
+        return Err(format!(
+            "task {name:?}: the prompt {} is not UTF-8 text, which {{prompt}} passes as an argument",
+            prompt.display()
+        ));
+    }
+    let verify = templates(&format!("task {name:?} verify"), &raw.verify)?;
+    if !(1..=MAX_TIME_LIMIT).contains(&raw.time_limit) {
+        return Err(format!(
+            "task {name:?}: time_limit = {} is out of range; give 1 to {MAX_TIME_LIMIT} seconds",
+            raw.time_limit
+        ));
+    }
+    Ok(Task {
+        name,
+        dir,
+        fixture,
+        prompt,
+        verify,
+        time_limit: raw.time_limit,
+    })
+}
+
+/// The arguments the runner adds itself; an arm that gives them would serve another root or
+/// log elsewhere, and trials would share files.
+const RUNNER_ARGS: [&str; 4] = ["--root", "--call-log", "--no-call-log", "--server"];
+
+fn check_arm(raw: RawArm) -> Result<Arm, String> {
+    check_name("arm", &raw.name)?;
+    let name = raw.name;
+    let server_name = raw.server_name.unwrap_or_else(|| "filesystem".into());
+    let name_ok = (1..=64).contains(&server_name.len())
+        && server_name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !name_ok {
+        return Err(format!(
+            "arm {name:?}: server_name {server_name:?} is not 1 to 64 of A-Z, a-z, 0-9, '-' and '_'"
+        ));
+    }
+    let server_args = match (raw.server.unwrap_or(true), raw.args) {
+        (false, Some(_)) => {
+            return Err(format!(
+                "arm {name:?} has server = false and args; an arm without a server takes no args (remove one of them)"
+            ))
+        }
+        (false, None) => None,
+        (true, args) => {
+            let args = args.unwrap_or_default();
+            if args.len() > MAX_ARGS {
+                return Err(format!("arm {name:?}: args has more than {MAX_ARGS} elements"));
+            }
+            for a in &args {
+                if a.len() > MAX_ARG_BYTES || a.contains('\0') {
+                    return Err(format!(
+                        "arm {name:?}: an argument is longer than {MAX_ARG_BYTES} bytes or holds NUL"
+                    ));
+                }
+                let flag = a.split('=').next().unwrap_or(a);
+                if RUNNER_ARGS.contains(&flag) {
+                    return Err(format!(
+                        "arm {name:?}: args gives {flag}, which the runner sets for each trial (its own workspace and call log); remove it"
+                    ));
+                }
+            }
+            Some(args)
+        }
+    };
+    Ok(Arm {
+        name,
+        server_args,
+        server_name,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture_dir() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("tasks/one");
+        std::fs::create_dir_all(t.join("workspace")).unwrap();
+        std::fs::write(t.join("workspace/a.txt"), "a").unwrap();
+        std::fs::write(t.join("prompt.md"), "do it").unwrap();
+        d
+    }
+
+    const GOOD: &str = r#"
+[study]
+name = "t"
+seed = 7
+trials = 2
+baseline = "fs"
+[agent]
+command = ["agent", "{workspace}", "{{literal}}", "--seed={seed}"]
+env = { A = "{trial}" }
+[[task]]
+name = "one"
+dir = "tasks/one"
+fixture = "workspace"
+prompt = "prompt.md"
+verify = ["true"]
+time_limit = 5
+[[arm]]
+name = "fs"
+args = ["--tools", "extended"]
+[[arm]]
+name = "none"
+server = false
+"#;
+
+    fn load(text: &str) -> Result<Study, SpecError> {
+        let d = fixture_dir();
+        let file = d.path().join("study.toml");
+        std::fs::write(&file, text).unwrap();
+        Study::load(&file)
+    }
+
+    fn err(text: &str) -> String {
+        load(text).expect_err("must be refused").to_string()
+    }
+
+    #[test]
+    fn a_good_study_loads_with_absolute_paths() {
+        let s = load(GOOD).unwrap();
+        assert_eq!(s.total_trials(), 4);
+        assert!(s.tasks[0].fixture.is_absolute());
+        assert_eq!(
+            s.arms[0].server_args.as_deref(),
+            Some(&["--tools".to_string(), "extended".to_string()][..])
+        );
+        assert_eq!(s.arms[1].server_args, None);
+        assert_eq!(s.arms[1].server_name, "filesystem");
+    }
+
+    #[test]
+    fn templates_expand_and_keep_escaped_braces() {
+        let t = Template::parse("{{x}} {trial}-{seed}").unwrap();
+        let p = Path::new("/p");
+        let v = Values {
+            workspace: p,
+            mcp_config: p,
+            prompt_file: p,
+            prompt: "hi",
+            transcript_dir: p,
+            task_dir: p,
+            study_dir: p,
+            task: "t",
+            arm: "a",
+            trial: "000-t-a",
+            seed: 9,
+        };
+        assert_eq!(t.expand(&v), OsString::from("{x} 000-t-a-9"));
+        assert!(Template::parse("{nope}")
+            .unwrap_err()
+            .contains("{workspace}"));
+        assert!(Template::parse("a { b").is_err());
+        assert!(Template::parse("a } b").is_err());
+    }
+
+    #[test]
+    fn unknown_keys_and_placeholders_are_refused_by_name() {
+        assert!(
+            err(&GOOD.replace("time_limit = 5", "time_limit = 5\ntimeout = 3")).contains("timeout")
+        );
+        assert!(err(&GOOD.replace("{workspace}", "{worksapce}"))
+            .contains("unknown placeholder {worksapce}"));
+        assert!(err(&GOOD.replace("\"true\"", "\"{prompt_fiel}\"")).contains("prompt_fiel"));
+    }
+
+    #[test]
+    fn duplicates_bounds_and_missing_files_are_refused() {
+        assert!(err(&GOOD.replace("name = \"none\"", "name = \"fs\""))
+            .contains("two arms are named \"fs\""));
+        assert!(err(&GOOD.replace("trials = 2", "trials = 0")).contains("1 to 1000"));
+        assert!(
+            err(&GOOD.replace("fixture = \"workspace\"", "fixture = \"gone\"")).contains("fixture")
+        );
+        assert!(
+            err(&GOOD.replace("baseline = \"fs\"", "baseline = \"x\"")).contains("names no arm")
+        );
+        assert!(
+            err(&GOOD.replace("server = false", "server = false\nargs = []"))
+                .contains("server = false and args")
+        );
+        assert!(
+            err(&GOOD.replace("\"extended\"]", "\"extended\", \"--root\"]")).contains("--root")
+        );
+        assert!(err(&GOOD.replace("name = \"one\"", "name = \"One\"")).contains("a-z"));
+    }
+
+    #[test]
+    fn the_outline_reads_a_copy_away_from_its_tasks() {
+        let d = tempfile::tempdir().unwrap();
+        let copy = d.path().join("study.toml");
+        std::fs::write(&copy, GOOD).unwrap();
+        let o = Outline::load(&copy).unwrap();
+        assert_eq!(o.baseline, "fs");
+        assert_eq!(o.tasks, ["one"]);
+        assert_eq!(o.arms.len(), 2);
+        assert!(o.arms[1].server_args.is_none());
+        assert!(
+            Study::load(&copy).is_err(),
+            "the full load looks for the task files"
+        );
+    }
+
+    #[test]
+    fn colliding_trial_ids_are_refused() {
+        let text = GOOD
+            .replace("name = \"one\"", "name = \"a-b\"")
+            .replace("name = \"fs\"", "name = \"c\"")
+            .replace("baseline = \"fs\"", "baseline = \"c\"");
+        let mut text = text.clone();
+        text.push_str(
+            "[[task]]\nname = \"a\"\ndir = \"tasks/one\"\nfixture = \"workspace\"\nprompt = \"prompt.md\"\nverify = [\"true\"]\ntime_limit = 5\n[[arm]]\nname = \"b-c\"\n",
+        );
+        assert!(err(&text).contains("same trial id"));
+    }
+}
