@@ -14,19 +14,20 @@ use report::call_log_reader::read_call_logs;
 use report::classify::{Interface, ServerFilter};
 use report::model::Session;
 use report::transcript::read_transcripts;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use super::metrics::TrialNumbers;
 use super::StudyReportError;
 use crate::record::{TrialPaths, TrialRecord, STUDY_FILE, TRIALS_FILE};
+use crate::spec::Outline;
 
 /// The most trial records read: the study file's own bound on the trials of a run.
 pub const MAX_RECORDS: usize = 100_000;
 /// The longest line of `trials.jsonl` read; a record is a few hundred bytes, so a longer line
 /// is damage and is skipped as corrupt.
 pub const MAX_RECORD_LINE: usize = 64 * 1024;
-/// The largest `study.toml` and `mcp.json` read.
+/// The largest `mcp.json` read (`study.toml` has the study file's own bound).
 pub const MAX_SMALL_FILE: u64 = 1024 * 1024;
 /// How many warnings are printed one by one before the rest are only counted.
 const WARNINGS_SHOWN: usize = 20;
@@ -76,26 +77,6 @@ pub struct Loaded {
     pub inputs: InputSummary,
 }
 
-/// The few fields of the study file the report uses; everything else in it is the runner's.
-#[derive(Deserialize)]
-struct StudyHead {
-    #[serde(default)]
-    study: Option<StudySection>,
-    #[serde(default)]
-    arm: Vec<ArmHead>,
-}
-
-#[derive(Deserialize)]
-struct StudySection {
-    #[serde(default)]
-    baseline: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct ArmHead {
-    name: String,
-}
-
 /// Prints warnings on stderr, the first few one by one, then only a count.
 #[derive(Default)]
 struct Warnings {
@@ -126,14 +107,14 @@ pub fn load(dir: &Path) -> Result<Loaded, StudyReportError> {
         return Err(StudyReportError::NotADirectory(dir.to_path_buf()));
     }
     let mut warnings = Warnings::default();
-    let head = read_study_head(&dir.join(STUDY_FILE))?;
+    let outline = read_outline(&dir.join(STUDY_FILE))?;
     let mut inputs = InputSummary::default();
     let records = read_records(&dir.join(TRIALS_FILE), &mut inputs, &mut warnings)?;
 
     // Arms in the study's order, then any the records add.
-    let mut order: Vec<String> = head
+    let mut order: Vec<String> = outline
         .as_ref()
-        .map(|h| h.arm.iter().map(|a| a.name.clone()).collect())
+        .map(|o| o.arms.iter().map(|a| a.name.clone()).collect())
         .unwrap_or_default();
     for r in &records {
         if !order.contains(&r.arm) {
@@ -152,27 +133,21 @@ pub fn load(dir: &Path) -> Result<Loaded, StudyReportError> {
     warnings.finish();
     Ok(Loaded {
         arms,
-        study_baseline: head.and_then(|h| h.study).and_then(|s| s.baseline),
+        study_baseline: outline.map(|o| o.baseline),
         inputs,
     })
 }
 
-/// The study file's arms and baseline; `None` when the run has no study file (a directory put
-/// together by hand): the records then give the arms.
-fn read_study_head(path: &Path) -> Result<Option<StudyHead>, StudyReportError> {
+/// The outline of the run's copy of the study file (its arms and baseline), read by the same
+/// reader as the runner's; `None` when the run has no study file (a directory put together by
+/// hand): the records then give the arms.
+fn read_outline(path: &Path) -> Result<Option<Outline>, StudyReportError> {
     if !path.exists() {
         return Ok(None);
     }
-    let text = read_small(path).map_err(|source| StudyReportError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    toml::from_str(&text)
+    Outline::load(path)
         .map(Some)
-        .map_err(|e| StudyReportError::StudyFile {
-            path: path.to_path_buf(),
-            detail: e.message().to_string(),
-        })
+        .map_err(StudyReportError::StudyFile)
 }
 
 /// A file of at most [`MAX_SMALL_FILE`] bytes, as text.

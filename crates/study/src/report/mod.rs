@@ -84,14 +84,9 @@ pub enum StudyReportError {
         /// The cause.
         source: std::io::Error,
     },
-    /// The copy of the study file is not TOML.
-    #[error("the study file '{path}' cannot be read: {detail}; restore it from the study the run was made with")]
-    StudyFile {
-        /// The study file.
-        path: PathBuf,
-        /// What is wrong with it.
-        detail: String,
-    },
+    /// The run's copy of the study file cannot be read as a study file.
+    #[error("{0}; the report takes the arms and the baseline from it: restore it from the study file the run was made with")]
+    StudyFile(#[source] crate::spec::SpecError),
     /// The baseline named is not an arm of the run.
     #[error("there is no arm '{name}' in this run ({from}); choose --baseline from: {arms}")]
     UnknownBaseline {
