@@ -45,10 +45,10 @@ Policy ([arm.NAME], every key optional, each a probability from 0 to 1):
 
 How a step is carried out (tools found in tools/list, each checked for the arguments it is sent):
   filesystem tools  read_text_file, write_file, edit_file, move_file
-  pipe tools        read: shelpa_pipe `tail -n +1 FILE`; write: shelpa_write; edit: read through
-                    shelpa_pipe, replace, write through shelpa_write; rename: shelpa cannot move a
-                    file, so a rename goes to move_file when the filesystem tools are served too, and
-                    is built-in otherwise
+  pipe tools        read: shelpa_pipe `tail -n +1 FILE`; write: shelpa_write; edit: the whole new
+                    text through shelpa_write (the plan has read the file before, so no second read
+                    is recorded); rename: shelpa cannot move a file, so a rename goes to move_file
+                    when the filesystem tools are served too, and is built-in otherwise
   built-in          done with plain file operations on the workspace (paths confined: relative, no
                     '..', no symbolic link followed) and recorded under Claude Code's names: Read,
                     Write, Edit, and Bash (`mv FROM TO`) for a rename
