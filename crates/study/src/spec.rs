@@ -906,4 +906,27 @@ server = false
         );
         assert!(err(&text).contains("same trial id"));
     }
+
+    /// The two studies the repository ships load as they are: the stand-in's (run by the demo)
+    /// and Claude Code's (documented, never run by the tests), with the same tasks and arms.
+    #[test]
+    fn the_shipped_example_studies_load() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/study");
+        let standin = Study::load(&fixtures.join("study.toml")).expect("study.toml loads");
+        let claude =
+            Study::load(&fixtures.join("claude-code.toml")).expect("claude-code.toml loads");
+        let names = |s: &Study| {
+            (
+                s.tasks.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+                s.arms.iter().map(|a| a.name.clone()).collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(names(&standin), names(&claude));
+        assert_eq!(standin.tasks.len(), 3);
+        assert_eq!(standin.baseline, "filesystem");
+        assert!(
+            claude.agent.stdout.is_some(),
+            "Claude Code's stream goes to the transcript"
+        );
+    }
 }
