@@ -191,33 +191,35 @@ pub fn read_multiple_files(
 /// What separates the files in `read_multiple_files`' text, as in the reference server.
 const SEPARATOR: &str = "\n---\n";
 
-/// The most threads one `read_multiple_files` call reads on: the reads are a few system calls
-/// each, so more threads than cores only add their start-up.
+/// The most threads one `read_multiple_files` call reads on: a read is a few system calls, so
+/// more threads than cores only add their start-up.
 const MAX_READERS: usize = 4;
+
+/// From how many bytes in all a call's files are read on several threads. Starting and joining
+/// a thread cost 0.2–2 ms on the shared two-core machine of the benchmarks, more than opening,
+/// sizing and reading 100 files of 2 KiB one after another (1.3 ms): below this the reads stay on
+/// the calling thread (profile in benches/FINDINGS.md).
+const PARALLEL_FROM: u64 = 4 << 20;
 
 /// Each path's content or the message saying why it cannot be given, in input order.
 ///
-/// The files are opened and sized on a few threads, then given their part of the call's one
-/// read budget in input order (a file larger than what the files before it left is refused, as
-/// if read one after another), then read on the threads, each at most its part: a file that grew
-/// since it was sized is given as it was when sized. So the same files give the same answer
-/// however the threads ran. `Err` when the call was cancelled or ran out of time.
+/// The files are opened and sized in input order and given their part of the call's one read
+/// budget in that order (a file larger than what the files before it left is refused), then read,
+/// each at most its part — on a few threads when there is much to read: a file that grew since
+/// it was sized is given as it was when sized. So the same files give the same answer however the
+/// threads ran. `Err` when the call was cancelled or ran out of time.
 fn read_all(
     cx: &FsContext,
     paths: &[&str],
     ctx: &CallContext,
 ) -> Result<Vec<Result<String, String>>, FsError> {
     let stopped = || FsError::check(ctx, || "read_multiple_files".to_string());
-    let opened = in_parallel(paths.to_vec(), |path| {
-        FsError::check(ctx, || format!("read_multiple_files at '{path}'"))?;
-        open_one(cx, path)
-    });
     // One budget for the whole call: many files must not return more than one large read could.
     let mut left = cx.options.max_read_bytes;
-    let mut sized = Vec::with_capacity(opened.len());
-    for outcome in opened {
-        let outcome = match outcome {
-            Err(e @ FsError::Stopped { .. }) => return Err(e),
+    let mut sized = Vec::with_capacity(paths.len());
+    for path in paths {
+        FsError::check(ctx, || format!("read_multiple_files at '{path}'"))?;
+        let outcome = match open_one(cx, path) {
             Err(e) => Err(e.to_string()),
             Ok(opened) if opened.len > left => Err(FsError::InvalidArgument(format!(
                 "'{}' is {} bytes, more than the {left} bytes left of this call's read limit; read it alone with read_text_file (head/tail for a large file)",
@@ -233,7 +235,12 @@ fn read_all(
         sized.push(outcome);
     }
     stopped()?;
-    let read = in_parallel(sized, |outcome| {
+    let threads = if cx.options.max_read_bytes - left >= PARALLEL_FROM {
+        MAX_READERS
+    } else {
+        1
+    };
+    let read = in_parallel(sized, threads, |outcome| {
         let opened = outcome?;
         let mut buf = Vec::with_capacity(opened.len as usize);
         (&opened.file)
@@ -270,13 +277,17 @@ fn open_one(cx: &FsContext, path: &str) -> Result<Opened, FsError> {
     })
 }
 
-/// `work` applied to each item, on up to [`MAX_READERS`] threads (the calling one among them),
-/// each taking one contiguous run of the items; the results in the items' order.
-fn in_parallel<T: Send, U: Send>(items: Vec<T>, work: impl Fn(T) -> U + Sync) -> Vec<U> {
+/// `work` applied to each item, on up to `threads` threads (no more than the cores; the calling
+/// one among them), each taking one contiguous run of the items; the results in the items' order.
+fn in_parallel<T: Send, U: Send>(
+    items: Vec<T>,
+    threads: usize,
+    work: impl Fn(T) -> U + Sync,
+) -> Vec<U> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
-        .clamp(1, MAX_READERS)
+        .clamp(1, threads.max(1))
         .min(items.len().max(1));
     if threads == 1 {
         return items.into_iter().map(work).collect();
@@ -570,6 +581,48 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn many_bytes_are_read_on_several_threads_in_input_order() {
+        use mcp_core::toolset::Toolset;
+        let tmp = tempfile::tempdir().expect("tmp");
+        // 12 files of 400 KiB against a 4.5 MiB budget: the first 11 (4.3 MiB, enough to read
+        // on several threads) fit, the last does not.
+        let size = 400 << 10;
+        let names: Vec<String> = (0..12).map(|i| format!("f{i:02}.txt")).collect();
+        for (i, name) in names.iter().enumerate() {
+            let letter = char::from(b'a' + i as u8).to_string();
+            std::fs::write(tmp.path().join(name), letter.repeat(size)).expect("write");
+        }
+        let budget = (4 << 20) + (512 << 10);
+        assert!(11 * size as u64 >= PARALLEL_FROM && 12 * size as u64 > budget);
+        let tools = crate::FsToolset::new(
+            workspace::guard::PathGuard::new(tmp.path()).expect("guard"),
+            crate::FsOptions {
+                backup: false,
+                max_read_bytes: budget,
+                tools: crate::tools::Selection::Extended,
+                listed: Default::default(),
+            },
+        );
+        let Value::Object(args) = json!({ "paths": names }) else {
+            unreachable!("an object")
+        };
+        let text = tools
+            .call(READ_MULTIPLE_FILES, &args, &CallContext::default())
+            .text;
+        let parts: Vec<&str> = text.split(SEPARATOR).collect();
+        assert_eq!(parts.len(), 12);
+        for (i, part) in parts[..11].iter().enumerate() {
+            let letter = char::from(b'a' + i as u8).to_string();
+            assert_eq!(*part, format!("f{i:02}.txt:\n{}\n", letter.repeat(size)));
+        }
+        assert!(
+            parts[11].starts_with("f11.txt: Error - InvalidArgument: 'f11.txt' is 409600 bytes"),
+            "{}",
+            parts[11]
+        );
     }
 
     #[test]

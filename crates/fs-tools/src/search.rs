@@ -189,7 +189,11 @@ pub fn search_content(
     };
     let ignores = ancestor_ignores(&cx.guard, &resolved);
     let mut results = Results::new(&query);
-    run(fd, ignores, &resolved, &query, &mut results, ctx).map_err(|stop| FsError::Stopped {
+    // The start is listed here, so a directory that cannot be read is an error, not an empty
+    // answer (below it, such a directory is simply not searched).
+    let tree = Tree::new(fd)
+        .map_err(|e| target::io_error("cannot read directory", &resolved.relative, e))?;
+    run(tree, ignores, &resolved, &query, &mut results, ctx).map_err(|stop| FsError::Stopped {
         stop,
         what: format!("search_content in '{}'", resolved.display()),
     })?;
@@ -614,10 +618,17 @@ impl Results {
 /// links, its path and depth below the search's start, and the `.gitignore` rules in force above
 /// it (its own are read when it is walked).
 struct Subtree {
-    fd: OwnedFd,
+    top: Top,
     path: PathBuf,
     depth: usize,
     ignores: Vec<Arc<IgnoreLevel>>,
+}
+
+/// A subtree's directory: the start, already listed, or one handed off, only opened (the walker
+/// that takes it lists it).
+enum Top {
+    Listed(Tree),
+    Open(OwnedFd),
 }
 
 /// The subtrees waiting for a walker, and how many walkers are at work.
@@ -773,7 +784,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// it itself otherwise; so at most that many directories wait open besides each walker's own
 /// path. `Err` when the call was cancelled or ran out of time.
 fn run(
-    top: OwnedFd,
+    top: Tree,
     ancestors: Vec<IgnoreLevel>,
     start: &Resolved,
     query: &Query,
@@ -791,7 +802,7 @@ fn run(
         workers,
         queue: Mutex::new(Queue {
             waiting: VecDeque::from([Subtree {
-                fd: top,
+                top: Top::Listed(top),
                 path: PathBuf::new(),
                 depth: 0,
                 ignores: ancestors.into_iter().map(Arc::new).collect(),
@@ -856,8 +867,12 @@ fn walk_subtree(subtree: Subtree, shared: &Shared, searcher: &mut Searcher) -> R
     if shared.beyond(&subtree.path) {
         return Ok(());
     }
-    let Ok(mut tree) = Tree::below(subtree.fd, subtree.depth) else {
-        return Ok(());
+    let mut tree = match subtree.top {
+        Top::Listed(tree) => tree,
+        Top::Open(fd) => match Tree::below(fd, subtree.depth) {
+            Ok(tree) => tree,
+            Err(_) => return Ok(()),
+        },
     };
     let mut ignores = subtree.ignores;
     ignores.extend(own_ignore(&mut tree, subtree.depth).map(Arc::new));
@@ -906,7 +921,7 @@ fn walk_subtree(subtree: Subtree, shared: &Shared, searcher: &mut Searcher) -> R
                     .and_then(|dir| walk::open_dir_at(dir, &entry.name).ok())
                 {
                     shared.hand_off(Subtree {
-                        fd,
+                        top: Top::Open(fd),
                         path,
                         depth: depth + 1,
                         ignores: ignores.clone(),
