@@ -11,19 +11,20 @@
 //! is never followed, so nothing outside the root is ever read, and the server's state
 //! directories are skipped at every depth.
 //!
-//! The walk runs on one thread and hands open files to a few searcher threads; results are put
-//! back in walk order (name order, depth first), so the same tree gives the same answer and the
-//! result cap always keeps the first matches.
+//! The walk runs on a few threads (one per core, as ripgrep's), each searching the files it
+//! meets and handing subdirectories to the others when they run short of work. Results are put
+//! in path order (name order, depth first) however the threads met them, and the result cap
+//! keeps the first matches in that order, so the same tree gives the same answer every time.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
@@ -74,11 +75,7 @@ const MAX_GITIGNORE_BYTES: u64 = 1024 * 1024;
 /// pattern like `\w{1000}{1000}` is refused at once instead of taking the server's memory.
 const REGEX_SIZE_LIMIT: usize = 16 * 1024 * 1024;
 
-/// How many files may wait, opened, between the walk and the searchers: enough to keep the
-/// searchers busy, few enough that the open descriptors stay well below any limit.
-const QUEUE: usize = 64;
-
-/// The most searcher threads.
+/// The most walker threads (each searches the files it meets).
 const MAX_WORKERS: usize = 8;
 
 /// The definition of `search_content`.
@@ -190,10 +187,12 @@ pub fn search_content(
         }
         Err(e) => return Err(target::io_error("cannot open", &resolved.relative, e)),
     };
-    let tree = Tree::new(fd)
-        .map_err(|e| target::io_error("cannot read directory", &resolved.relative, e))?;
     let ignores = ancestor_ignores(&cx.guard, &resolved);
     let mut results = Results::new(&query);
+    // The start is listed here, so a directory that cannot be read is an error, not an empty
+    // answer (below it, such a directory is simply not searched).
+    let tree = Tree::new(fd)
+        .map_err(|e| target::io_error("cannot read directory", &resolved.relative, e))?;
     run(tree, ignores, &resolved, &query, &mut results, ctx).map_err(|stop| FsError::Stopped {
         stop,
         what: format!("search_content in '{}'", resolved.display()),
@@ -615,15 +614,177 @@ impl Results {
     }
 }
 
-/// A file handed from the walk to a searcher: its place in walk order, its shown path, and the
-/// file itself, opened beneath the root.
-type Job = (usize, String, File);
+/// A subtree waiting for a walker: its directory, opened beneath the root without following
+/// links, its path and depth below the search's start, and the `.gitignore` rules in force above
+/// it (its own are read when it is walked).
+struct Subtree {
+    top: Top,
+    path: PathBuf,
+    depth: usize,
+    ignores: Vec<Arc<IgnoreLevel>>,
+}
 
-/// Walks `tree`, searches every file it admits on a few threads, and adds what they find to
-/// `results` in walk order. Stops early once `results` is full; `Err` when the call was
-/// cancelled or ran out of time.
+/// A subtree's directory: the start, already listed, or one handed off, only opened (the walker
+/// that takes it lists it).
+enum Top {
+    Listed(Tree),
+    Open(OwnedFd),
+}
+
+/// The subtrees waiting for a walker, and how many walkers are at work.
+struct Queue {
+    waiting: VecDeque<Subtree>,
+    busy: usize,
+    /// Why the search stopped early (cancelled, out of time), once it did.
+    stop: Option<Stop>,
+}
+
+/// The files with matching lines found so far, by path below the start, and the point after
+/// which nothing more can be shown.
+struct Collected {
+    files: BTreeMap<PathBuf, (String, FileHits)>,
+    matches: usize,
+    bytes: usize,
+    /// Set once `files` up to and including this path hold more than the answer can show:
+    /// anything after it in path order (name order, depth first) is not needed.
+    cutoff: Option<PathBuf>,
+}
+
+/// What the walkers share.
+struct Shared<'a> {
+    query: &'a Query,
+    start: &'a Resolved,
+    ctx: &'a CallContext,
+    workers: usize,
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    found: Mutex<Collected>,
+    /// True once `found` has a cutoff, so the walkers look at it only then.
+    cut: AtomicBool,
+}
+
+impl Shared<'_> {
+    /// True when `path` comes after the cutoff in path order: neither it nor anything below it
+    /// can be shown. A path is after a directory's path exactly when it is not inside it and
+    /// sorts after it, so a directory past the cutoff holds nothing before it.
+    fn beyond(&self, path: &Path) -> bool {
+        if !self.cut.load(Ordering::Acquire) {
+            return false;
+        }
+        lock(&self.found)
+            .cutoff
+            .as_deref()
+            .is_some_and(|c| path > c)
+    }
+
+    /// Records one file's lines, then keeps only the files the answer can show (the first in
+    /// path order up to and including the one that goes past the result cap or the output
+    /// bound): the same files whatever order the walkers found them in.
+    fn add(&self, path: PathBuf, hits: FileHits) {
+        let mut found = lock(&self.found);
+        if found.cutoff.as_deref().is_some_and(|c| path.as_path() > c) {
+            return;
+        }
+        let shown = display_relative(&self.start.relative.join(&path));
+        found.matches += hits.matches;
+        found.bytes += hits.bytes;
+        found.files.insert(path, (shown, hits));
+        if found.matches <= self.query.max_results && found.bytes <= MAX_OUTPUT_BYTES {
+            return;
+        }
+        // The counted bytes are the lines' text only, less than the answer they make, so the
+        // answer is cut at this file or before it.
+        let (mut matches, mut bytes) = (0, 0);
+        let mut last = None;
+        for (p, (_, h)) in &found.files {
+            matches += h.matches;
+            bytes += h.bytes;
+            if matches > self.query.max_results || bytes > MAX_OUTPUT_BYTES {
+                last = Some(p.clone());
+                break;
+            }
+        }
+        let Some(last) = last else { return };
+        let mut after = found.files.split_off(&last);
+        if let Some(kept) = after.remove(&last) {
+            found.files.insert(last.clone(), kept);
+        }
+        found.matches = matches;
+        found.bytes = bytes;
+        found.cutoff = Some(last);
+        self.cut.store(true, Ordering::Release);
+    }
+
+    /// True when another walker could use a subtree: fewer are waiting than there are walkers.
+    /// Keeps the queue (and the directories it holds open) that short.
+    fn wants_work(&self) -> bool {
+        self.workers > 1 && lock(&self.queue).waiting.len() < self.workers
+    }
+
+    fn hand_off(&self, subtree: Subtree) {
+        lock(&self.queue).waiting.push_back(subtree);
+        self.wake.notify_one();
+    }
+
+    /// The next subtree to walk; `None` when there is none and no walker could add one, or the
+    /// search was stopped.
+    fn take(&self) -> Option<Subtree> {
+        let mut q = lock(&self.queue);
+        loop {
+            if q.stop.is_some() {
+                return None;
+            }
+            if let Some(next) = q.waiting.pop_front() {
+                q.busy += 1;
+                return Some(next);
+            }
+            if q.busy == 0 {
+                return None;
+            }
+            q = self.wake.wait(q).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// A walker finished a subtree, or was stopped in it.
+    fn done(&self, outcome: Result<(), Stop>) {
+        let mut q = lock(&self.queue);
+        q.busy -= 1;
+        if let Err(stop) = outcome {
+            q.stop.get_or_insert(stop);
+            q.waiting.clear();
+        }
+        if q.busy == 0 || q.stop.is_some() {
+            self.wake.notify_all();
+        }
+    }
+}
+
+/// One walker's turn at a subtree; tells the others when it ends, however it ends.
+struct Walking<'s, 'a> {
+    shared: &'s Shared<'a>,
+    outcome: Result<(), Stop>,
+}
+
+impl Drop for Walking<'_, '_> {
+    fn drop(&mut self) {
+        self.shared
+            .done(std::mem::replace(&mut self.outcome, Ok(())));
+    }
+}
+
+/// A mutex's guard, also after a walker panicked while holding it (what it guards stays
+/// consistent between statements; the panic itself ends the call when the scope joins).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Walks the start directory `top` on a few threads, each of them searching the files it meets
+/// (as ripgrep does), and adds what they find to `results` in path order. A walker hands a
+/// subdirectory to the others while fewer subtrees wait than there are walkers, and goes into
+/// it itself otherwise; so at most that many directories wait open besides each walker's own
+/// path. `Err` when the call was cancelled or ran out of time.
 fn run(
-    mut tree: Tree,
+    top: Tree,
     ancestors: Vec<IgnoreLevel>,
     start: &Resolved,
     query: &Query,
@@ -634,101 +795,93 @@ fn run(
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, MAX_WORKERS);
-    // Set once the files already handed out hold more than the answer can show: the walk stops.
-    let enough = AtomicBool::new(false);
-    // Set once the answer is full: the searchers skip what is still queued.
-    let full = AtomicBool::new(false);
-    let (job_tx, job_rx) = mpsc::sync_channel::<Job>(QUEUE);
-    let job_rx = Arc::new(Mutex::new(job_rx));
-    let (hit_tx, hit_rx) = mpsc::channel::<(usize, String, FileHits)>();
-    let (enough, full) = (&enough, &full);
+    let shared = Shared {
+        query,
+        start,
+        ctx,
+        workers,
+        queue: Mutex::new(Queue {
+            waiting: VecDeque::from([Subtree {
+                top: Top::Listed(top),
+                path: PathBuf::new(),
+                depth: 0,
+                ignores: ancestors.into_iter().map(Arc::new).collect(),
+            }]),
+            busy: 0,
+            stop: None,
+        }),
+        wake: Condvar::new(),
+        found: Mutex::new(Collected {
+            files: BTreeMap::new(),
+            matches: 0,
+            bytes: 0,
+            cutoff: None,
+        }),
+        cut: AtomicBool::new(false),
+    };
+    let walker = |shared: &Shared| {
+        let mut searcher = searcher(shared.query);
+        while let Some(subtree) = shared.take() {
+            // Reports the subtree done even if the walk panics, so the other walkers do not
+            // wait for it forever (the panic then ends the call when the scope joins).
+            let mut walking = Walking {
+                shared,
+                outcome: Ok(()),
+            };
+            walking.outcome = walk_subtree(subtree, shared, &mut searcher);
+        }
+    };
     std::thread::scope(|s| {
-        for _ in 0..workers {
-            let job_rx = Arc::clone(&job_rx);
-            let hit_tx = hit_tx.clone();
-            s.spawn(move || {
-                let mut searcher = searcher(query);
-                loop {
-                    // The lock is held only to take one job; a poisoned lock means another
-                    // searcher panicked, and this one stops too.
-                    let job = match job_rx.lock() {
-                        Ok(rx) => rx.recv(),
-                        Err(_) => return,
-                    };
-                    let Ok((index, path, file)) = job else { return };
-                    let hits = if full.load(Ordering::Relaxed) || ctx.stopped().is_some() {
-                        FileHits::default()
-                    } else {
-                        search_file(&mut searcher, query, &file, ctx)
-                    };
-                    if hit_tx.send((index, path, hits)).is_err() {
-                        return;
-                    }
-                }
-            });
+        for _ in 1..workers {
+            s.spawn(|| walker(&shared));
         }
-        drop(hit_tx);
-        // The walk runs beside the searchers, on its own thread, so this one can put results in
-        // order as they come and tell everyone to stop once the answer is full. It owns the
-        // sending end of the queue: when it ends, the searchers finish what is queued and end.
-        let walker = s.spawn(move || {
-            let jobs = job_tx;
-            walk_tree(&mut tree, ancestors, start, query, &jobs, enough, ctx)
-        });
-        let mut pending: BTreeMap<usize, (String, FileHits)> = BTreeMap::new();
-        let (mut pending_matches, mut pending_bytes) = (0usize, 0usize);
-        let mut next = 0usize;
-        for (index, path, hits) in hit_rx.iter() {
-            pending_matches += hits.matches;
-            pending_bytes += hits.bytes;
-            pending.insert(index, (path, hits));
-            while let Some((path, hits)) = pending.remove(&next) {
-                pending_matches -= hits.matches;
-                pending_bytes -= hits.bytes;
-                results.add(&path, hits);
-                next += 1;
-            }
-            // Whatever comes later in walk order could only be shown after all of this.
-            if results.count + pending_matches > results.limit
-                || results.text.len() + pending_bytes > MAX_OUTPUT_BYTES
-            {
-                enough.store(true, Ordering::Relaxed);
-            }
-            if results.full() {
-                full.store(true, Ordering::Relaxed);
-                enough.store(true, Ordering::Relaxed);
-            }
-        }
-        let walked = walker.join().unwrap_or(Ok(()));
-        // A full answer is complete as it is, even if the clock ran out just after.
-        if results.full() {
-            return Ok(());
-        }
-        walked?;
-        ctx.check()
-    })
+        walker(&shared);
+    });
+    if let Some(stop) = lock(&shared.queue).stop.take() {
+        return Err(stop);
+    }
+    let found = std::mem::replace(
+        &mut *lock(&shared.found),
+        Collected {
+            files: BTreeMap::new(),
+            matches: 0,
+            bytes: 0,
+            cutoff: None,
+        },
+    );
+    for (_, (shown, hits)) in found.files {
+        results.add(&shown, hits);
+    }
+    // A full answer is complete as it is, even if the clock ran out just after.
+    if results.full() {
+        return Ok(());
+    }
+    ctx.check()
 }
 
-/// The walk: hands every file `query` admits to the searchers, in name order, depth first.
-fn walk_tree(
-    tree: &mut Tree,
-    mut ignores: Vec<IgnoreLevel>,
-    start: &Resolved,
-    query: &Query,
-    jobs: &mpsc::SyncSender<Job>,
-    enough: &AtomicBool,
-    ctx: &CallContext,
-) -> Result<(), Stop> {
-    let top = own_ignore(tree, 0);
-    ignores.extend(top);
-    let mut index = 0usize;
+/// Walks one subtree in name order, depth first, searching every file `query` admits and
+/// handing subdirectories to other walkers when they could use one. A directory that cannot be
+/// read, was swapped for a link or lies too deep is simply not searched.
+fn walk_subtree(subtree: Subtree, shared: &Shared, searcher: &mut Searcher) -> Result<(), Stop> {
+    let (query, ctx) = (shared.query, shared.ctx);
+    if shared.beyond(&subtree.path) {
+        return Ok(());
+    }
+    let mut tree = match subtree.top {
+        Top::Listed(tree) => tree,
+        Top::Open(fd) => match Tree::below(fd, subtree.depth) {
+            Ok(tree) => tree,
+            Err(_) => return Ok(()),
+        },
+    };
+    let mut ignores = subtree.ignores;
+    ignores.extend(own_ignore(&mut tree, subtree.depth).map(Arc::new));
     while let Some(entry) = tree.next_entry() {
-        if enough.load(Ordering::Relaxed) {
-            return Ok(());
-        }
         ctx.check()?;
+        // How far below the search's start the directory holding it is.
+        let depth = subtree.depth + entry.depth;
         // Rules of directories the walk has climbed out of no longer apply.
-        while ignores.last().is_some_and(|l| l.depth > entry.depth) {
+        while ignores.last().is_some_and(|l| l.depth > depth) {
             ignores.pop();
         }
         let name = entry.name.as_bytes();
@@ -746,26 +899,42 @@ fn walk_tree(
         {
             continue;
         }
-        if query.exclude.matched(&entry.path, is_dir).is_ignore() {
+        let path = subtree.path.join(&entry.path);
+        if query.exclude.matched(&path, is_dir).is_ignore() {
             continue;
         }
         let ignored = ignores
             .iter()
             .rev()
-            .map(|l| l.verdict(&entry.path, is_dir))
+            .map(|l| l.verdict(&path, is_dir))
             .find(|m| !m.is_none())
             .is_some_and(|m| m.is_ignore());
-        if ignored {
+        if ignored || shared.beyond(&path) {
             continue;
         }
         if is_dir {
-            // Unreadable, swapped for a link, or too deep: its files are simply not searched.
+            // Handed off only where this walk could go in itself (the depth limit of one walk
+            // of the whole tree), opened as going in would open it.
+            if depth < walk::MAX_DEPTH && shared.wants_work() {
+                if let Some(fd) = tree
+                    .current()
+                    .and_then(|dir| walk::open_dir_at(dir, &entry.name).ok())
+                {
+                    shared.hand_off(Subtree {
+                        top: Top::Open(fd),
+                        path,
+                        depth: depth + 1,
+                        ignores: ignores.clone(),
+                    });
+                }
+                continue;
+            }
             if tree.descend().is_ok() {
-                ignores.extend(own_ignore(tree, entry.depth + 1));
+                ignores.extend(own_ignore(&mut tree, depth + 1).map(Arc::new));
             }
             continue;
         }
-        if query.include.matched(&entry.path, false).is_ignore() {
+        if query.include.matched(&path, false).is_ignore() {
             continue;
         }
         let Some(dir) = tree.current() else { continue };
@@ -779,11 +948,10 @@ fn walk_tree(
         let Ok(file) = walk::open_file_at(dir, &entry.name) else {
             continue;
         };
-        let shown = display_relative(&start.relative.join(&entry.path));
-        if jobs.send((index, shown, file)).is_err() {
-            return Ok(());
+        let hits = search_file(searcher, query, &file, ctx);
+        if !hits.lines.is_empty() {
+            shared.add(path, hits);
         }
-        index += 1;
     }
     Ok(())
 }
@@ -856,5 +1024,49 @@ mod tests {
         let late = CallContext::with_timeout(Default::default(), Some(std::time::Duration::ZERO));
         let out = tools.call(SEARCH_CONTENT, &args, &late);
         assert_eq!(out.error_kind.as_deref(), Some("Timeout"), "{}", out.text);
+    }
+
+    #[test]
+    fn the_parallel_walk_answers_in_path_order_and_cuts_at_the_same_files_every_time() {
+        use mcp_core::toolset::Toolset;
+        let tmp = tempfile::tempdir().expect("tmp");
+        // Enough directories that the walkers share them; each file matches twice.
+        for d in 0..40 {
+            for s in 0..3 {
+                let dir = tmp.path().join(format!("d{d:02}/s{s}"));
+                std::fs::create_dir_all(&dir).expect("mkdir");
+                std::fs::write(dir.join("f.txt"), "hit one\nmiss\nhit two\n").expect("write");
+            }
+            std::fs::write(tmp.path().join(format!("d{d:02}/top.txt")), "hit\n").expect("write");
+        }
+        let tools = crate::FsToolset::extended_for_test(tmp.path());
+        let ask = |max: u64| {
+            let Value::Object(args) = json!({"pattern": "hit", "maxResults": max}) else {
+                unreachable!("an object")
+            };
+            tools
+                .call(SEARCH_CONTENT, &args, &CallContext::default())
+                .text
+        };
+        let whole = ask(2000);
+        let paths: Vec<&str> = whole
+            .lines()
+            .map(|l| l.split(':').next().unwrap_or(""))
+            .collect();
+        let mut sorted = paths.clone();
+        sorted.sort_by(|a, b| Path::new(a).cmp(Path::new(b)));
+        assert_eq!(paths, sorted, "{whole}");
+        assert_eq!(paths.len(), 40 * 7);
+        assert_eq!(paths[..3], ["d00/s0/f.txt", "d00/s0/f.txt", "d00/s1/f.txt"]);
+        for _ in 0..20 {
+            let cut = ask(5);
+            assert_eq!(
+                cut,
+                format!(
+                    "{}\n[truncated: more than 5 matching lines; only the first 5 are shown. Narrow the pattern or the path, add include/exclude globs, or raise maxResults (at most {MAX_RESULTS})]",
+                    whole.lines().take(5).collect::<Vec<_>>().join("\n")
+                )
+            );
+        }
     }
 }

@@ -24,7 +24,14 @@ const AUDIO_SINCE: Revision = Revision::V2025_03_26;
 pub fn write_call_response(out: &mut Vec<u8>, id: &Value, output: &ToolOutput, revision: Revision) {
     // Headroom for the escaped text and the fixed fields, so the text is escaped in place.
     let blocks: usize = output.blocks.iter().map(|b| b.data_len() + 80).sum();
-    out.reserve(output.text.len() + blocks + 160);
+    // The structured copy of an answer usually carries the same text again (file contents,
+    // matches, entries): room for it too, so a large answer is not grown (and copied by
+    // `mremap`) halfway through. A guess: a smaller copy only leaves capacity unused.
+    let structured = match &output.structured {
+        Some(_) if revision >= STRUCTURED_SINCE => output.text.len() + 64,
+        _ => 0,
+    };
+    out.reserve(output.text.len() + blocks + structured + 160);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     write_value(out, id);
     out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);

@@ -68,6 +68,9 @@ struct Level {
 /// [`Descent::leave`].
 pub struct Descent {
     levels: Vec<Level>,
+    /// How many levels below `top` it may go: [`MAX_DEPTH`], less for a walk that starts below
+    /// the start of a larger one (see [`Tree::below`]).
+    limit: usize,
 }
 
 impl Descent {
@@ -78,6 +81,7 @@ impl Descent {
                 dir: Some(Dir::new(top)?),
                 id: None,
             }],
+            limit: MAX_DEPTH,
         })
     }
 
@@ -95,20 +99,11 @@ impl Descent {
     /// Enters the subdirectory `name` of the current directory, never through a symlink. On
     /// success [`Descent::current`] is that directory, one level deeper.
     pub fn enter(&mut self, name: &OsStr) -> Result<(), DescendError> {
-        if self.depth() >= MAX_DEPTH {
+        if self.depth() >= self.limit {
             return Err(DescendError::TooDeep);
         }
         let parent = self.current().ok_or(DescendError::Lost)?;
-        let fd = rustix::fs::openat(
-            parent.fd().map_err(io::Error::from)?,
-            name,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| match e {
-            rustix::io::Errno::LOOP => super::swapped(),
-            e => io::Error::from(e),
-        })?;
+        let fd = open_dir_at(parent, name)?;
         self.levels.push(Level {
             dir: Some(Dir::new(fd).map_err(io::Error::from)?),
             id: None,
@@ -187,7 +182,16 @@ impl Tree {
     /// A walk of the open directory `top` (opened for reading, as a directory). Fails when it
     /// cannot be listed: there would be nothing to walk.
     pub fn new(top: OwnedFd) -> io::Result<Tree> {
+        Tree::below(top, 0)
+    }
+
+    /// A walk of the open directory `top`, which lies `depth` levels below the start of a larger
+    /// walk (one that hands subtrees to several threads): it goes at most [`MAX_DEPTH`] levels
+    /// below that start, as one walk of the whole tree would, and the [`Found::depth`] and
+    /// [`Found::path`] it gives are relative to `top`.
+    pub fn below(top: OwnedFd, depth: usize) -> io::Result<Tree> {
         let mut descent = Descent::new(top)?;
+        descent.limit = MAX_DEPTH.saturating_sub(depth);
         let first = match descent.current() {
             Some(dir) => sorted_entries(dir)?,
             None => Vec::new(),
@@ -261,6 +265,22 @@ impl Tree {
     pub fn current(&mut self) -> Option<&mut Dir> {
         self.descent.current()
     }
+}
+
+/// Opens the subdirectory `name` of `dir` for reading, never through a symlink (one swapped in
+/// is refused as swapped): how every walk goes one level down, and how a walk that shares its
+/// work between threads opens a subtree it hands to another thread.
+pub fn open_dir_at(dir: &Dir, name: &OsStr) -> io::Result<OwnedFd> {
+    rustix::fs::openat(
+        dir.fd()?,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| match e {
+        rustix::io::Errno::LOOP => super::swapped(),
+        e => io::Error::from(e),
+    })
 }
 
 /// Device and inode of a stat result.
