@@ -55,6 +55,7 @@ fn smoke_run_measures_every_case_against_our_binary_and_renders_a_table() {
         "undo/redo",
         "search_file after many moves",
         "find_files",
+        "find_files, one top directory",
         "read_multiple_files",
         "search_content",
     ] {
@@ -63,7 +64,7 @@ fn smoke_run_measures_every_case_against_our_binary_and_renders_a_table() {
             "no result for {title}"
         );
     }
-    assert_eq!(CASES.len(), 11);
+    assert_eq!(CASES.len(), 12);
     for result in &outcome.results {
         assert!(!result.rows.is_empty(), "{} has no rows", result.title);
         for row in &result.rows {

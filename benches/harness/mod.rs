@@ -130,9 +130,9 @@ pub struct Config {
 }
 
 /// Every case name, in run order.
-pub const CASES: [&str; 11] = [
-    "startup", "read", "tree", "edit", "write", "pipeline", "undo", "story", "find", "multi",
-    "search",
+pub const CASES: [&str; 12] = [
+    "startup", "read", "tree", "edit", "write", "pipeline", "undo", "story", "find", "find-top",
+    "multi", "search",
 ];
 
 /// The outcome of a run.
@@ -185,6 +185,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, BenchError> {
             "pipeline" => bench.pipeline(),
             "story" => bench.story(),
             "find" => bench.find(),
+            "find-top" => bench.find_top(),
             "multi" => bench.multi(),
             "search" => bench.search(),
             _ => bench.undo(),
