@@ -264,10 +264,9 @@ struct Opened {
 
 /// Opens the regular file at `path` beneath the root and sizes it.
 fn open_one(cx: &FsContext, path: &str) -> Result<Opened, FsError> {
-    let resolved = cx.guard.resolve(path)?;
-    let (file, meta) = target::open_regular_for_reading(
+    let (resolved, file, meta) = target::open_regular_for_reading(
         &cx.guard,
-        &resolved,
+        path,
         "use list_directory to see what is in it",
     )?;
     Ok(Opened {

@@ -221,10 +221,9 @@ pub fn read_media_file(
 ) -> Result<ToolOutput, FsError> {
     reject_unknown(args, &["path"])?;
     let path = Args(args).str("path")?;
-    let resolved = cx.guard.resolve(path)?;
-    let (file, meta) = target::open_regular_for_reading(
+    let (resolved, file, meta) = target::open_regular_for_reading(
         &cx.guard,
-        &resolved,
+        path,
         "use list_directory to find the file in it",
     )?;
     let too_large = |len: u64| {

@@ -33,10 +33,9 @@ pub fn read_text_file(
             "'head' and 'tail' cannot be used together; read the start with head, or the end with tail, in separate calls".into(),
         ));
     }
-    let resolved = cx.guard.resolve(path)?;
-    let (mut file, meta) = target::open_regular_for_reading(
+    let (resolved, mut file, meta) = target::open_regular_for_reading(
         &cx.guard,
-        &resolved,
+        path,
         "use list_directory or directory_tree to see what is in it",
     )?;
     let limit = cx.options.max_read_bytes;

@@ -122,16 +122,24 @@ pub fn open_for_reading(guard: &PathGuard, resolved: &Resolved) -> Result<File, 
     }
 }
 
-/// Opens a guarded path that must be a regular file, for the tools that read a whole file
-/// (`read_text_file`, `read_multiple_files`, `read_media_file`), with its metadata taken from the
-/// open descriptor. A directory is refused with `dir_hint` (what to use instead); anything else
+/// Resolves a client path through the guard and opens it as a regular file, for the tools that
+/// read a whole file (`read_text_file`, `read_multiple_files`, `read_media_file`), with its
+/// metadata taken from the open descriptor. A directory is refused with `dir_hint` (what to use instead); anything else
 /// that is not a regular file is named.
 pub fn open_regular_for_reading(
     guard: &PathGuard,
-    resolved: &Resolved,
+    input: &str,
     dir_hint: &str,
-) -> Result<(File, std::fs::Metadata), FsError> {
-    let file = open_for_reading(guard, resolved)?;
+) -> Result<(Resolved, File, std::fs::Metadata), FsError> {
+    // Most paths have no symlink on the way: one open is then the whole resolution.
+    let (resolved, file) = match guard.open_read_direct(input)? {
+        Some(opened) => opened,
+        None => {
+            let resolved = guard.resolve(input)?;
+            let file = open_for_reading(guard, &resolved)?;
+            (resolved, file)
+        }
+    };
     let meta = file
         .metadata()
         .map_err(|e| io_error("cannot inspect", &resolved.relative, e))?;
@@ -150,7 +158,7 @@ pub fn open_regular_for_reading(
             kind_name(&stat)
         )));
     }
-    Ok((file, meta))
+    Ok((resolved, file, meta))
 }
 
 /// The `NotFound` every tool gives for a missing path.

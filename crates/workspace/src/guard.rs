@@ -213,6 +213,32 @@ impl PathGuard {
         self.resolve_with(input, FinalLink::Follow)
     }
 
+    /// Resolves `input` for reading and opens it in one step when no symlink lies on its way,
+    /// or `None` (nothing opened) when that did not work.
+    ///
+    /// The component walk of [`PathGuard::resolve`] exists to follow symlinks that stay inside
+    /// the root; a path without any needs none of it. So the lexical step and the state-directory
+    /// check run first, then one `openat2` beneath the root that refuses every symlink
+    /// ([`Workspace::open_read`], the same open every read ends in). If it succeeds, no link was
+    /// on the path and the kernel kept the open beneath the root: the result is the one the
+    /// walk would give, without its four system calls per path. Any failure (a link on the way,
+    /// nothing there, no permission) is left to the caller's full walk and open, which follows
+    /// the links inside the root or reports exactly what is wrong.
+    pub fn open_read_direct(
+        &self,
+        input: &str,
+    ) -> Result<Option<(Resolved, std::fs::File)>, GuardError> {
+        let relative = self.lexical(input)?;
+        self.check_state_dir(&relative, input)?;
+        Ok(self.ws.open_read(&relative).ok().map(|file| {
+            let resolved = Resolved {
+                path: self.root.join(&relative),
+                relative,
+            };
+            (resolved, file)
+        }))
+    }
+
     /// Resolves a client path without following a final symlink (for writing, moving, deleting).
     pub fn resolve_no_follow(&self, input: &str) -> Result<Resolved, GuardError> {
         self.resolve_with(input, FinalLink::NoFollow)
@@ -434,6 +460,52 @@ mod tests {
 
     fn escape(r: Result<Resolved, GuardError>) -> bool {
         matches!(r, Err(ref e) if e.is_escape())
+    }
+
+    /// The one-step open gives what the walk gives for a path without links, and leaves every
+    /// other path to the walk: a link inside the root, a link out of it, nothing there. The
+    /// lexical and state-directory refusals come first, as in the walk.
+    #[test]
+    fn the_direct_open_agrees_with_the_walk_or_steps_aside() {
+        use std::io::Read;
+        let f = fixture();
+        let root = f.base.join("ws");
+        symlink("src/main.rs", root.join("alias")).expect("link");
+        symlink(f.base.join("outside/secret.txt"), root.join("leak")).expect("link");
+        std::fs::create_dir_all(root.join(".filesystem")).expect("mkdir");
+        std::fs::write(root.join(".filesystem/x"), "state").expect("write");
+
+        for input in [
+            "src/main.rs",
+            "./src/../src/main.rs",
+            &format!("{}/src/main.rs", root.display()),
+        ] {
+            let (direct, mut file) = f
+                .guard
+                .open_read_direct(input)
+                .expect("no guard error")
+                .expect("opened in one step");
+            assert_eq!(direct, f.guard.resolve(input).expect("walk"), "{input}");
+            let mut text = String::new();
+            file.read_to_string(&mut text).expect("read");
+            assert_eq!(text, "fn main() {}\n");
+        }
+        for input in ["alias", "leak", "missing.txt", "src/main.rs/x"] {
+            assert!(
+                f.guard
+                    .open_read_direct(input)
+                    .expect("no guard error")
+                    .is_none(),
+                "{input} must go through the walk"
+            );
+        }
+        assert!(matches!(
+            f.guard.open_read_direct(".filesystem/x"),
+            Err(GuardError::Protected { .. })
+        ));
+        assert!(
+            matches!(f.guard.open_read_direct("../outside/secret.txt"), Err(ref e) if e.is_escape())
+        );
     }
 
     #[test]
