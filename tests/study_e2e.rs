@@ -14,6 +14,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use study::report::stats::{newcombe_at, wilson_at};
 use test_support::fixtures::fixture;
 
 /// The stand-in's command line, as in the example study.
@@ -170,16 +171,6 @@ fn total(rate: &Value) -> u64 {
 /// z of a two-sided 99.9% interval.
 const Z_999: f64 = 3.2905;
 
-/// The Wilson score interval of `count` in `total` at `z`.
-fn wilson(count: u64, total: u64, z: f64) -> (f64, f64) {
-    let (k, n) = (count as f64, total as f64);
-    let p = k / n;
-    let z2 = z * z;
-    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
-    let half = z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    ((centre - half).max(0.0), (centre + half).min(1.0))
-}
-
 /// Asserts that `truth` lies in the 99.9% Wilson interval of the report's `rate`, and that the
 /// report's own 95% interval lies inside that one around its value.
 ///
@@ -188,7 +179,7 @@ fn wilson(count: u64, total: u64, z: f64) -> (f64, f64) {
 /// 99.9% each (Bonferroni over the dozen) the whole test fails by chance in about 1 study of
 /// 80, while a wrong quantity (a probability the report does not estimate) still misses by far.
 fn assert_covers(rate: &Value, truth: f64, what: &str) {
-    let (low, high) = wilson(count(rate), total(rate), Z_999);
+    let (low, high) = wilson_at(count(rate), total(rate), Z_999).expect("a rate of something");
     assert!(
         low <= truth && truth <= high,
         "{what}: the 99.9% interval [{low:.3}, {high:.3}] misses the known {truth} ({rate})"
@@ -204,12 +195,9 @@ fn assert_covers(rate: &Value, truth: f64, what: &str) {
 /// hybrid score interval of the two rates (see [`assert_covers`] for the level), and that the
 /// report's 95% interval of the difference lies inside it.
 fn assert_diff_covers(arm: &Value, base: &Value, diff: &Value, truth: f64, what: &str) {
-    let (p1, p2) = (f(arm, "value"), f(base, "value"));
-    let (l1, u1) = wilson(count(arm), total(arm), Z_999);
-    let (l2, u2) = wilson(count(base), total(base), Z_999);
-    let d = p1 - p2;
-    let low = d - ((p1 - l1).powi(2) + (u2 - p2).powi(2)).sqrt();
-    let high = d + ((u1 - p1).powi(2) + (p2 - l2).powi(2)).sqrt();
+    let d = f(arm, "value") - f(base, "value");
+    let (low, high) = newcombe_at(count(arm), total(arm), count(base), total(base), Z_999)
+        .expect("two rates of something");
     assert!(
         low <= truth && truth <= high,
         "{what}: the 99.9% interval [{low:.3}, {high:.3}] misses the known {truth} ({diff})"

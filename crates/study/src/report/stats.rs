@@ -60,15 +60,21 @@ impl Rate {
 /// `(p̂ + z²/2n) / (1 + z²/n)`, half-width `z/(1 + z²/n) · √(p̂(1−p̂)/n + z²/4n²)`. The ends
 /// are clamped to [0, 1] against rounding (at x = 0 the lower end is exactly 0).
 pub fn wilson(x: u64, n: u64) -> Option<(f64, f64)> {
+    wilson_at(x, n, Z_975)
+}
+
+/// The Wilson score interval at the normal quantile `z` (1.96 for 95%): the report's intervals
+/// are [`wilson`]'s; other levels are for checks that look at many intervals at once.
+pub fn wilson_at(x: u64, n: u64, z: f64) -> Option<(f64, f64)> {
     if n == 0 {
         return None;
     }
     let n = n as f64;
     let p = (x as f64 / n).min(1.0);
-    let z2 = Z_975 * Z_975;
+    let z2 = z * z;
     let denom = 1.0 + z2 / n;
     let centre = (p + z2 / (2.0 * n)) / denom;
-    let half = Z_975 / denom * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    let half = z / denom * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
     let low = if x == 0 { 0.0 } else { centre - half };
     let high = if x as f64 >= n { 1.0 } else { centre + half };
     Some((low.clamp(0.0, 1.0), high.clamp(0.0, 1.0)))
@@ -103,8 +109,14 @@ pub fn difference(x1: u64, n1: u64, x2: u64, n2: u64) -> Option<Difference> {
 /// intervals `(l1, u1)` and `(l2, u2)` of each proportion:
 /// `d − √((p1−l1)² + (u2−p2)²)` to `d + √((u1−p1)² + (p2−l2)²)`. `None` when a total is 0.
 pub fn newcombe(x1: u64, n1: u64, x2: u64, n2: u64) -> Option<(f64, f64)> {
-    let (l1, u1) = wilson(x1, n1)?;
-    let (l2, u2) = wilson(x2, n2)?;
+    newcombe_at(x1, n1, x2, n2, Z_975)
+}
+
+/// Newcombe's interval built from Wilson intervals at the normal quantile `z` (see
+/// [`wilson_at`]).
+pub fn newcombe_at(x1: u64, n1: u64, x2: u64, n2: u64, z: f64) -> Option<(f64, f64)> {
+    let (l1, u1) = wilson_at(x1, n1, z)?;
+    let (l2, u2) = wilson_at(x2, n2, z)?;
     let p1 = x1.min(n1) as f64 / n1 as f64;
     let p2 = x2.min(n2) as f64 / n2 as f64;
     let d = p1 - p2;
