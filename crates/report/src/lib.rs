@@ -59,7 +59,9 @@ pub enum Format {
     Text,
     /// One JSON document, for tools.
     Json,
-    /// Long-format CSV: section, session, interface, metric, key, value.
+    /// Long-format CSV, one figure a row (`filesystem report`: section, session, interface,
+    /// metric, key, value; `filesystem study report`: arm, metric, count, total, value, low,
+    /// high, baseline, diff, diff_low, diff_high, p_value).
     Csv,
 }
 

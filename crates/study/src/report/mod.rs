@@ -15,7 +15,6 @@ pub mod svg;
 
 use std::path::PathBuf;
 
-use clap::ValueEnum;
 use serde::Serialize;
 
 use compare::Comparison;
@@ -44,17 +43,9 @@ pub struct StudyReportArgs {
     pub baseline: Option<String>,
 }
 
-/// How the study report is printed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// Aligned tables for reading.
-    Text,
-    /// One JSON document (schema in the README).
-    Json,
-    /// Long-format CSV: arm, metric, count, total, value, low, high, baseline, diff, diff_low,
-    /// diff_high, p_value.
-    Csv,
-}
+/// How the study report is printed: the same three forms as `filesystem report`'s (its CSV
+/// columns are the study's own, listed in the README).
+pub use report::Format;
 
 /// Why a study report could not be made; each message says what to do instead.
 #[derive(Debug, thiserror::Error)]
