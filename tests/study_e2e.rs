@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use study::report::stats::{newcombe_at, wilson_at};
 use test_support::fixtures::fixture;
+use test_support::study::{arm, comparison};
 
 /// The stand-in's command line, as in the example study.
 const AGENT: &str = r#"command = ["study-stand-in",
@@ -136,24 +137,6 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v[key]
         .as_str()
         .unwrap_or_else(|| panic!("{key} of {v} is a string"))
-}
-
-fn arm<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["arms"]
-        .as_array()
-        .expect("arms")
-        .iter()
-        .find(|a| a["arm"] == name)
-        .unwrap_or_else(|| panic!("no arm {name} in the report"))
-}
-
-fn comparison<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["comparisons"]
-        .as_array()
-        .expect("comparisons")
-        .iter()
-        .find(|c| c["arm"] == name)
-        .unwrap_or_else(|| panic!("no comparison of {name} in the report"))
 }
 
 fn count(rate: &Value) -> u64 {

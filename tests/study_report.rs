@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use study::record::{End, ProcessEnd, TrialPaths, TrialRecord, STUDY_FILE, TRIALS_FILE};
 use test_support::bin::command;
 use test_support::mcp::Client;
+use test_support::study::{arm, comparison};
 use test_support::temp::temp_dir;
 
 /// One tool call of a transcript: the name as Claude Code spells it, its input, and its result
@@ -401,20 +402,6 @@ fn example_run() -> RunDir {
         transcript: Some(vec![ok("Edit", json!({"file_path": "/w/a"}))]),
     });
     run
-}
-
-fn arm<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["arms"]
-        .as_array()
-        .and_then(|a| a.iter().find(|x| x["arm"] == name))
-        .unwrap_or_else(|| panic!("arm {name} in {report}"))
-}
-
-fn comparison<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["comparisons"]
-        .as_array()
-        .and_then(|a| a.iter().find(|x| x["arm"] == name))
-        .unwrap_or_else(|| panic!("comparison of {name} in {report}"))
 }
 
 #[track_caller]

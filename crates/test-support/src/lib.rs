@@ -18,6 +18,7 @@
 //! - [`logs`]: reading the JSON-lines call log.
 //! - [`audit`]: a private copy of the `.shelpa/` mirror fixture and `filesystem audit` on it.
 //! - [`procs`]: the processes alive on the machine, to find stages left behind.
+//! - [`study`]: looking up arms and comparisons in a study report.
 
 #![warn(missing_docs)]
 
@@ -31,6 +32,7 @@ pub mod logs;
 pub mod mcp;
 pub mod procs;
 pub mod race;
+pub mod study;
 pub mod temp;
 
 pub use bin::filesystem;
