@@ -500,3 +500,27 @@ fn the_programs_filesystem_and_study_stand_in_are_the_binaries_beside_the_runner
         assert!(error.contains(beside.to_str().expect("utf-8")), "{error}");
     }
 }
+
+/// An agent that leaves a symlink where the runner will write the verifier's output (beside its
+/// workspace) does not get the runner to overwrite what the link names: the verifier is
+/// recorded as not started, and the file outside stays as it was.
+#[test]
+fn a_symlink_left_at_verify_out_is_not_written_through() {
+    let s = StudyDir::new();
+    let victim = s.path().join("victim.txt");
+    std::fs::write(&victim, "keep me\n").expect("write victim");
+    let script = format!("ln -s {} ../verify.out", victim.display());
+    let study = s.write(1, 1, 30, &script, "echo overwritten");
+    let o = run(&study, &s.out(), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let records = records(&s.out());
+    assert_eq!(records.len(), 2, "{records:?}");
+    for r in &records {
+        assert_eq!(r["verify"]["end"], "failed_to_start", "{r}");
+        assert_eq!(r["success"], false, "{r}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("victim"),
+        "keep me\n"
+    );
+}

@@ -10,6 +10,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -226,8 +227,16 @@ fn supervise(child: &mut Child, limit: Duration, stop: &AtomicBool) -> Supervise
     }
 }
 
+/// Creates or truncates a sink's file, refusing a symlink in its place: the verifier's output
+/// is opened after the agent has run, and an agent that left a link at `verify.out` must not
+/// have the runner overwrite whatever the link names.
 fn open_sink(sink: &Sink) -> io::Result<File> {
-    File::create(&sink.path)
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&sink.path)
 }
 
 /// A thread copying `reader` into `file`: the first `sink.cap` bytes kept, the rest read and
