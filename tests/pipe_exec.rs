@@ -340,12 +340,15 @@ fn the_approval_gate_refuses_then_accepts_a_confirmed_write() {
     assert!(!ok);
     assert_eq!(v["error"]["code"], "GUARD_VIOLATION");
     assert_eq!(reason(&v), "APPROVAL_REQUIRED");
-    let detail = v["error"]["detail"].as_str().expect("detail");
-    assert!(detail.contains(&big.len().to_string()), "{detail}");
-    assert!(v["error"]["suggestion"]
-        .as_str()
-        .expect("s")
-        .contains("confirm_oversize"));
+    // The original surface's words are the gate message the design records quote.
+    assert_eq!(
+        v["error"]["detail"],
+        format!(
+            "tee would write {} bytes, exceeding the 2048-byte threshold. Re-invoke with confirm_oversize=true to proceed.",
+            big.len()
+        )
+    );
+    assert!(!v["error"]["suggestion"].as_str().expect("s").is_empty());
     assert!(!ws.root.join("copy.txt").exists());
     assert!(
         !ws.root.join(".shelpa").exists(),

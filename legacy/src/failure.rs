@@ -32,6 +32,10 @@ pub struct Failure {
     pub extra: Map<String, Value>,
     /// Extra top-level fields beside `error` (`stdout` and `meta` as far as the run got).
     pub partial: Map<String, Value>,
+    /// The words the design records give this failure, when only the caller can tell which
+    /// recorded case it is (a refused `cwd`): the original surface sends them as `detail`
+    /// (see `crate::recorded`).
+    pub recorded_detail: Option<String>,
 }
 
 impl Failure {
@@ -50,6 +54,7 @@ impl Failure {
             token: None,
             extra: Map::new(),
             partial: Map::new(),
+            recorded_detail: None,
         }
     }
 
@@ -59,7 +64,8 @@ impl Failure {
         self
     }
 
-    /// The wire object.
+    /// The wire object in this reconstruction's words (the modern surface's; the original
+    /// surface's is `crate::recorded::wire`).
     pub fn to_json(&self) -> Value {
         let mut error = Map::new();
         error.insert("code".into(), json!(self.code));

@@ -91,6 +91,11 @@ fn original_help(set: ShelpaTools, tools: &ToolPaths) -> String {
         set.as_str(),
         set.names().join(", ")
     ));
+    let commands: Vec<&str> = CommandName::ALL.iter().map(|c| c.as_str()).collect();
+    out.push_str(&format!(
+        "pipeline commands here: {} (cd, pwd and ls also alone); without cwd a call runs in the session directory, the root until a cd\n",
+        commands.join(" ")
+    ));
     out.push_str(&format!(
         "MISSING: {} (companion tools of the original shelpa toolkit, not available in this reconstruction: MISSING_TOOL)\n",
         super::tools::COMPANION_TOOLS.join(" ")

@@ -23,6 +23,7 @@ pub mod listing;
 pub mod parse;
 pub mod plan;
 pub mod policy;
+mod recorded;
 mod schema;
 pub mod scratch;
 pub mod session;
@@ -219,10 +220,23 @@ impl Toolset for PipeToolset {
         };
         let result = with_note(result, log.note.take());
         let mut output = match result {
-            Ok(value) => ToolOutput::structured(value.to_string(), value),
+            Ok(value) => {
+                let text = match self.options.surface {
+                    Surface::Original => recorded::text(&value),
+                    Surface::Modern => value.to_string(),
+                };
+                ToolOutput::structured(text, value)
+            }
             Err(failure) => {
-                let mut out =
-                    ToolOutput::error(failure.reason.clone(), failure.to_json().to_string());
+                let text = match self.options.surface {
+                    Surface::Original => recorded::text(&recorded::wire(
+                        &failure,
+                        self.options.tool_set,
+                        self.options.approve_above,
+                    )),
+                    Surface::Modern => failure.to_json().to_string(),
+                };
+                let mut out = ToolOutput::error(failure.reason.clone(), text);
                 if let Some(token) = &failure.token {
                     out.log.insert("token".into(), json!(token));
                 }
@@ -309,7 +323,15 @@ impl PipeToolset {
                 ));
                 self.session.stored()
             }
-            Err(e) => return Err(session_failure(e)),
+            Err(e) => {
+                let cwd_escaped =
+                    cwd_arg.is_some() && matches!(e, session::SessionError::Escape(..));
+                let mut f = session_failure(e);
+                if cwd_escaped {
+                    f.recorded_detail = Some(recorded::CWD_ESCAPE.into());
+                }
+                return Err(f);
+            }
         };
         // The policy builds stage arguments relative to the session directory as an absolute
         // path (lexical work only); every operation the server itself does uses `cwd_rel`.

@@ -13,13 +13,21 @@ use crate::surface::{self, ShelpaTools, Surface};
 use mcp_core::toolset::ToolDef;
 
 /// The tools of `set` in `surface`'s words (see [`surface::definitions`]); the output schema
-/// below is shared by every tool and surface.
+/// below is shared by every tool and surface. The recorded definition has no output schema, so in
+/// the original surface it carries no prose of this reconstruction: only its shape.
 pub(crate) fn definitions(surface: Surface, set: ShelpaTools) -> Vec<ToolDef> {
+    let describe = |schema: Value, text: &str| match (surface, schema) {
+        (Surface::Modern, Value::Object(mut m)) => {
+            m.insert("description".into(), json!(text));
+            Value::Object(m)
+        }
+        (_, other) => other,
+    };
     let step = json!({
         "type": "object",
         "properties": {
             "command": {"type": "string"},
-            "output_size": {"type": "integer", "description": "bytes the stage wrote to its stdout"},
+            "output_size": describe(json!({"type": "integer"}), "bytes the stage wrote to its stdout"),
             "truncated": {"type": "boolean"},
             "execution_time_ms": {"type": "integer"},
             "exit_code": {"type": ["integer", "null"]}
@@ -44,7 +52,7 @@ pub(crate) fn definitions(surface: Surface, set: ShelpaTools) -> Vec<ToolDef> {
         "type": "object",
         "properties": {
             "stdout": {"type": "string"},
-            "stderr": {"type": "string", "description": "the stages' stderr, when any wrote some"},
+            "stderr": describe(json!({"type": "string"}), "the stages' stderr, when any wrote some"),
             "meta": {
                 "type": "object",
                 "properties": {"steps": {"type": "array", "items": step}, "tee": tee},
