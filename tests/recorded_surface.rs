@@ -360,8 +360,21 @@ fn escapes_are_named_in_the_recorded_words() {
     let path_escape = recorded_line("path-escape.txt");
     let ws = temp_dir();
     std::fs::create_dir(ws.path().join("src")).expect("mkdir");
+    let outside = temp_dir();
+    std::os::unix::fs::symlink(outside.path(), ws.path().join("out")).expect("symlink");
     let (mut s, _) = pipe_server(ws.path(), "2025-11-25", &["--shelpa-tools", "all"]);
     let calls = [
+        (
+            "shelpa_pipe",
+            json!({"command": "ls", "cwd": "out"}),
+            &cwd_escape,
+        ),
+        ("shelpa_pipe", json!({"command": "ls out/"}), &path_escape),
+        (
+            "shelpa_pipe",
+            json!({"command": "rg x src | tee out/x.txt"}),
+            &path_escape,
+        ),
         (
             "shelpa_pipe",
             json!({"command": "pwd", "cwd": ".."}),
@@ -398,6 +411,9 @@ fn escapes_are_named_in_the_recorded_words() {
         assert_eq!(&e["detail"], expected.as_str(), "{name} {args}");
     }
     s.close_and_wait();
+    let written: Vec<_> = std::fs::read_dir(outside.path()).expect("ls").collect();
+    assert!(written.is_empty(), "nothing written outside: {written:?}");
+    assert!(!ws.path().parent().expect("parent").join("out.txt").exists());
 }
 
 #[test]
