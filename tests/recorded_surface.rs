@@ -16,7 +16,7 @@
 //! - the success response's keys and their order (000, lines 233-242), and the mirror's overwrite
 //!   separator (000, line 175);
 //! - the whitelist and the navigation commands (000, lines 41-43 and 67), and the successor's 14
-//!   tools and error kinds (003, lines 32-53 and 122-126).
+//!   tools, error kinds and two command lines (003, lines 32-53, 122-126 and 61-62).
 
 use std::path::Path;
 use std::process::Command;
@@ -608,5 +608,49 @@ fn the_filesystem_mode_answers_with_the_recorded_error_kinds() {
             row.starts_with(kind) && !kind.is_empty(),
             "{row:?} vs {said:?}"
         );
+    }
+}
+
+#[test]
+fn the_successors_two_recorded_command_lines_start_a_server_named_filesystem() {
+    let ws = temp_dir();
+    std::fs::write(ws.path().join("a.txt"), "a\n").expect("write");
+    let root = ws.path().to_str().expect("utf-8 path");
+    let lines: Vec<String> = recorded("filesystem-usage.txt")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for line in lines {
+        let words: Vec<String> = line
+            .replace("[--root <ROOT>]", &format!("--root {root}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(words[0], "filesystem", "{line}");
+        let mut args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+        let server = args.contains(&"--server");
+        if server {
+            // The daemon serves roots below its allowed directories (by default the home one).
+            args.extend(["--allow-root", root]);
+        }
+        args.push("--no-call-log");
+        let mut s = Session::spawn(&[], &args);
+        let init = s.initialize("2025-11-25");
+        assert_eq!(init["result"]["serverInfo"]["name"], "filesystem", "{line}");
+        let r = s.call(2, "read_text_file", json!({"path": "a.txt"}));
+        if server {
+            // --server: every call must name its root (003, line 65).
+            assert_eq!(r["isError"], json!(true), "{line}");
+            assert!(text(&r).starts_with("InvalidArgument"), "{}", text(&r));
+            let r = s.call(3, "read_text_file", json!({"path": "a.txt", "root": root}));
+            assert_eq!(text(&r), "a\n", "{line}");
+        } else {
+            // --mcp: a call's root is ignored (003, line 65).
+            assert_eq!(text(&r), "a\n", "{line}");
+            let r = s.call(3, "read_text_file", json!({"path": "a.txt", "root": "/"}));
+            assert_eq!(text(&r), "a\n", "{line}");
+        }
+        s.close_and_wait();
     }
 }
