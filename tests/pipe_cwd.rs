@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The pipe mode's session directory when it vanishes under the session (issue #14, item 5):
 //! the session falls back to the nearest existing directory, says so, and is never stuck; a
 //! directory replaced by a symlink is refused, not followed, and `cd`/`pwd` still work.

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The legacy pipe mode's execution, tee, mirror and session, through the real binary and the
 //! real tools.
 

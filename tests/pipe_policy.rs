@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The legacy pipe mode's argument policy, through the library API: every refused option in
 //! every spelling its tool accepts, the operand model, path and tee-target checks, and a check
 //! against the real installed tools that every allowed option is one they accept.

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Property: the argument policy never admits a refused option, in any spelling generated from its
 //! own tables (abbreviations, clusters, attached values, after operands, gawk `-W`), wherever the
 //! stage sits in a pipeline and whatever safe stages surround it.

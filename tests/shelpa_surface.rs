@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! shelpa's original surface (issue #14, item 3): the recorded texts, served verbatim and
 //! selectable, against golden files in `fixtures/shelpa-surface/`.
 //!

@@ -151,7 +151,13 @@ fn cd(words: &[Word], cx: &PolicyContext) -> Result<Plan, Refusal> {
         Some(w) => w.text.clone(),
     };
     let resolved = paths::resolve_dir(cx, &typed)?;
-    if !resolved.path.is_dir() {
+    // The guard spliced every symlink out of `relative`: what is there is the directory itself.
+    let is_dir = cx
+        .guard
+        .workspace()
+        .stat(&resolved.relative)
+        .is_ok_and(|s| s.is_some_and(|s| s.is_dir()));
+    if !is_dir {
         return Err(Refusal::new(
             GuardReason::DisallowedTarget,
             typed.as_str(),
