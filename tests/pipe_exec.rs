@@ -836,3 +836,116 @@ fn a_nul_byte_in_a_command_is_a_parse_error_guard_violation() {
     assert!(!ws.root.join("out").exists());
     assert!(!ws.root.join("a").exists());
 }
+
+/// GNU ls's long format prints where every symlink points; in a pipeline (and whenever the
+/// built-in listing does not apply) it would show a link's target outside the workspace, which
+/// no result may show. Every spelling that turns the long format on is refused, the built-in
+/// `ls -l` on its own still lists the link with its target hidden, and the refusal says so.
+#[test]
+fn no_pipeline_shows_where_an_outside_symlink_points() {
+    let ws = Ws::new();
+    ws.write("a.txt", "a\n");
+    let outside = temp_dir();
+    let secret = outside.path().join("secret-target-dir");
+    std::fs::create_dir(&secret).expect("outside dir");
+    std::os::unix::fs::symlink(&secret, ws.root.join("out")).expect("symlink");
+    let secret = secret.display().to_string();
+    let long_spellings = [
+        "ls -l | head",
+        "ls -la | head",
+        "ls -al | sort",
+        "ls -1l | head",
+        "ls -g | head",
+        "ls -o | head",
+        "ls -n | head",
+        "ls --numeric-uid-gid | head",
+        "ls --numeric | head",
+        "ls --full-time | head",
+        "ls --full | head",
+        "ls --format=long | head",
+        "ls --format long | head",
+        "ls --format=verbose | head",
+        "ls --format=l | head",
+        "ls --form=verb | head",
+        "ls --dired | head",
+        "ls -D | head",
+        "ls -ltr | tail -n 3",
+        "ls -R -l | head",
+        "ls -l out | head",
+        "ls -l -- . | head",
+        "ls . -l | head",
+        "ls -lh",
+        "ls -lS .",
+        "ls -l a.txt out",
+        // Refused wherever it stands, even when a later option would switch the format back.
+        "ls -l -C | head",
+    ];
+    for command in long_spellings {
+        let (ok, v) = ws.pipe(command);
+        let raw = v.to_string();
+        assert!(
+            !raw.contains(&secret) && !raw.contains("secret-target-dir"),
+            "{command} shows where the outside link points: {raw}"
+        );
+        assert!(!ok, "{command} must be refused: {raw}");
+        assert_eq!(reason(&v), "DISALLOWED_OPTION", "{command}: {raw}");
+        assert!(
+            v["error"]["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("built-in listing")),
+            "{command}: the refusal must name the built-in listing: {raw}"
+        );
+    }
+    // Formats that are not long still run in a pipeline; the link is listed by name only.
+    for command in ["ls | head", "ls --format=commas | head", "ls -F | sort"] {
+        let v = ws.pipe_ok(command);
+        let raw = v.to_string();
+        assert!(raw.contains("out"), "{command}: {raw}");
+        assert!(!raw.contains("secret-target-dir"), "{command}: {raw}");
+    }
+    // The built-in listing, on its own, lists the link and hides where it points.
+    for command in ["ls -l", "ls -la", "ls -l1 ."] {
+        let v = ws.pipe_ok(command);
+        let raw = v.to_string();
+        assert!(
+            raw.contains("out -> (outside the workspace)"),
+            "{command}: {raw}"
+        );
+        assert!(!raw.contains("secret-target-dir"), "{command}: {raw}");
+    }
+}
+
+/// `fd -a` prints absolute paths, which start with the workspace's host path; no result shows
+/// one. It is refused with the way to get the same list relative to the current directory.
+#[test]
+fn fd_never_prints_the_workspace_host_path() {
+    let ws = Ws::new();
+    ws.write("sub/a.txt", "a\n");
+    let host = ws.root.display().to_string();
+    for command in [
+        "fd -a",
+        "fd -a . sub",
+        "fd --absolute-path a",
+        "fd -Ha txt",
+        "fd -t f -a | head",
+        "fd a sub --absolute-path",
+    ] {
+        let (ok, v) = ws.pipe(command);
+        let raw = v.to_string();
+        assert!(
+            !raw.contains(&host),
+            "{command} shows the workspace's host path: {raw}"
+        );
+        assert!(!ok, "{command} must be refused: {raw}");
+        assert_eq!(reason(&v), "DISALLOWED_OPTION", "{command}: {raw}");
+        assert!(
+            v["error"]["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("relative")),
+            "{command}: {raw}"
+        );
+    }
+    let v = ws.pipe_ok("fd -t f a");
+    let raw = v.to_string();
+    assert!(raw.contains("sub/a.txt") && !raw.contains(&host), "{raw}");
+}
