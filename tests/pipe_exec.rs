@@ -949,3 +949,48 @@ fn fd_never_prints_the_workspace_host_path() {
     let raw = v.to_string();
     assert!(raw.contains("sub/a.txt") && !raw.contains(&host), "{raw}");
 }
+
+/// A path operand above the stage's directory is handed to the tool relative to it (`../a.txt`),
+/// never as an absolute path: tools print the paths they are given, and an absolute one starts
+/// with the workspace's host path, which no result shows.
+#[test]
+fn operands_above_the_session_directory_never_print_the_host_path() {
+    let ws = Ws::new();
+    ws.write("a.txt", "hello\n");
+    ws.write("sub/deeper/b.txt", "hello\n");
+    ws.write("other/c.txt", "hello\n");
+    let host = ws.root.display().to_string();
+    for (cwd, command, shows) in [
+        ("sub", "rg hello ..", "../a.txt"),
+        ("sub", "fd . ..", "../other/c.txt"),
+        ("sub", "wc -l ../a.txt deeper/b.txt", "../a.txt"),
+        ("sub/deeper", "rg -l hello ../../other", "../../other/c.txt"),
+        (
+            "sub/deeper",
+            "rg -c hello ../../a.txt b.txt",
+            "../../a.txt:1",
+        ),
+        (
+            "sub",
+            "rg -l hello ../other ../a.txt | sort",
+            "../other/c.txt",
+        ),
+        ("other", "rg --files ..", "../sub/deeper/b.txt"),
+    ] {
+        let (ok, v) = ws.call_with(
+            "shelpa_pipe",
+            json!({ "command": command, "cwd": cwd }),
+            &[],
+        );
+        let raw = v.to_string();
+        assert!(ok, "{command} (cwd {cwd}): {raw}");
+        assert!(
+            !raw.contains(&host),
+            "{command} (cwd {cwd}) shows the workspace's host path: {raw}"
+        );
+        assert!(
+            v["stdout"].as_str().is_some_and(|s| s.contains(shows)),
+            "{command} (cwd {cwd}) should show {shows}: {raw}"
+        );
+    }
+}

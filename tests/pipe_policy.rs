@@ -579,7 +579,18 @@ fn path_operands_go_through_the_guard() {
         panic!("run")
     };
     assert_eq!(cwd, &src);
-    assert_eq!(argv[2..], [OsString::from("main.rs"), abs.into_os_string()]);
+    // A path above the stage's directory is handed on with `..`, never as a host path.
+    assert_eq!(argv[2..], [OsString::from("main.rs"), "../app.log".into()]);
+    let plan = w
+        .run_in(&src, &format!("head {}", abs.display()))
+        .expect("allowed");
+    let Plan::Pipeline(steps) = plan else {
+        panic!("pipeline")
+    };
+    let Step::Run { argv, .. } = &steps[0] else {
+        panic!("run")
+    };
+    assert_eq!(argv[2..], [OsString::from("../app.log")]);
 }
 
 #[test]

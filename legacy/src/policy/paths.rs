@@ -54,25 +54,44 @@ pub(super) fn resolve_dir(cx: &PolicyContext, typed: &str) -> Result<Resolved, R
     guard(cx, typed, FinalLink::Follow, false)
 }
 
-/// The form in which a checked path is handed to a tool: relative to the stage's directory when
-/// it lies below it (so output reads naturally), else absolute. A relative path starting with `-`
-/// or `+` gets `./` so no parser can take it for an option or an obsolete `+N` count.
+/// The form in which a checked path is handed to a tool: relative to the stage's directory, with
+/// `..` for each level above it (`../a.txt`). Never absolute: tools print the paths they are
+/// given, and an absolute one would start with the workspace's host path, which no result shows;
+/// a relative one also resolves from the stage's directory, which the stage enters by descriptor,
+/// rather than from the root's path again. A relative path starting with `-` or `+` gets `./` so
+/// no parser can take it for an option or an obsolete `+N` count.
 pub(super) fn pass_on(cx: &PolicyContext, path: &Path) -> OsString {
-    match path.strip_prefix(cx.cwd) {
-        Ok(rel) if rel.as_os_str().is_empty() => OsString::from("."),
-        Ok(rel) => {
-            let s = rel.as_os_str();
-            let b = s.as_encoded_bytes();
-            if b.first().is_some_and(|c| *c == b'-' || *c == b'+') {
-                let mut out = OsString::from("./");
-                out.push(s);
-                out
-            } else {
-                s.to_os_string()
-            }
+    if let Ok(rel) = path.strip_prefix(cx.cwd) {
+        if rel.as_os_str().is_empty() {
+            return OsString::from(".");
         }
-        Err(_) => path.as_os_str().to_os_string(),
+        let s = rel.as_os_str();
+        let b = s.as_encoded_bytes();
+        return if b.first().is_some_and(|c| *c == b'-' || *c == b'+') {
+            let mut out = OsString::from("./");
+            out.push(s);
+            out
+        } else {
+            s.to_os_string()
+        };
     }
+    // Both are absolute, folded and free of symlinks (the guard made them so), and inside the
+    // root: the way from one to the other is up to their common ancestor, then down.
+    let mut up = cx.cwd.components().peekable();
+    let mut down = path.components().peekable();
+    while let (Some(a), Some(b)) = (up.peek(), down.peek()) {
+        if a != b {
+            break;
+        }
+        up.next();
+        down.next();
+    }
+    let mut out = PathBuf::new();
+    for _ in up {
+        out.push("..");
+    }
+    out.extend(down);
+    out.into_os_string()
 }
 
 /// Resolves a `tee` target: inside the workspace, not in a protected directory, and not a
