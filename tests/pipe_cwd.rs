@@ -230,3 +230,45 @@ fn an_explicit_cwd_that_does_not_exist_is_still_an_error() {
     assert_eq!(v["error"]["reason"], "NOT_A_DIRECTORY", "{v}");
     assert!(v.get("note").is_none(), "{v}");
 }
+
+/// The root renamed away and replaced by a symlink to an outside directory while the server runs
+/// (an outside process can do this at any time): stages go on reading the workspace the server
+/// holds open, never what the link now names. Neither a path operand (`../a.txt` from a
+/// subdirectory) nor the kernel fence may name the workspace by its path again.
+#[test]
+fn a_root_replaced_by_a_symlink_is_not_followed_by_stages_or_their_fence() {
+    let (_tmp, base) = canonical_temp_dir();
+    let root = base.join("ws");
+    let outside = base.join("outside");
+    for dir in [&root, &outside] {
+        std::fs::create_dir_all(dir.join("sub")).expect("mkdir");
+    }
+    std::fs::write(root.join("a.txt"), "inside\n").expect("write");
+    std::fs::write(root.join("sub/b.txt"), "inside too\n").expect("write");
+    std::fs::write(outside.join("a.txt"), "OUTSIDE-SECRET\n").expect("write");
+    std::fs::write(outside.join("sub/b.txt"), "OUTSIDE-SECRET\n").expect("write");
+    let mut s = start(&root, false);
+    pipe_ok(&mut s, 2, "cd sub");
+    std::fs::rename(&root, base.join("ws-moved")).expect("move the root away");
+    std::os::unix::fs::symlink(&outside, &root).expect("link in its place");
+    let mut id = 3;
+    for (command, shows) in [
+        ("head ../a.txt", "inside"),
+        ("wc -c ../a.txt b.txt", "b.txt"),
+        ("rg -n inside ..", "inside too"),
+        ("head -n 1 b.txt", "inside too"),
+    ] {
+        let (failed, v) = pipe(&mut s, id, command);
+        id += 1;
+        let raw = v.to_string();
+        assert!(
+            !raw.contains("OUTSIDE-SECRET"),
+            "{command} read through the link: {raw}"
+        );
+        assert!(!failed, "{command} must read the workspace: {raw}");
+        assert!(
+            v["stdout"].as_str().is_some_and(|o| o.contains(shows)),
+            "{command}: {raw}"
+        );
+    }
+}
