@@ -994,3 +994,32 @@ fn operands_above_the_session_directory_never_print_the_host_path() {
         );
     }
 }
+
+/// `fd --full-path` matches its pattern against the absolute path, so whether a pattern such as
+/// `^/tmp/x/` finds anything tells where the workspace is on the host, one guess at a time. It is
+/// refused with the way to filter the relative paths instead.
+#[test]
+fn fd_full_path_cannot_probe_the_workspace_host_path() {
+    let ws = Ws::new();
+    ws.write("sub/a.txt", "a\n");
+    let right = format!("^{}/", regex::escape(&ws.root.display().to_string()));
+    let wrong = format!("^{}-not-it/", regex::escape(&ws.root.display().to_string()));
+    for pattern in [&right, &wrong] {
+        for command in [
+            format!("fd -p '{pattern}'"),
+            format!("fd --full-path '{pattern}' sub"),
+            format!("fd -Hp '{pattern}' | head"),
+        ] {
+            let (ok, v) = ws.pipe(&command);
+            let raw = v.to_string();
+            assert!(!ok, "{command} must be refused: {raw}");
+            assert_eq!(reason(&v), "DISALLOWED_OPTION", "{command}: {raw}");
+            assert!(
+                v["error"]["detail"]
+                    .as_str()
+                    .is_some_and(|d| d.contains("host path")),
+                "{command}: {raw}"
+            );
+        }
+    }
+}

@@ -607,7 +607,12 @@ pub static FD: Table = Table {
             "it runs ls -l on every result, whose long format shows where symlinks point; run ls -l DIR on its own (the built-in listing) for details",
         ),
         deny(Some('L'), &["follow", "dereference"], Flag, FOLLOW),
-        allow(Some('p'), &["full-path"], Flag, ""),
+        deny(
+            Some('p'),
+            &["full-path"],
+            Flag,
+            "it matches the pattern against the absolute path, so a pattern can probe the workspace's host path; filter the relative paths instead, e.g. fd -t f | rg 'src/.*test'",
+        ),
         allow(Some('0'), &["print0"], Flag, ""),
         allow(Some('d'), &["max-depth"], Required, "2"),
         allow(None, &["min-depth"], Required, "1"),
