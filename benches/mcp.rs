@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // The benchmark builds its fixture trees and reads its results by name, as a user would.
 //! `cargo bench --bench mcp -- [OPTIONS]`: ours side by side with the reference server,
 //! rust-mcp-filesystem, a no-validation floor and the raw shell; writes `BENCHMARKS.md`.
 //!

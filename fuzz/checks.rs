@@ -1,6 +1,8 @@
 //! The properties each fuzz target checks, shared with `tests/fuzz_regressions.rs`, which replays
 //! every saved crash input through the same code in the normal test suite.
 #![allow(dead_code)]
+// Fuzz properties build their fixtures by name in temporary directories, as the tests do.
+#![allow(clippy::disallowed_methods)]
 
 use std::os::unix::fs::symlink;
 use std::path::PathBuf;

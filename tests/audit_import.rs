@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! `filesystem audit import`: the shelpa era's mirror becomes `.filesystem/` history that
 //! `undo_file` walks back through, and a second import adds nothing.
 

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! A mirror written live by the pipe mode's tee, read back by the auditor: the writer and the
 //! reader agree on the format byte for byte.
 

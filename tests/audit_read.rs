@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! `filesystem audit list/log/show/grep/diff` on the hand-written fixture mirror, through
 //! the real binary.
 

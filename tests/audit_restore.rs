@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! `filesystem audit restore` through the real binary: the file, the mirror record, the guard and
 //! the refusal to destroy unrecorded content.
 

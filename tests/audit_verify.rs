@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! `filesystem audit verify` and hostile `.shelpa/` trees, through the real binary: problems are
 //! reported, never followed.
 

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The benchmark harness on tiny inputs against our binary only: it must run every case to the
 //! end and produce a report. Nothing here looks at how long anything took — a benchmark is not
 //! a test — but every measurement the harness makes of a tool we serve must have succeeded. A

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The adoption-study call log and the combined mode, through the real binary.
 
 use serde_json::{json, Value};

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! `filesystem check`'s exit status, which scripts and crash tests rely on: 0 when the store is
 //! consistent (warnings and notes are printed but do not fail it), 1 when an error remains,
 //! `--strict` counting warnings too, and 2 when the check cannot run at all.

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The command line without an MCP client: `tools`, `call`, exit codes, a reader that stops early.
 
 use std::io::Read;

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Concurrency: two `--backup` servers mutating one root in parallel, and one `--server` daemon
 //! serving interleaved calls for several roots.
 //!

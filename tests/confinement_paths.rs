@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Confinement without a race: hard links from the server's own files to files outside, `.git/`,
 //! state directories below the top, host paths in replies, and names in the temporary-file
 //! namespace. Each test works through the real binary (`filesystem call`, an MCP session, or a

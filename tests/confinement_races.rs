@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Confinement under races: a directory inside the workspace is exchanged for a symlink to a
 //! canary directory outside it between any two syscalls, while the real binary works in that
 //! directory. A call may fail then; it must never be redirected: the canary stays byte for byte

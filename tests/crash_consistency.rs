@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Crash consistency: the real server (`--backup`, MCP over stdio) is SIGKILLed at seeded random
 //! moments during a long stream of writes, edits, moves, deletes, restores, undos and redos, then
 //! restarted. After every kill the workspace must hold only whole, acknowledged (or in-flight)

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! After a crash, the next server to start clears the temporaries of the writes the crash cut
 //! short, and nothing else: never a live server's temporary, never a user's file.
 

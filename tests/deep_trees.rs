@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Trees far deeper than anyone makes on purpose, through every tool and subcommand that walks:
 //! nothing recurses per level, so the server survives each walk and keeps answering, what lies
 //! past the documented depth limit (4,096 levels) is left out with a note, and paths longer than

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! edit_file through the real binary: matching, ambiguity, line endings, all-or-nothing, dryRun
 //! and the diff it answers with.
 

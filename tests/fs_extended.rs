@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The opt-in tools of `--tools` through the real binary: read_multiple_files, get_file_info,
 //! list_directory_with_sizes and find_files on a small tree, their error labelling, a symlink to
 //! outside in every one of them (never followed out, its target never shown), and which tools a

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The bounds of the filesystem tools through the real binary: edit_file's whitespace-tolerant
 //! match stays linear on hostile input, its diff has a time budget and falls back to one block
 //! that `patch` still applies, edits per call are capped, and a cancelled or timed-out edit

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! list_directory and directory_tree through the real binary: format, order, what is left out,
 //! symlinks, depth and exclude patterns.
 

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The filesystem mode over real MCP on stdin/stdout: the tool list (12 tools, 14 with
 //! `--backup`), annotations, schemas, structured content and error results.
 

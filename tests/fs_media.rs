@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! `read_media_file` through the real binary: the type read from the content (not the name) and
 //! sent as MCP image/audio content whose base64 gives back the file's bytes, and the refusals: a
 //! file over the size cap, a text file (SVG included), a symlink out of the workspace.

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! read_text_file through the real binary: whole files, head/tail, and every refusal.
 
 use serde_json::json;

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! `search_content` through the real binary: matches and line numbers on a small tree, fixed
 //! strings, the case options, include/exclude globs, context lines, the result cap and its note,
 //! binary files skipped, `.gitignore` honoured (nested ones and `!` rules too), nothing ever found

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! create_file, write_file and create_directory through the real binary: what they create,
 //! what they keep (mode, hard links), and every refusal, symlinks above all.
 

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Replays every saved fuzz input (`fuzz/regressions/TARGET/*`) through the property its target
 //! checks, so a crash once found stays fixed.
 

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Replays the saved `workspace` fuzz inputs with the layer's per-component `O_NOFOLLOW` walk
 //! instead of `openat2`. The layer reads `FILESYSTEM_NO_OPENAT2` once per process, which is why
 //! this is its own test binary with one test: `checks::workspace_walk` sets the variable before

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Property: whatever path a client sends, the guard never yields a location outside the root,
 //! with symlinks of every kind planted in the tree.
 

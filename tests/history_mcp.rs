@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The recovery tools over a real MCP session: structured results match their output schemas.
 
 use serde_json::{json, Value};

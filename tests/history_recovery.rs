@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The history store and the recovery tools, through the real binary: one `filesystem call` per
 //! process, which is exactly how history must survive (everything is on disk).
 

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Hostile protocol input: every malformed message gets the right JSON-RPC error or a clean exit,
 //! memory stays bounded, and the server never panics.
 

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The call log stays bounded whatever the client sends: client identity and echoed tokens are
 //! cut to a documented length, and the file is rotated by size, with `report` reading across the
 //! rotated files.

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The MCP core as a client sees it: the real binary, spoken to over stdin/stdout in both framings.
 
 use std::process::{Command, Stdio};

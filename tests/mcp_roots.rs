@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! MCP roots: a server started without `--root`, `FILESYSTEM_ROOT` or a usable current directory
 //! (here `/`, as desktop clients start servers) asks a client that declared `roots` for them,
 //! serves the first, lists the others, follows `notifications/roots/list_changed`, and says

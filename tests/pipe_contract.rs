@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Pipe-mode contract gaps of issue #14, through the real binary and the real tools: an overwrite
 //! of a hard-linked file replaces it while appends stay refused, and the original whitelist's
 //! companion tools are `MISSING_TOOL`, never `DISALLOWED_CMD`.

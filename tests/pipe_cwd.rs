@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The pipe mode's session directory when it vanishes under the session (issue #14, item 5):
 //! the session falls back to the nearest existing directory, says so, and is never stuck; a
 //! directory replaced by a symlink is refused, not followed, and `cd`/`pwd` still work.
@@ -228,4 +229,44 @@ fn an_explicit_cwd_that_does_not_exist_is_still_an_error() {
     let v: Value = serde_json::from_str(&test_support::mcp::text(&r)).expect("json");
     assert_eq!(v["error"]["reason"], "NOT_A_DIRECTORY", "{v}");
     assert!(v.get("note").is_none(), "{v}");
+}
+
+/// The root renamed away and replaced by a symlink to an outside directory while the server runs
+/// (an outside process can do this at any time): stages go on reading the workspace the server
+/// holds open, never what the link now names. Neither a path operand (`../a.txt` from a
+/// subdirectory) nor the kernel fence may name the workspace by its path again.
+#[test]
+fn a_root_replaced_by_a_symlink_is_not_followed_by_stages_or_their_fence() {
+    let (_tmp, base) = canonical_temp_dir();
+    let root = base.join("ws");
+    let outside = base.join("outside");
+    for dir in [&root, &outside] {
+        std::fs::create_dir_all(dir.join("sub")).expect("mkdir");
+    }
+    std::fs::write(root.join("a.txt"), "inside\n").expect("write");
+    std::fs::write(root.join("sub/b.txt"), "inside too\n").expect("write");
+    std::fs::write(outside.join("a.txt"), "OUTSIDE-SECRET\n").expect("write");
+    std::fs::write(outside.join("sub/b.txt"), "OUTSIDE-SECRET\n").expect("write");
+    let mut s = start(&root, false);
+    pipe_ok(&mut s, 2, "cd sub");
+    std::fs::rename(&root, base.join("ws-moved")).expect("move the root away");
+    std::os::unix::fs::symlink(&outside, &root).expect("link in its place");
+    for (id, command, shows) in [
+        (3, "head ../a.txt", "inside"),
+        (4, "wc -c ../a.txt b.txt", "b.txt"),
+        (5, "rg -n inside ..", "inside too"),
+        (6, "head -n 1 b.txt", "inside too"),
+    ] {
+        let (failed, v) = pipe(&mut s, id, command);
+        let raw = v.to_string();
+        assert!(
+            !raw.contains("OUTSIDE-SECRET"),
+            "{command} read through the link: {raw}"
+        );
+        assert!(!failed, "{command} must read the workspace: {raw}");
+        assert!(
+            v["stdout"].as_str().is_some_and(|o| o.contains(shows)),
+            "{command}: {raw}"
+        );
+    }
 }

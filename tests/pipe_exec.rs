@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The legacy pipe mode's execution, tee, mirror and session, through the real binary and the
 //! real tools.
 
@@ -837,4 +838,191 @@ fn a_nul_byte_in_a_command_is_a_parse_error_guard_violation() {
     }
     assert!(!ws.root.join("out").exists());
     assert!(!ws.root.join("a").exists());
+}
+
+/// GNU ls's long format prints where every symlink points; in a pipeline (and whenever the
+/// built-in listing does not apply) it would show a link's target outside the workspace, which
+/// no result may show. Every spelling that turns the long format on is refused, the built-in
+/// `ls -l` on its own still lists the link with its target hidden, and the refusal says so.
+#[test]
+fn no_pipeline_shows_where_an_outside_symlink_points() {
+    let ws = Ws::new();
+    ws.write("a.txt", "a\n");
+    let outside = temp_dir();
+    let secret = outside.path().join("secret-target-dir");
+    std::fs::create_dir(&secret).expect("outside dir");
+    std::os::unix::fs::symlink(&secret, ws.root.join("out")).expect("symlink");
+    let secret = secret.display().to_string();
+    let long_spellings = [
+        "ls -l | head",
+        "ls -la | head",
+        "ls -al | sort",
+        "ls -1l | head",
+        "ls -g | head",
+        "ls -o | head",
+        "ls -n | head",
+        "ls --numeric-uid-gid | head",
+        "ls --numeric | head",
+        "ls --full-time | head",
+        "ls --full | head",
+        "ls --format=long | head",
+        "ls --format long | head",
+        "ls --format=verbose | head",
+        "ls --format=l | head",
+        "ls --form=verb | head",
+        "ls --dired | head",
+        "ls -D | head",
+        "ls -ltr | tail -n 3",
+        "ls -R -l | head",
+        "ls -l out | head",
+        "ls -l -- . | head",
+        "ls . -l | head",
+        "ls -lh",
+        "ls -lS .",
+        "ls -l a.txt out",
+        // Refused wherever it stands, even when a later option would switch the format back.
+        "ls -l -C | head",
+    ];
+    for command in long_spellings {
+        let (ok, v) = ws.pipe(command);
+        let raw = v.to_string();
+        assert!(
+            !raw.contains(&secret) && !raw.contains("secret-target-dir"),
+            "{command} shows where the outside link points: {raw}"
+        );
+        assert!(!ok, "{command} must be refused: {raw}");
+        assert_eq!(reason(&v), "DISALLOWED_OPTION", "{command}: {raw}");
+        assert!(
+            v["error"]["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("built-in listing")),
+            "{command}: the refusal must name the built-in listing: {raw}"
+        );
+    }
+    // Formats that are not long still run in a pipeline; the link is listed by name only.
+    for command in ["ls | head", "ls --format=commas | head", "ls -F | sort"] {
+        let v = ws.pipe_ok(command);
+        let raw = v.to_string();
+        assert!(raw.contains("out"), "{command}: {raw}");
+        assert!(!raw.contains("secret-target-dir"), "{command}: {raw}");
+    }
+    // The built-in listing, on its own, lists the link and hides where it points.
+    for command in ["ls -l", "ls -la", "ls -l1 ."] {
+        let v = ws.pipe_ok(command);
+        let raw = v.to_string();
+        assert!(
+            raw.contains("out -> (outside the workspace)"),
+            "{command}: {raw}"
+        );
+        assert!(!raw.contains("secret-target-dir"), "{command}: {raw}");
+    }
+}
+
+/// `fd -a` prints absolute paths, which start with the workspace's host path; no result shows
+/// one. It is refused with the way to get the same list relative to the current directory.
+#[test]
+fn fd_never_prints_the_workspace_host_path() {
+    let ws = Ws::new();
+    ws.write("sub/a.txt", "a\n");
+    let host = ws.root.display().to_string();
+    for command in [
+        "fd -a",
+        "fd -a . sub",
+        "fd --absolute-path a",
+        "fd -Ha txt",
+        "fd -t f -a | head",
+        "fd a sub --absolute-path",
+    ] {
+        let (ok, v) = ws.pipe(command);
+        let raw = v.to_string();
+        assert!(
+            !raw.contains(&host),
+            "{command} shows the workspace's host path: {raw}"
+        );
+        assert!(!ok, "{command} must be refused: {raw}");
+        assert_eq!(reason(&v), "DISALLOWED_OPTION", "{command}: {raw}");
+        assert!(
+            v["error"]["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("relative")),
+            "{command}: {raw}"
+        );
+    }
+    let v = ws.pipe_ok("fd -t f a");
+    let raw = v.to_string();
+    assert!(raw.contains("sub/a.txt") && !raw.contains(&host), "{raw}");
+}
+
+/// A path operand above the stage's directory is handed to the tool relative to it (`../a.txt`),
+/// never as an absolute path: tools print the paths they are given, and an absolute one starts
+/// with the workspace's host path, which no result shows.
+#[test]
+fn operands_above_the_session_directory_never_print_the_host_path() {
+    let ws = Ws::new();
+    ws.write("a.txt", "hello\n");
+    ws.write("sub/deeper/b.txt", "hello\n");
+    ws.write("other/c.txt", "hello\n");
+    let host = ws.root.display().to_string();
+    for (cwd, command, shows) in [
+        ("sub", "rg hello ..", "../a.txt"),
+        ("sub", "fd . ..", "../other/c.txt"),
+        ("sub", "wc -l ../a.txt deeper/b.txt", "../a.txt"),
+        ("sub/deeper", "rg -l hello ../../other", "../../other/c.txt"),
+        (
+            "sub/deeper",
+            "rg -c hello ../../a.txt b.txt",
+            "../../a.txt:1",
+        ),
+        (
+            "sub",
+            "rg -l hello ../other ../a.txt | sort",
+            "../other/c.txt",
+        ),
+        ("other", "rg --files ..", "../sub/deeper/b.txt"),
+    ] {
+        let (ok, v) = ws.call_with(
+            "shelpa_pipe",
+            json!({ "command": command, "cwd": cwd }),
+            &[],
+        );
+        let raw = v.to_string();
+        assert!(ok, "{command} (cwd {cwd}): {raw}");
+        assert!(
+            !raw.contains(&host),
+            "{command} (cwd {cwd}) shows the workspace's host path: {raw}"
+        );
+        assert!(
+            v["stdout"].as_str().is_some_and(|s| s.contains(shows)),
+            "{command} (cwd {cwd}) should show {shows}: {raw}"
+        );
+    }
+}
+
+/// `fd --full-path` matches its pattern against the absolute path, so whether a pattern such as
+/// `^/tmp/x/` finds anything tells where the workspace is on the host, one guess at a time. It is
+/// refused with the way to filter the relative paths instead.
+#[test]
+fn fd_full_path_cannot_probe_the_workspace_host_path() {
+    let ws = Ws::new();
+    ws.write("sub/a.txt", "a\n");
+    let right = format!("^{}/", regex::escape(&ws.root.display().to_string()));
+    let wrong = format!("^{}-not-it/", regex::escape(&ws.root.display().to_string()));
+    for pattern in [&right, &wrong] {
+        for command in [
+            format!("fd -p '{pattern}'"),
+            format!("fd --full-path '{pattern}' sub"),
+            format!("fd -Hp '{pattern}' | head"),
+        ] {
+            let (ok, v) = ws.pipe(&command);
+            let raw = v.to_string();
+            assert!(!ok, "{command} must be refused: {raw}");
+            assert_eq!(reason(&v), "DISALLOWED_OPTION", "{command}: {raw}");
+            assert!(
+                v["error"]["detail"]
+                    .as_str()
+                    .is_some_and(|d| d.contains("host path")),
+                "{command}: {raw}"
+            );
+        }
+    }
 }

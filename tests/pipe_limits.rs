@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The bounds of `--legacy-pipe` pipelines, through the real binary and real tools: the stage
 //! count, the memory limit of each stage, the time limit counted from the first spawn, and that
 //! no stage — nor its scratch folder — outlives a server that is killed mid-pipeline.

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! `meta.steps` of `shelpa_pipe` as recorded (issue #14, item 4): each step's `command` is its
 //! stage as the model wrote it, and its `output_size` is the byte count of what it wrote, for
 //! every stage, including two external stages joined through the server's splice relay. The

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! `filesystem report` on the fixtures, checked against counts worked out by hand.
 //!
 //! Transcripts (fixtures/transcripts/-home-dev-demo), calls in order, `[d]` = decile of position:

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! `filesystem report`'s text, CSV and SVG outputs, and its refusals, through the real binary.
 
 use std::process::Output;

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Every subcommand that works on one root chooses it the same way: `--root`, else
 //! `FILESYSTEM_ROOT`, else the current directory (the help promises it for all of them). The
 //! `--server` daemon has no root of its own and ignores `FILESYSTEM_ROOT`.

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The root reached through a symlink (issue #14, item 2): `--root /tmp/ws` where `/tmp` is a
 //! link (as on macOS), a symlinked home, or a shell whose `$PWD` spells the current directory
 //! through a link. Absolute paths written with that spelling are inside the workspace, in both

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Runaway pipelines in `--legacy-pipe` mode: jobs that never end, never stop writing, spin, or
 //! flood stderr. Each call must come back (a `TIMEOUT` error or a truncated success), leave no
 //! process of its group behind, and leave the server serving. The server's own memory must stay

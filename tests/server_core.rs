@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The server core under abuse: order of batched and queued calls, cancels, duplicate ids,
 //! framing edges, a client that stops reading or closes our output, and the daemon's roots (one
 //! slow tenant, twenty thousand tenants).

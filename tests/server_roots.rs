@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! `--server` confinement: the daemon serves only roots at or below its allowed places
 //! (`--allow-root`, `FILESYSTEM_ALLOW_ROOTS`, else the user's home), resolved through symlinks,
 //! and never a root that is or lies inside a `.filesystem/` or `.shelpa/` store.

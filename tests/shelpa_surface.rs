@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! shelpa's surfaces: the texts each serves, and the tool sets, against golden files in
 //! `fixtures/shelpa-surface/`.
 //!

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Store, mirror and log files that are FIFOs (or other special files) make the commands that
 //! need them fail with a clear error; nothing waits forever on one.
 

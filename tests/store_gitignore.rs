@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The store marks itself ignored: `.filesystem/.gitignore` says `*`, so git, ripgrep and fd
 //! leave the store alone, and `check` counts the file as one of the store's own.
 

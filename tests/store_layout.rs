@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The `.filesystem/` store on disk exactly as the README documents it: a path's snapshots and
 //! `.head` in the directory named for it, the logs and trash at the top, a `%` escape on the
 //! workspace names that would collide, and stores in the previous layout

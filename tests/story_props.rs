@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Property: for every path ever seen, `search_file` says where the last thing that left it is
 //! now, exactly as a simple model of things tells it: moves of files and of directories that
 //! carry their contents, deletes (a directory with everything in it) and restores, at the

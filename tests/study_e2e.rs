@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! `filesystem study run` and `filesystem study report` end to end, with the scripted stand-in
 //! agent (`study-stand-in`, found by the runner beside `filesystem`) and the example study's
 //! tasks: the report recovers the probabilities the stand-in draws from, a seed replays a study,

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! `filesystem study report` through the real binary, on run directories laid out by hand the
 //! way `filesystem study run` lays them out: trial records, each trial's `mcp.json`, transcripts
 //! in Claude Code's JSONL shape, and call logs written by really serving calls.

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! `filesystem study run` on the real binary, with agents that are small shell scripts: the
 //! plan and its order, one fresh workspace per trial, the MCP configuration the real server
 //! accepts, agents that hang, crash or cannot start, Ctrl-C and `--resume`, and the study

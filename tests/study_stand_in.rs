@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The stand-in agent of `filesystem study`, run for real: the `study-stand-in` binary on a
 //! fresh copy of each example task (fixtures/study/tasks), with an mcpServers file like the
 //! runner's that starts the real `filesystem` binary under each arm's arguments. What it did is

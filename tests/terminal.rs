@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Started by hand in a terminal, the server says what it is waiting for, and Ctrl-D ends it.
 
 use std::io::{Read, Write};

@@ -12,7 +12,7 @@
 //! says so ([`Fence::enforced`]) and the status line of `--legacy-pipe --help` reports it. Newer
 //! rights are used where the kernel has them and left out where it does not.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::Path;
 
 use landlock::{
@@ -41,6 +41,26 @@ const SYSTEM_FILES: [&str; 7] = [
 /// Devices a stage may open: reading the null and random devices, writing the null one.
 const READABLE_DEVICES: [&str; 4] = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"];
 
+/// Opens a system path (`SYSTEM_TREES`, `SYSTEM_FILES`, `READABLE_DEVICES`) to name it in a rule;
+/// `None` when this system has no such path.
+// By name: these are fixed paths of the system, never inside a workspace (whose root the fence
+// takes as a descriptor).
+#[allow(clippy::disallowed_methods)]
+fn system_path(path: &Path) -> Option<PathFd> {
+    PathFd::new(path).ok()
+}
+
+/// Opens the program file a stage runs, wherever a symlink in the search path leads (e.g.
+/// `/usr/local/bin/rg` to `/opt/…`): the file itself, not its directory, so nothing else beside it
+/// becomes reachable. `None` when it cannot be found.
+// By name: `program` is the absolute path found in the fixed search path at start-up
+// (`tools::SEARCH_PATH`), never a path a caller typed, and never inside a workspace.
+#[allow(clippy::disallowed_methods)]
+fn program_file(program: &Path) -> Option<PathFd> {
+    let real = std::fs::canonicalize(program).ok()?;
+    PathFd::new(real).ok()
+}
+
 /// What a stage may do in its scratch folder: create, read, write and remove regular files —
 /// all that `sort`'s spill files need. Nothing there can be run, and no directory, link, FIFO,
 /// socket or device can be made, so the folder stays one flat list of files that the server
@@ -62,9 +82,6 @@ pub enum FenceError {
     /// The kernel refused to create or fill the ruleset.
     #[error("cannot set up the Landlock fence for pipeline stages: {0}")]
     Ruleset(#[from] landlock::RulesetError),
-    /// The workspace or the scratch directory could not be opened to name it in a rule.
-    #[error("cannot set up the Landlock fence for pipeline stages: {0}")]
-    Path(#[from] landlock::PathFdError),
 }
 
 /// A Landlock ruleset ready to be applied in each stage's process before it runs its program.
@@ -78,7 +95,15 @@ impl Fence {
     /// directory, its `HOME` and `TMPDIR`) fully usable, the system's programs and the run's own
     /// `programs` (wherever a symlink in the search path leads, e.g. `/usr/local/bin/rg` to
     /// `/opt/…`) readable and executable, everything else out of reach.
-    pub fn new(workspace: &Path, scratch: &Path, programs: &[&Path]) -> Result<Fence, FenceError> {
+    ///
+    /// The workspace and the scratch folder are named by the descriptors the server already holds,
+    /// never by their paths: a root renamed away and replaced by a symlink since it was opened
+    /// cannot widen the fence to wherever the link points.
+    pub fn new(
+        workspace: BorrowedFd<'_>,
+        scratch: BorrowedFd<'_>,
+        programs: &[&Path],
+    ) -> Result<Fence, FenceError> {
         let read = AccessFs::ReadFile | AccessFs::ReadDir;
         let run = read | AccessFs::Execute;
         let mut ruleset = Ruleset::default()
@@ -89,25 +114,21 @@ impl Fence {
             // programs) and no abstract UNIX sockets (a session bus, an X server), from ABI 6.
             .scope(Scope::from_all(ABI_WANTED))?
             .create()?
-            .add_rule(PathBeneath::new(PathFd::new(workspace)?, read))?
-            .add_rule(PathBeneath::new(PathFd::new(scratch)?, scratch_rights()))?;
+            .add_rule(PathBeneath::new(workspace, read))?
+            .add_rule(PathBeneath::new(scratch, scratch_rights()))?;
         // Missing system paths (no /lib32 here, no /etc/ld.so.preload there) are simply skipped.
         for tree in SYSTEM_TREES {
-            if let Ok(fd) = PathFd::new(tree) {
+            if let Some(fd) = system_path(Path::new(tree)) {
                 ruleset = ruleset.add_rule(PathBeneath::new(fd, run))?;
             }
         }
         for program in programs {
-            // The file itself, not its directory: nothing else beside it becomes reachable.
-            let Ok(real) = std::fs::canonicalize(program) else {
-                continue;
-            };
-            if let Ok(fd) = PathFd::new(real) {
+            if let Some(fd) = program_file(program) {
                 ruleset = ruleset.add_rule(PathBeneath::new(fd, run))?;
             }
         }
         for file in SYSTEM_FILES {
-            if let Ok(fd) = PathFd::new(file) {
+            if let Some(fd) = system_path(Path::new(file)) {
                 ruleset = ruleset.add_rule(PathBeneath::new(fd, read))?;
             }
         }
@@ -117,7 +138,7 @@ impl Fence {
             } else {
                 AccessFs::ReadFile.into()
             };
-            if let Ok(fd) = PathFd::new(device) {
+            if let Some(fd) = system_path(Path::new(device)) {
                 ruleset = ruleset.add_rule(PathBeneath::new(fd, access))?;
             }
         }

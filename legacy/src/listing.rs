@@ -119,6 +119,8 @@ fn line(name: &str, stat: &Stat, long: bool, link: Option<&str>) -> String {
 }
 
 #[cfg(test)]
+// Tests build their fixtures by name in a temporary directory of their own, as a user would.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

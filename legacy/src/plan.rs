@@ -106,7 +106,7 @@ impl CommandName {
 pub enum Step {
     /// An external program: `argv[0]` is the absolute path resolved at start-up; the rest are
     /// the final arguments (forced safety flags first, path operands already guarded and made
-    /// relative to `cwd` or absolute inside the root).
+    /// relative to `cwd`, with `..` for a path above it, never absolute).
     Run {
         /// Which command this is (for metadata and SIGPIPE/exit-code rules).
         command: CommandName,

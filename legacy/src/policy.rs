@@ -151,7 +151,13 @@ fn cd(words: &[Word], cx: &PolicyContext) -> Result<Plan, Refusal> {
         Some(w) => w.text.clone(),
     };
     let resolved = paths::resolve_dir(cx, &typed)?;
-    if !resolved.path.is_dir() {
+    // The guard spliced every symlink out of `relative`: what is there is the directory itself.
+    let is_dir = cx
+        .guard
+        .workspace()
+        .stat(&resolved.relative)
+        .is_ok_and(|s| s.is_some_and(|s| s.is_dir()));
+    if !is_dir {
         return Err(Refusal::new(
             GuardReason::DisallowedTarget,
             typed.as_str(),
@@ -261,6 +267,21 @@ fn stage_step(stage: &Stage, cx: &PolicyContext) -> Result<Step, Refusal> {
             }
         }
         CommandName::Ls => {
+            if let Some(o) = opts.iter().find(|o| {
+                o.def.is("format") && ls_format_is_long(o.values.first().map_or("", String::as_str))
+            }) {
+                return Err(Refusal::new(
+                    GuardReason::DisallowedOption,
+                    o.typed.as_str(),
+                    format!(
+                        "Option {} {} (ls --format) is not allowed: {}.",
+                        o.typed,
+                        o.values.first().map_or("", String::as_str),
+                        tables::LONG_FORMAT
+                    ),
+                    "In a pipeline use --format=commas, across, vertical or single-column; run ls -l on its own for details.",
+                ));
+            }
             let hidden = opts
                 .iter()
                 .any(|o| o.def.is("all") || o.def.is("almost-all") || o.def.short == Some('f'));
@@ -517,6 +538,29 @@ fn tee_step(items: &[Item], cx: &PolicyContext) -> Result<Step, Refusal> {
         .map(|w| paths::tee_target(cx, w, append))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Step::Tee { append, targets })
+}
+
+/// GNU ls's `--format` words, and whether each is the long format (`verbose` is its synonym).
+const LS_FORMATS: [(&str, bool); 7] = [
+    ("verbose", true),
+    ("long", true),
+    ("commas", false),
+    ("horizontal", false),
+    ("across", false),
+    ("vertical", false),
+    ("single-column", false),
+];
+
+/// True when ls would take `value` of `--format` for the long format, or might: ls (argmatch)
+/// takes an exact word or a prefix of one, so any prefix that could mean `long` or `verbose` is
+/// refused, ambiguous ones too (`v`, which ls rejects anyway) and the empty word.
+fn ls_format_is_long(value: &str) -> bool {
+    if let Some((_, long)) = LS_FORMATS.iter().find(|(name, _)| *name == value) {
+        return *long;
+    }
+    LS_FORMATS
+        .iter()
+        .any(|(name, long)| *long && name.starts_with(value))
 }
 
 /// `sort -S` is capped so one call cannot claim most of the machine's memory.

@@ -47,6 +47,9 @@ pub struct Home {
 }
 
 /// The system's temporary directory as a workspace root (the layer needs it canonical).
+// By name, once per call: the system's temporary directory is the server's own, outside every
+// workspace, and everything in it is then done through the descriptor this opens.
+#[allow(clippy::disallowed_methods)]
 fn temp_root() -> io::Result<Workspace> {
     let tmp = std::env::temp_dir().canonicalize()?;
     Workspace::open(&tmp)
@@ -84,6 +87,10 @@ impl Home {
         for _ in 0..ATTEMPTS {
             // tempfile picks the name and creates the folder 0700 in one step; its own removal
             // (recursive, by path) is switched off: the folder is removed below, by descriptor.
+            // By name, in the system's temporary directory (the server's own, outside every
+            // workspace): the folder is then opened beneath `parent` and kept only if it is the
+            // one this name still leads to once it is locked.
+            #[allow(clippy::disallowed_methods)]
             let path = tempfile::Builder::new()
                 .prefix(PREFIX)
                 .tempdir_in(root.root())?
@@ -118,6 +125,11 @@ impl Home {
     /// The folder's absolute path, for the stages' `HOME` and `TMPDIR` and the fence's rule.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The folder's open directory, which names it in the fence's rule without its path.
+    pub fn dir(&self) -> &Dir {
+        &self.dir
     }
 
     /// Bytes in the regular files directly in the folder (where stages put their scratch files).
@@ -238,6 +250,8 @@ pub fn sweep_in_background() {
 }
 
 #[cfg(test)]
+// Tests build their fixtures by name in a temporary directory of their own, as a user would.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+use rustix::fs::{Dir, FileType, Mode, OFlags};
 use serde_json::{Map, Value};
 
 use super::error::FsError;
@@ -98,10 +98,9 @@ fn read_dir(dir: &mut Dir) -> std::io::Result<Listing> {
     for i in pending {
         let e = entries[i];
         let name = OsStr::from_bytes(&names[e.start..e.end]);
-        if let Ok(stat) = rustix::fs::statat(dir.fd()?, name, AtFlags::SYMLINK_NOFOLLOW) {
-            let kind = FileType::from_raw_mode(stat.st_mode);
-            entries[i].is_dir = kind == FileType::Directory;
-            entries[i].is_link = kind == FileType::Symlink;
+        if let Ok(Some(stat)) = walk::stat_at(dir, name) {
+            entries[i].is_dir = stat.is_dir();
+            entries[i].is_link = stat.is_symlink();
         }
     }
     entries.sort_unstable_by(|a, b| names[a.start..a.end].cmp(&names[b.start..b.end]));
@@ -299,7 +298,6 @@ pub fn list_directory_with_sizes(
         exclude_names: GlobSet::empty(),
         exclude_paths: GlobSet::empty(),
     };
-    let dir_fd = dir.fd().map_err(|e| io(e.into()))?;
     let mut rel = resolved.relative.clone();
     // (name, is_dir, size)
     let mut rows: Vec<(String, bool, u64)> = Vec::with_capacity(listing.entries.len());
@@ -313,8 +311,10 @@ pub fn list_directory_with_sizes(
         let size = if e.is_link {
             link_target_size(cx, &rel)
         } else {
-            rustix::fs::statat(dir_fd, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW)
-                .map(|st| st.st_size as u64)
+            walk::stat_at(&dir, OsStr::from_bytes(name))
+                .ok()
+                .flatten()
+                .map(|st| st.size)
                 // Gone or unreadable since the listing: counted as empty, as the reference does.
                 .unwrap_or(0)
         };
@@ -584,6 +584,8 @@ fn push_json_string(out: &mut Vec<u8>, name: &[u8]) {
 }
 
 #[cfg(test)]
+// Tests build their fixtures by name in a temporary directory of their own, as a user would.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

@@ -957,6 +957,8 @@ fn walk_subtree(subtree: Subtree, shared: &Shared, searcher: &mut Searcher) -> R
 }
 
 #[cfg(test)]
+// Tests build their fixtures by name in a temporary directory of their own, as a user would.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

@@ -2,6 +2,7 @@
 //! before it (through a counted junction between two external stages, directly otherwise).
 
 use std::io;
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::Child;
 use std::sync::atomic::AtomicU64;
@@ -53,7 +54,7 @@ impl Setup {
                 Step::Tee { .. } => None,
             })
             .collect();
-        let fence = Fence::new(workspace.root(), home.path(), &programs)
+        let fence = Fence::new(workspace.root_fd(), home.dir().as_fd(), &programs)
             .map_err(|e| setup(io::Error::other(e)))?;
         fence::prepare();
         let prepared = limits.stage.prepare();

@@ -3,14 +3,15 @@
 //! the stricter checks a write needs.
 
 use std::ffi::OsString;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use globset::GlobBuilder;
+use rustix::fs::{FileType, Mode, OFlags};
 
 use super::PolicyContext;
 use crate::plan::{GuardReason, Refusal, Word};
 use workspace::guard::{FinalLink, GuardError, Resolved, STATE_DIRS};
+use workspace::walk;
 
 /// The most paths one glob may expand to; more is almost certainly a mistake and would make a
 /// huge argv.
@@ -34,8 +35,9 @@ pub(super) fn read_operand(cx: &PolicyContext, word: &Word) -> Result<Vec<OsStri
 /// Resolves one typed path for reading, refusing escapes and files that would hang a reader.
 pub(super) fn read_path(cx: &PolicyContext, typed: &str) -> Result<OsString, Refusal> {
     let resolved = guard(cx, typed, FinalLink::Follow, false)?;
-    if let Ok(meta) = std::fs::metadata(&resolved.path) {
-        if let Some(kind) = special_kind(&meta.file_type()) {
+    // The guard spliced every symlink out of `relative`, so what is there is the file itself.
+    if let Ok(Some(stat)) = cx.guard.workspace().stat(&resolved.relative) {
+        if let Some(kind) = special_kind(stat.kind) {
             return Err(Refusal::new(
                 GuardReason::DisallowedTarget,
                 typed,
@@ -52,25 +54,44 @@ pub(super) fn resolve_dir(cx: &PolicyContext, typed: &str) -> Result<Resolved, R
     guard(cx, typed, FinalLink::Follow, false)
 }
 
-/// The form in which a checked path is handed to a tool: relative to the stage's directory when
-/// it lies below it (so output reads naturally), else absolute. A relative path starting with `-`
-/// or `+` gets `./` so no parser can take it for an option or an obsolete `+N` count.
+/// The form in which a checked path is handed to a tool: relative to the stage's directory, with
+/// `..` for each level above it (`../a.txt`). Never absolute: tools print the paths they are
+/// given, and an absolute one would start with the workspace's host path, which no result shows;
+/// a relative one also resolves from the stage's directory, which the stage enters by descriptor,
+/// rather than from the root's path again. A relative path starting with `-` or `+` gets `./` so
+/// no parser can take it for an option or an obsolete `+N` count.
 pub(super) fn pass_on(cx: &PolicyContext, path: &Path) -> OsString {
-    match path.strip_prefix(cx.cwd) {
-        Ok(rel) if rel.as_os_str().is_empty() => OsString::from("."),
-        Ok(rel) => {
-            let s = rel.as_os_str();
-            let b = s.as_encoded_bytes();
-            if b.first().is_some_and(|c| *c == b'-' || *c == b'+') {
-                let mut out = OsString::from("./");
-                out.push(s);
-                out
-            } else {
-                s.to_os_string()
-            }
+    if let Ok(rel) = path.strip_prefix(cx.cwd) {
+        if rel.as_os_str().is_empty() {
+            return OsString::from(".");
         }
-        Err(_) => path.as_os_str().to_os_string(),
+        let s = rel.as_os_str();
+        let b = s.as_encoded_bytes();
+        return if b.first().is_some_and(|c| *c == b'-' || *c == b'+') {
+            let mut out = OsString::from("./");
+            out.push(s);
+            out
+        } else {
+            s.to_os_string()
+        };
     }
+    // Both are absolute, folded and free of symlinks (the guard made them so), and inside the
+    // root: the way from one to the other is up to their common ancestor, then down.
+    let mut up = cx.cwd.components().peekable();
+    let mut down = path.components().peekable();
+    while let (Some(a), Some(b)) = (up.peek(), down.peek()) {
+        if a != b {
+            break;
+        }
+        up.next();
+        down.next();
+    }
+    let mut out = PathBuf::new();
+    for _ in up {
+        out.push("..");
+    }
+    out.extend(down);
+    out.into_os_string()
 }
 
 /// Resolves a `tee` target: inside the workspace, not in a protected directory, and not a
@@ -104,17 +125,16 @@ pub(super) fn tee_target(
     }) {
         return Err(protected(typed, dir));
     }
-    let meta = match std::fs::symlink_metadata(&resolved.path) {
-        Ok(meta) => meta,
-        Err(_) => return Ok(resolved.path),
+    let stat = match cx.guard.workspace().stat(&resolved.relative) {
+        Ok(Some(stat)) => stat,
+        _ => return Ok(resolved.path),
     };
-    let ft = meta.file_type();
-    let kind = if ft.is_symlink() {
+    let kind = if stat.is_symlink() {
         Some("a symlink")
-    } else if ft.is_dir() {
+    } else if stat.is_dir() {
         Some("a directory")
     } else {
-        special_kind(&ft)
+        special_kind(stat.kind)
     };
     if let Some(kind) = kind {
         return Err(Refusal::new(
@@ -124,13 +144,13 @@ pub(super) fn tee_target(
             "Write to a regular file (a new name is fine).",
         ));
     }
-    if append && meta.nlink() > 1 {
+    if append && stat.nlink > 1 {
         return Err(Refusal::new(
             GuardReason::DisallowedTarget,
             typed,
             format!(
                 "The tee -a target '{typed}' has {} hard links; appending would change a file known by another name.",
-                meta.nlink()
+                stat.nlink
             ),
             "Use tee FILE to replace it (its other names keep the old content), or append to a new file.",
         ));
@@ -275,12 +295,11 @@ pub(super) fn expand_glob(cx: &PolicyContext, word: &Word) -> Result<Vec<String>
                 Err(_) if expanded => continue,
                 Err(e) => return Err(e),
             };
-            let Ok(entries) = std::fs::read_dir(&resolved.path) else {
+            let Ok(entries) = list_names(cx, &resolved) else {
                 continue;
             };
             let mut names: Vec<String> = entries
-                .filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().into_string().ok())
+                .into_iter()
                 .filter(|n| show_hidden || !n.starts_with('.'))
                 .filter(|n| !STATE_DIRS.contains(&n.as_str()))
                 .filter(|n| matcher.is_match(n))
@@ -307,8 +326,12 @@ pub(super) fn expand_glob(cx: &PolicyContext, word: &Word) -> Result<Vec<String>
         }
     }
     candidates.retain(|c| {
-        guard(cx, c, FinalLink::NoFollow, false)
-            .is_ok_and(|r| std::fs::symlink_metadata(&r.path).is_ok())
+        guard(cx, c, FinalLink::NoFollow, false).is_ok_and(|r| {
+            cx.guard
+                .workspace()
+                .stat(&r.relative)
+                .is_ok_and(|s| s.is_some())
+        })
     });
     if candidates.is_empty() {
         return Err(Refusal::new(
@@ -324,6 +347,25 @@ pub(super) fn expand_glob(cx: &PolicyContext, word: &Word) -> Result<Vec<String>
         }
     }
     Ok(candidates)
+}
+
+/// The UTF-8 names in a directory that passed the guard, read through a descriptor opened beneath
+/// the root (a directory swapped for a symlink since the guard's walk fails to open, it is not
+/// followed). Names that are not UTF-8 cannot be typed in a command, so a glob never yields them.
+fn list_names(cx: &PolicyContext, dir: &Resolved) -> std::io::Result<Vec<String>> {
+    let fd = cx.guard.open_beneath(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut reader = rustix::fs::Dir::new(fd)?;
+    let mut names = Vec::new();
+    walk::each_entry(&mut reader, |name, _| {
+        if let Ok(name) = std::str::from_utf8(name) {
+            names.push(name.to_owned());
+        }
+    })?;
+    Ok(names)
 }
 
 fn join(base: &mut String, name: &str) {
@@ -362,14 +404,11 @@ fn glob_pattern(component: &str, globby: &[bool]) -> String {
 /// What a special file is (FIFO, socket, device), named for a message; `None` for anything else.
 /// Reading one can hang a stage and writing one reaches beyond the workspace, so both the operand
 /// check and the tee target check refuse them.
-fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {
-    if ft.is_fifo() {
-        Some("a FIFO")
-    } else if ft.is_socket() {
-        Some("a socket")
-    } else if ft.is_char_device() || ft.is_block_device() {
-        Some("a device")
-    } else {
-        None
+fn special_kind(kind: FileType) -> Option<&'static str> {
+    match kind {
+        FileType::Fifo => Some("a FIFO"),
+        FileType::Socket => Some("a socket"),
+        FileType::CharacterDevice | FileType::BlockDevice => Some("a device"),
+        _ => None,
     }
 }

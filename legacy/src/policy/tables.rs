@@ -34,6 +34,8 @@ const UNSEEN_FILE: &str = "it reads a file the policy never sees";
 
 const HANG: &str = "follow mode never ends and would hang the call";
 const NO_HELP: &str = "help and version texts are not available for this command";
+/// Why GNU ls's long format is refused (see [`LS`]).
+pub(super) const LONG_FORMAT: &str = "GNU ls's long format shows where every symlink points, also outside the workspace; for details run ls -l (with only -a, -A or -1, and at most one directory) as the whole command, not in a pipeline: that is the built-in listing, which hides such targets";
 
 /// `tail` (GNU coreutils).
 pub static TAIL: Table = Table {
@@ -309,7 +311,11 @@ pub static AWK: Table = Table {
     ],
 };
 
-/// `ls` (GNU coreutils), when it runs as a real program inside a pipeline.
+/// `ls` (GNU coreutils), when it runs as a real program inside a pipeline (or with options the
+/// built-in listing lacks). Every option that turns the long format on is refused, whatever
+/// comes after it: that format prints each symlink's target, and no result may show where a link
+/// outside the workspace points. `-D`/`--dired` counts, since coreutils 9.3 makes it imply the
+/// long format; `--format` is checked by value in the policy (`long` and `verbose` refused).
 pub static LS: Table = Table {
     command: CommandName::Ls,
     syntax: GETOPT_LONG,
@@ -325,13 +331,13 @@ pub static LS: Table = Table {
         allow(Some('C'), &[], Flag, ""),
         allow(None, &["color"], Optional, ""),
         allow(Some('d'), &["directory"], Flag, ""),
-        allow(Some('D'), &["dired"], Flag, ""),
+        deny(Some('D'), &["dired"], Flag, LONG_FORMAT),
         allow(Some('f'), &[], Flag, ""),
         allow(Some('F'), &["classify"], Optional, ""),
         allow(None, &["file-type"], Flag, ""),
-        allow(None, &["format"], Required, "long"),
-        allow(None, &["full-time"], Flag, ""),
-        allow(Some('g'), &[], Flag, ""),
+        allow(None, &["format"], Required, "commas"),
+        deny(None, &["full-time"], Flag, LONG_FORMAT),
+        deny(Some('g'), &[], Flag, LONG_FORMAT),
         allow(None, &["group-directories-first"], Flag, ""),
         allow(Some('G'), &["no-group"], Flag, ""),
         allow(Some('h'), &["human-readable"], Flag, ""),
@@ -349,12 +355,12 @@ pub static LS: Table = Table {
         allow(Some('i'), &["inode"], Flag, ""),
         allow(Some('I'), &["ignore"], Required, "x"),
         allow(Some('k'), &["kibibytes"], Flag, ""),
-        allow(Some('l'), &[], Flag, ""),
+        deny(Some('l'), &[], Flag, LONG_FORMAT),
         deny(Some('L'), &["dereference"], Flag, FOLLOW,),
         allow(Some('m'), &[], Flag, ""),
-        allow(Some('n'), &["numeric-uid-gid"], Flag, ""),
+        deny(Some('n'), &["numeric-uid-gid"], Flag, LONG_FORMAT),
         allow(Some('N'), &["literal"], Flag, ""),
-        allow(Some('o'), &[], Flag, ""),
+        deny(Some('o'), &[], Flag, LONG_FORMAT),
         allow(Some('p'), &[], Flag, ""),
         allow(Some('q'), &["hide-control-chars"], Flag, ""),
         allow(None, &["show-control-chars"], Flag, ""),
@@ -588,15 +594,25 @@ pub static FD: Table = Table {
         allow(None, &["regex"], Flag, ""),
         allow(Some('F'), &["fixed-strings"], Flag, ""),
         allow(None, &["and"], Required, "x"),
-        allow(Some('a'), &["absolute-path"], Flag, ""),
+        deny(
+            Some('a'),
+            &["absolute-path"],
+            Flag,
+            "absolute paths start with the workspace's host path, which no result shows; fd's paths are relative to the current directory (pwd shows which), so leave -a out",
+        ),
         deny(
             Some('l'),
             &["list-details"],
             Flag,
-            "it runs ls on every result; pipe into ls -l instead",
+            "it runs ls -l on every result, whose long format shows where symlinks point; run ls -l DIR on its own (the built-in listing) for details",
         ),
         deny(Some('L'), &["follow", "dereference"], Flag, FOLLOW),
-        allow(Some('p'), &["full-path"], Flag, ""),
+        deny(
+            Some('p'),
+            &["full-path"],
+            Flag,
+            "it matches the pattern against the absolute path, so a pattern can probe the workspace's host path; filter the relative paths instead, e.g. fd -t f | rg 'src/.*test'",
+        ),
         allow(Some('0'), &["print0"], Flag, ""),
         allow(Some('d'), &["max-depth"], Required, "2"),
         allow(None, &["min-depth"], Required, "1"),
