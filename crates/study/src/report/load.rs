@@ -342,11 +342,10 @@ fn server_names(
     inputs: &mut InputSummary,
     warnings: &mut Warnings,
 ) -> Option<Vec<String>> {
-    let parsed = match trial {
-        None => Err("its trial directory cannot be opened".to_string()),
-        Some(dir) => read_small(dir, OsStr::new(names::MCP_CONFIG), MAX_SMALL_FILE)
-            .map_err(|e| e.to_string()),
-    }
+    // A trial without its directory was counted and warned about already.
+    let dir = trial?;
+    let parsed = read_small(dir, OsStr::new(names::MCP_CONFIG), MAX_SMALL_FILE)
+        .map_err(|e| e.to_string())
     .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string()))
     .and_then(|v| match v.get("mcpServers") {
         Some(Value::Object(servers)) => Ok(servers.keys().cloned().collect()),

@@ -17,8 +17,11 @@ use rustix::process::{Pid, Signal};
 /// How many passes over the process table are made at most (each kills what it found, so a
 /// process forking while a pass runs is caught by the next).
 const PASSES: usize = 50;
-/// The pause between passes, for killed processes to be reaped.
-const PAUSE: Duration = Duration::from_millis(20);
+/// The pause between looks at a killed process that has not ended yet.
+const PAUSE: Duration = Duration::from_millis(10);
+/// How long a killed process is waited for to end (SIGKILL acts when the process next runs;
+/// only one stuck in the kernel takes long).
+const END_WAIT: Duration = Duration::from_secs(5);
 /// The most bytes of one process's environment read.
 const MAX_ENVIRON: u64 = 1024 * 1024;
 
@@ -42,16 +45,33 @@ pub fn kill_marked(markers: &HashSet<String>) -> usize {
         if found.is_empty() {
             break;
         }
-        for pid in found {
+        for &pid in &found {
             if let Some(pid) = Pid::from_raw(pid) {
                 if rustix::process::kill_process(pid, Signal::KILL).is_ok() {
                     killed += 1;
                 }
             }
         }
-        std::thread::sleep(PAUSE);
+        // Only a process that has ended (a zombie, or gone) can no longer write: wait for it,
+        // so the trial never reruns beside what it kills.
+        let until = std::time::Instant::now() + END_WAIT;
+        while found.iter().any(|&pid| running(pid)) && std::time::Instant::now() < until {
+            std::thread::sleep(PAUSE);
+        }
     }
     killed
+}
+
+/// True while process `pid` exists and has not ended (a zombie has).
+fn running(pid: i32) -> bool {
+    // By name: /proc is the kernel's table of processes.
+    #[allow(clippy::disallowed_methods)]
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the command name in parentheses, which may hold anything.
+    let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+    !state.is_some_and(|s| s.starts_with('Z') || s.starts_with('X'))
 }
 
 /// The ids of the processes there are.
