@@ -4,6 +4,9 @@
 //! arms, prompts or programs could only fail every trial. Every wait has a deadline the test
 //! enforces: a regression fails the test instead of hanging the suite.
 
+// The tests set up and inspect study and run directories by name, as a user or an agent would.
+#![allow(clippy::disallowed_methods)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -121,7 +124,10 @@ fn wait_capped(child: &mut Child, cap: Duration) -> Option<ExitStatus> {
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + CAP;
     while !done() {
-        assert!(Instant::now() < deadline, "{what} did not happen within {CAP:?}");
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen within {CAP:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -205,7 +211,10 @@ fn a_hard_link_to_the_records_left_at_verify_out_does_not_empty_them() {
     }
     let text = std::fs::read_to_string(s.out().join("trials.jsonl")).expect("records");
     assert!(!text.contains("overwritten"), "{text}");
-    let r = run_capped(runner(&study, &s.out(), &["--resume"]), "study run --resume");
+    let r = run_capped(
+        runner(&study, &s.out(), &["--resume"]),
+        "study run --resume",
+    );
     assert!(r.status.success(), "{}", r.stderr);
     assert!(r.stderr.contains("0 to run"), "{}", r.stderr);
 }
@@ -259,7 +268,8 @@ fn fifos_in_a_run_directory_do_not_hang_the_report() {
     assert!(r.status.success(), "{}", r.stderr);
     let report = |what: &str| {
         let mut cmd = Command::new(test_support::filesystem());
-        cmd.args(["study", "report", "--format", "json"]).arg(s.out());
+        cmd.args(["study", "report", "--format", "json"])
+            .arg(s.out());
         run_capped(cmd, what)
     };
 
@@ -347,11 +357,20 @@ fn agents_die_with_a_killed_runner_and_resume_kills_what_they_left() {
     child.kill().expect("SIGKILL the runner");
     child.wait().expect("reap the runner");
     wait_until("the agent dying with its runner", || !alive(agent));
-    assert!(alive(orphan), "the agent's own child lives on until --resume");
+    assert!(
+        alive(orphan),
+        "the agent's own child lives on until --resume"
+    );
 
-    let r = run_capped(runner(&study, &s.out(), &["--resume"]), "study run --resume");
+    let r = run_capped(
+        runner(&study, &s.out(), &["--resume"]),
+        "study run --resume",
+    );
     assert!(r.status.success(), "{}", r.stderr);
-    assert!(!alive(orphan), "--resume killed the earlier attempt's child");
+    assert!(
+        !alive(orphan),
+        "--resume killed the earlier attempt's child"
+    );
     let recs = records(&s.out());
     assert_eq!(recs.len(), 1);
     assert_eq!(
@@ -409,8 +428,11 @@ fn refused_pipe_calls_are_not_counted_as_run() {
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"shelpa_pipe","arguments":{"command":"rm seed.txt | sort"}}}"#,
         r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"shelpa_pipe","arguments":{"command":"head -n 1 seed.txt | wc -c"}}}"#,
     ];
-    std::fs::write(s.task_dir().join("requests.jsonl"), requests.join("\n") + "\n")
-        .expect("requests");
+    std::fs::write(
+        s.task_dir().join("requests.jsonl"),
+        requests.join("\n") + "\n",
+    )
+    .expect("requests");
     // The agent is the server itself, fed the requests on stdin, logging where the trial's
     // call log goes.
     let agent = "command = [\"filesystem\", \"--legacy-pipe\", \"--root\", \"{workspace}\", \

@@ -215,15 +215,15 @@ fn read_records(
     let file = handle
         .open_regular(OsStr::new(TRIALS_FILE), OFlags::RDONLY, Mode::empty())
         .map_err(|source| {
-        if source.kind() == std::io::ErrorKind::NotFound {
-            StudyReportError::NoTrialsFile(path.to_path_buf())
-        } else {
-            StudyReportError::Read {
-                path: path.to_path_buf(),
-                source,
+            if source.kind() == std::io::ErrorKind::NotFound {
+                StudyReportError::NoTrialsFile(path.to_path_buf())
+            } else {
+                StudyReportError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                }
             }
-        }
-    })?;
+        })?;
     let mut reader = BufReader::new(file);
     let mut records = Vec::new();
     let mut seen = HashSet::new();
@@ -346,11 +346,11 @@ fn server_names(
     let dir = trial?;
     let parsed = read_small(dir, OsStr::new(names::MCP_CONFIG), MAX_SMALL_FILE)
         .map_err(|e| e.to_string())
-    .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string()))
-    .and_then(|v| match v.get("mcpServers") {
-        Some(Value::Object(servers)) => Ok(servers.keys().cloned().collect()),
-        _ => Err("it has no \"mcpServers\" object".to_string()),
-    });
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string()))
+        .and_then(|v| match v.get("mcpServers") {
+            Some(Value::Object(servers)) => Ok(servers.keys().cloned().collect()),
+            _ => Err("it has no \"mcpServers\" object".to_string()),
+        });
     match parsed {
         Ok(names) => Some(names),
         Err(why) => {

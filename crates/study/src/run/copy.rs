@@ -162,8 +162,9 @@ fn walk(fixture: &Path, dest: Option<(&Dir, &OsStr)>) -> Result<Size, CopyError>
         } else if stat.is_file() {
             let left = MAX_BYTES - size.bytes;
             let copied = match &frame.dst {
-                Some(dst) => copy_file(&frame.src, dst, &name, stat.mode, left)
-                    .map_err(io_err(&src_path))?,
+                Some(dst) => {
+                    copy_file(&frame.src, dst, &name, stat.mode, left).map_err(io_err(&src_path))?
+                }
                 None => stat.size,
             };
             if copied > left {
@@ -294,7 +295,8 @@ mod tests {
         fs::set_permissions(src.join("sub"), fs::Permissions::from_mode(0o555)).unwrap();
         let dst = d.path().join("dst");
         let parent = super::super::resume::open_dir(&fs::canonicalize(d.path()).unwrap()).unwrap();
-        let size = copy_fixture(&fs::canonicalize(&src).unwrap(), &parent, OsStr::new("dst")).unwrap();
+        let size =
+            copy_fixture(&fs::canonicalize(&src).unwrap(), &parent, OsStr::new("dst")).unwrap();
         assert_eq!(
             size,
             Size {

@@ -270,7 +270,14 @@ fn die_with_runner(cmd: &mut Command) {
     // getppid, both async-signal-safe; it allocates nothing (the error is built from an errno).
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
                 return Err(io::Error::last_os_error());
             }
             if libc::getppid() != runner.as_raw_nonzero().get() {
@@ -299,7 +306,9 @@ fn open_sink(sink: &Sink) -> io::Result<File> {
             let file = std::fs::OpenOptions::new()
                 .write(true)
                 .create(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+                .custom_flags(
+                    libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC,
+                )
                 .open(path)
                 .map_err(fifo_without_reader)?;
             refuse_shared(&file)?;
@@ -341,7 +350,10 @@ fn open_input(path: &std::path::Path) -> io::Result<File> {
 /// `open(O_WRONLY | O_NONBLOCK)` of a FIFO nobody reads fails with `ENXIO`; say what it is.
 fn fifo_without_reader(e: io::Error) -> io::Error {
     if e.raw_os_error() == Some(libc::ENXIO) {
-        io::Error::new(io::ErrorKind::InvalidData, "it is a FIFO, not a regular file")
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "it is a FIFO, not a regular file",
+        )
     } else {
         e
     }

@@ -131,7 +131,10 @@ impl Output {
         }
         let dir = create_and_resolve(dir).map_err(io(dir))?;
         let handle = open_dir(&dir).map_err(io(&dir))?;
-        match rustix::fs::flock(&handle, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        match rustix::fs::flock(
+            &handle,
+            rustix::fs::FlockOperation::NonBlockingLockExclusive,
+        ) {
             Ok(()) => {}
             Err(rustix::io::Errno::WOULDBLOCK) => return Err(OutputError::Busy(dir)),
             Err(e) => return Err(io(&dir)(e.into())),
@@ -228,9 +231,7 @@ impl Output {
             source: e.into(),
         })?;
         line.push(b'\n');
-        let links = Stat::of(&self.trials)
-            .map_err(io(&self.trials_path))?
-            .nlink;
+        let links = Stat::of(&self.trials).map_err(io(&self.trials_path))?.nlink;
         if links > 1 {
             return Err(OutputError::Linked(self.trials_path.clone()));
         }
