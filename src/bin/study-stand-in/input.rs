@@ -16,7 +16,6 @@ pub fn read_text(path: &Path, what: &'static str, limit: u64) -> Result<String, 
     // By name: an input the runner names on the command line (the plan, policy, prompt and MCP
     // configuration, outside the workspace), read once, without blocking and only if it is a
     // regular file.
-    #[allow(clippy::disallowed_methods)]
     let file = workspace::open_regular_path(path, std::fs::OpenOptions::new().read(true))
         .map_err(read_err)?;
     let mut bytes = Vec::new();
