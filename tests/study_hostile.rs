@@ -235,6 +235,25 @@ fn the_records_are_not_appended_to_once_they_have_a_second_link() {
     assert!(r.stderr.contains("more than one hard link"), "{}", r.stderr);
     assert!(r.stderr.contains("--resume"), "{}", r.stderr);
     assert_eq!(records(&s.out()).len(), 0);
+    // While the link is there, --resume refuses too; once it is removed, the run goes on.
+    let link = s
+        .out()
+        .join("trials/000-alpha-plain/workspace/records-copy");
+    let r = run_capped(
+        runner(&study, &s.out(), &["--resume"]),
+        "study run --resume",
+    );
+    assert_eq!(r.status.code(), Some(1), "{}", r.stderr);
+    assert!(r.stderr.contains("more than one hard link"), "{}", r.stderr);
+    std::fs::remove_file(&link).expect("remove the link");
+    let fixed = s.write(&sh_agent("true"), "[\"true\"]", 1, PLAIN);
+    std::fs::copy(&fixed, s.out().join("study.toml")).expect("same study file");
+    let r = run_capped(
+        runner(&fixed, &s.out(), &["--resume"]),
+        "study run --resume",
+    );
+    assert!(r.status.success(), "{}", r.stderr);
+    assert_eq!(records(&s.out()).len(), 1);
 }
 
 /// A FIFO an agent leaves at `verify.out` is replaced by the verifier's output instead of being

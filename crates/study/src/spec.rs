@@ -549,7 +549,7 @@ impl Study {
             for (key, program) in [("agent.command", agent), ("verify", verify)] {
                 if let Err(why) = find_program(program, &self.agent.env, task, self, filesystem) {
                     return Err(invalid(format!(
-                        "task {:?}: the program of {key} {why}; install it, or give its full path",
+                        "task {:?}: {key} starts a program that cannot be found: {why}; install it, or give its full path",
                         task.name
                     )));
                 }
