@@ -1053,6 +1053,13 @@ server = false
     }
 
     #[test]
+    fn a_template_bound_counts_the_prompt_paths_and_names() {
+        let t = Template::parse("--p={prompt} {workspace} {trial}").unwrap();
+        assert_eq!(t.bound(10), "--p=".len() + 10 + 1 + PATH_BOUND + 1 + 85);
+        assert_eq!(Template::parse("plain").unwrap().bound(1 << 20), 5);
+    }
+
+    #[test]
     fn unknown_keys_and_placeholders_are_refused_by_name() {
         assert!(
             err(&GOOD.replace("time_limit = 5", "time_limit = 5\ntimeout = 3")).contains("timeout")

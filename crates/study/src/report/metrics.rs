@@ -280,3 +280,41 @@ pub fn arm_numbers(
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use report::model::Call;
+
+    fn pipe(outcome: Outcome, stages: &[&str]) -> Call {
+        Call {
+            tool: "shelpa_pipe".into(),
+            interface: Interface::Pipe,
+            write: false,
+            outcome,
+            stages: stages.iter().map(|s| s.to_string()).collect(),
+            input: None,
+            refused_token: None,
+        }
+    }
+
+    #[test]
+    fn only_pipe_calls_that_ran_count_with_their_stages() {
+        let calls = vec![
+            pipe(Outcome::Ok, &["head", "wc"]),
+            pipe(Outcome::Error("NONZERO_EXIT".into()), &["rg"]),
+            pipe(Outcome::Error("DISALLOWED_OPTION".into()), &["sed"]),
+            pipe(Outcome::Error("PARSE_ERROR".into()), &["awk", "sort"]),
+            pipe(Outcome::Error("unclassified".into()), &["jq"]),
+        ];
+        let mut n = TrialNumbers::default();
+        n.add_call_log(&[Session {
+            id: "s".into(),
+            parent: None,
+            calls,
+        }]);
+        assert_eq!((n.pipe_calls, n.pipe_refused, n.stages), (2, 3, 3));
+        let names: Vec<&str> = n.commands.keys().map(String::as_str).collect();
+        assert_eq!(names, ["head", "rg", "wc"]);
+    }
+}
