@@ -191,21 +191,30 @@ fn mkfifo(path: &Path) {
 
 /// An agent that hard-links the run's own `trials.jsonl` where the runner will write the
 /// verifier's output does not get the records emptied: `verify.out` is made anew, every record
-/// stays, and `--resume` accepts the run.
+/// stays, and `--resume` accepts the run. The first trial to start does nothing; the other
+/// (the last, so no other trial's record is appended while the link exists) waits until the
+/// first one's record is written, then links.
 #[test]
 fn a_hard_link_to_the_records_left_at_verify_out_does_not_empty_them() {
     let s = Study::new();
+    let d = s.path().display();
+    let script = format!(
+        "mkdir '{d}/first' 2>/dev/null && exit 0; \
+         until test -s ../../../trials.jsonl; do sleep 0.01; done; \
+         ln ../../../trials.jsonl ../verify.out"
+    );
     let study = s.write(
-        &sh_agent("ln ../../../trials.jsonl ../verify.out"),
+        &sh_agent(&script),
         "[\"sh\", \"-c\", \"echo overwritten\"]",
-        2,
+        1,
         TWO_ARMS,
     );
     let r = run_capped(runner(&study, &s.out(), &[]), "study run");
     assert!(r.status.success(), "{}", r.stderr);
     let recs = records(&s.out());
-    assert_eq!(recs.len(), 4, "{recs:?}");
+    assert_eq!(recs.len(), 2, "{recs:?}");
     for rec in &recs {
+        assert_eq!(rec["agent"]["code"], 0, "{rec}");
         assert_eq!(rec["verify"]["end"], "exited", "{rec}");
         assert_eq!(rec["success"], true, "{rec}");
     }
