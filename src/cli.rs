@@ -362,7 +362,8 @@ impl Options {
         self.toolset_or_roots(true)
     }
 
-    fn toolset_or_roots(&self, client_roots: bool) -> Result<(Arc<dyn Toolset>, Scope), String> {
+    /// The flag combinations the server refuses although they parse.
+    fn flag_conflicts(&self) -> Result<(), String> {
         // `--tools` picks filesystem tools: the pipe alone has none, and a flag that silently
         // did nothing would leave the user believing the tools were served.
         if self.tools.is_some() && self.legacy_pipe && !self.with_filesystem {
@@ -370,6 +371,11 @@ impl Options {
                 "--tools selects filesystem tools; with --legacy-pipe add --with-filesystem, or leave --tools out".into(),
             );
         }
+        Ok(())
+    }
+
+    fn toolset_or_roots(&self, client_roots: bool) -> Result<(Arc<dyn Toolset>, Scope), String> {
+        self.flag_conflicts()?;
         let listed = fs_tools::ListedRoots::default();
         let factory: Box<dyn ToolsetFactory<PathGuard>> =
             Box::new(ClearsLeftovers(self.factory(&listed)));
@@ -615,13 +621,28 @@ pub fn main() -> i32 {
         }
         Some(Command::Study { command }) => match std::env::current_exe() {
             // The study's arms serve this very binary, and the stand-in agent lies beside it.
-            Ok(exe) => study::command::execute(command, &exe),
+            Ok(exe) => study::command::execute(command, &exe, &check_server_args),
             Err(e) => {
                 eprintln!("filesystem study: cannot find the path of this executable: {e}");
                 1
             }
         },
     }
+}
+
+/// Whether `args` (a study arm's) are flags this binary accepts as an MCP server, parsed by the
+/// same definition as a real start (with the `--root` and `--call-log` the study runner adds),
+/// and checked for the conflicts the server refuses when it starts. A study checks each arm
+/// with this before any trial, so a typo is refused instead of every trial running serverless.
+fn check_server_args(args: &[String]) -> Result<(), String> {
+    let argv = std::iter::once("filesystem")
+        .chain(args.iter().map(String::as_str))
+        .chain(["--root", "/", "--call-log", "/dev/null"]);
+    let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+    if cli.command.is_some() {
+        return Err("it names a subcommand; give only server flags".into());
+    }
+    cli.options.flag_conflicts()
 }
 
 fn run_server(cli: &Options) -> i32 {

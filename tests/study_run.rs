@@ -312,7 +312,7 @@ esac";
     let progress = stderr(&o);
     assert!(progress.contains("killed at its time limit"), "{progress}");
 
-    // An agent that does not exist.
+    // An agent that does not exist is refused with the study file, before any trial.
     let t = StudyDir::new();
     let text = std::fs::read_to_string(&study).expect("study").replace(
         "command = [\"sh\", \"-c\"",
@@ -320,12 +320,9 @@ esac";
     );
     let missing = t.write_text(&text);
     let o = run(&missing, &t.out(), &[]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    for r in records(&t.out()) {
-        assert_eq!(r["agent"]["end"], "failed_to_start", "{r}");
-        let error = r["agent"]["error"].as_str().expect("an error text");
-        assert!(error.contains("/nonexistent/agent"), "{error}");
-    }
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("/nonexistent/agent"), "{}", stderr(&o));
+    assert!(!t.out().exists(), "nothing is created for a refused study");
 }
 
 #[test]
@@ -503,8 +500,8 @@ fn the_programs_filesystem_and_study_stand_in_are_the_binaries_beside_the_runner
 }
 
 /// An agent that leaves a symlink where the runner will write the verifier's output (beside its
-/// workspace) does not get the runner to overwrite what the link names: the verifier is
-/// recorded as not started, and the file outside stays as it was.
+/// workspace) does not get the runner to overwrite what the link names: the link is replaced by
+/// the verifier's own output, and the file outside stays as it was.
 #[test]
 fn a_symlink_left_at_verify_out_is_not_written_through() {
     let s = StudyDir::new();
@@ -517,11 +514,16 @@ fn a_symlink_left_at_verify_out_is_not_written_through() {
     let records = records(&s.out());
     assert_eq!(records.len(), 2, "{records:?}");
     for r in &records {
-        assert_eq!(r["verify"]["end"], "failed_to_start", "{r}");
-        assert_eq!(r["success"], false, "{r}");
+        assert_eq!(r["verify"]["end"], "exited", "{r}");
     }
     assert_eq!(
         std::fs::read_to_string(&victim).expect("victim"),
         "keep me\n"
+    );
+    let out = s.out().join("trials/000-alpha-files/verify.out");
+    assert_eq!(
+        std::fs::read_to_string(out).expect("verify.out"),
+        "overwritten\n",
+        "verify.out is a file of its own"
     );
 }

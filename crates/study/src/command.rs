@@ -12,11 +12,16 @@ pub enum StudyCommand {
 }
 
 /// Runs `command`; `filesystem_binary` is the running executable, the MCP server the study's
-/// arms configure and the directory where `study-stand-in` is looked for (a report needs
-/// neither: it reads what a run left). Returns the exit status.
-pub fn execute(command: StudyCommand, filesystem_binary: &std::path::Path) -> i32 {
+/// arms configure and the directory where `study-stand-in` is looked for, and
+/// `check_server_args` its own parser of server arguments, which each arm's `args` must pass
+/// (a report needs none of them: it reads what a run left). Returns the exit status.
+pub fn execute(
+    command: StudyCommand,
+    filesystem_binary: &std::path::Path,
+    check_server_args: crate::run::ServerArgsCheck<'_>,
+) -> i32 {
     match command {
-        StudyCommand::Run(args) => crate::run::run(&args, filesystem_binary),
+        StudyCommand::Run(args) => crate::run::run(&args, filesystem_binary, check_server_args),
         StudyCommand::Report(args) => crate::report::run(&args),
     }
 }

@@ -6,6 +6,7 @@
 //! run elsewhere (or by an earlier build) is reported the same way.
 
 pub mod command;
+mod named;
 pub mod record;
 pub mod report;
 pub mod run;

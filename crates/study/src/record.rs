@@ -15,6 +15,37 @@ pub const PLAN_FILE: &str = "plan.json";
 pub const TRIALS_FILE: &str = "trials.jsonl";
 /// The directory holding one subdirectory per trial.
 pub const TRIALS_DIR: &str = "trials";
+/// The environment variable set in every process of a trial (inherited by what it starts):
+/// `<device>:<inode>:<trial id>` of the run directory, so `--resume` can find and kill what a
+/// runner that died left running for a trial, and nothing else.
+pub const TRIAL_MARKER_VAR: &str = "FILESYSTEM_STUDY_TRIAL";
+
+/// The value of [`TRIAL_MARKER_VAR`] for trial `id` of the run directory with identity
+/// `(dev, ino)`.
+pub fn trial_marker(run_dir: (u64, u64), id: &str) -> String {
+    format!("{}:{}:{id}", run_dir.0, run_dir.1)
+}
+
+/// The names of a trial's files in its directory (`trials/<id>/`), for the runner, which makes
+/// them relative to that directory's descriptor.
+pub mod names {
+    /// The fresh copy of the task's fixture.
+    pub const WORKSPACE: &str = "workspace";
+    /// The MCP configuration.
+    pub const MCP_CONFIG: &str = "mcp.json";
+    /// The copy of the prompt.
+    pub const PROMPT: &str = "prompt.md";
+    /// The transcript directory.
+    pub const TRANSCRIPT_DIR: &str = "transcript";
+    /// The server's call log.
+    pub const CALL_LOG: &str = "calls.jsonl";
+    /// The agent's standard output.
+    pub const AGENT_OUT: &str = "agent.out";
+    /// The agent's standard error.
+    pub const AGENT_ERR: &str = "agent.err";
+    /// The verifier's output.
+    pub const VERIFY_OUT: &str = "verify.out";
+}
 
 /// Where the pieces of one trial live, below the run's output directory.
 ///
@@ -47,14 +78,14 @@ impl TrialPaths {
     pub fn new(out: &Path, id: &str) -> Self {
         let dir = out.join(TRIALS_DIR).join(id);
         TrialPaths {
-            workspace: dir.join("workspace"),
-            mcp_config: dir.join("mcp.json"),
-            prompt: dir.join("prompt.md"),
-            transcript_dir: dir.join("transcript"),
-            call_log: dir.join("calls.jsonl"),
-            agent_out: dir.join("agent.out"),
-            agent_err: dir.join("agent.err"),
-            verify_out: dir.join("verify.out"),
+            workspace: dir.join(names::WORKSPACE),
+            mcp_config: dir.join(names::MCP_CONFIG),
+            prompt: dir.join(names::PROMPT),
+            transcript_dir: dir.join(names::TRANSCRIPT_DIR),
+            call_log: dir.join(names::CALL_LOG),
+            agent_out: dir.join(names::AGENT_OUT),
+            agent_err: dir.join(names::AGENT_ERR),
+            verify_out: dir.join(names::VERIFY_OUT),
             dir,
         }
     }

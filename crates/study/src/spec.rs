@@ -27,9 +27,12 @@ pub const MAX_ARG_BYTES: usize = 4096;
 pub const MAX_ARGS: usize = 256;
 /// Largest prompt file.
 pub const MAX_PROMPT_BYTES: u64 = 1024 * 1024;
-/// Largest prompt that can be passed as one argument (`{prompt}`): Linux refuses a single
-/// argument of 128 KiB or more (MAX_ARG_STRLEN).
-pub const MAX_PROMPT_ARG_BYTES: u64 = 128 * 1024 - 1;
+/// Longest single argument or environment string (`NAME=value`) Linux passes to a program,
+/// without its terminating NUL: `MAX_ARG_STRLEN` (32 pages of 4 KiB) less one.
+pub const MAX_ARG_STRLEN: usize = 128 * 1024 - 1;
+/// What a path placeholder (`{workspace}`, `{prompt_file}`…) is counted as when the length of
+/// an argument is checked at load, before the paths are known: `PATH_MAX`.
+const PATH_BOUND: usize = 4096;
 /// Longest time limit of a task, in seconds (one day).
 pub const MAX_TIME_LIMIT: u64 = 86_400;
 
@@ -168,6 +171,9 @@ pub struct Task {
     pub fixture: PathBuf,
     /// The prompt file (absolute).
     pub prompt: PathBuf,
+    /// The prompt's bytes, read once at load: every trial gets this copy (`prompt.md`,
+    /// `{prompt}`), so a prompt changed during a run cannot make trials differ.
+    pub prompt_text: Vec<u8>,
     /// The verifier's argv, run in the trial's workspace; exit 0 means the task was done.
     pub verify: Vec<Template>,
     /// Seconds the agent may run.
@@ -325,6 +331,23 @@ impl Template {
         self.pieces.contains(&Piece::Var(placeholder))
     }
 
+    /// The longest the template can expand to with a prompt of `prompt_len` bytes, counting
+    /// each path as [`PATH_BOUND`] and names as their own bounds.
+    pub fn bound(&self, prompt_len: usize) -> usize {
+        self.pieces
+            .iter()
+            .map(|piece| match piece {
+                Piece::Text(t) => t.len(),
+                Piece::Var(Placeholder::Prompt) => prompt_len,
+                Piece::Var(Placeholder::Task | Placeholder::Arm) => 40,
+                // `{rep:03}-{task}-{arm}`, a repetition below 1000.
+                Piece::Var(Placeholder::Trial) => 3 + 1 + 40 + 1 + 40,
+                Piece::Var(Placeholder::Seed) => 20,
+                Piece::Var(_) => PATH_BOUND,
+            })
+            .sum()
+    }
+
     /// The literal text, when the template has no placeholder.
     pub fn as_literal(&self) -> Option<&str> {
         match self.pieces.as_slice() {
@@ -368,12 +391,11 @@ impl Study {
             path: path.to_path_buf(),
             source,
         };
-        let file = std::fs::canonicalize(path).map_err(read_err)?;
-        let meta = std::fs::metadata(&file).map_err(read_err)?;
-        if meta.len() > MAX_STUDY_FILE_BYTES {
+        let file = crate::named::canonical(path).map_err(read_err)?;
+        let source = crate::named::read_regular(&file, MAX_STUDY_FILE_BYTES).map_err(read_err)?;
+        if source.len() as u64 > MAX_STUDY_FILE_BYTES {
             return Err(SpecError::TooLarge { path: file });
         }
-        let source = std::fs::read(&file).map_err(read_err)?;
         let dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
         Study::from_source(&file, &dir, source)
     }
@@ -418,12 +440,11 @@ impl Study {
                 raw.arm.len()
             )));
         }
-        let uses_prompt_arg = agent.command.iter().any(|t| t.uses(Placeholder::Prompt));
-
         let mut tasks = Vec::with_capacity(raw.task.len());
         let mut names = HashSet::new();
         for t in raw.task {
-            let task = check_task(t, dir, uses_prompt_arg).map_err(invalid)?;
+            let task = check_task(t, dir).map_err(invalid)?;
+            check_prompt_use(&agent, &task).map_err(invalid)?;
             if !names.insert(task.name.clone()) {
                 return Err(invalid(format!(
                     "two tasks are named {:?}; give each [[task]] its own name",
@@ -494,6 +515,128 @@ impl Study {
     pub fn total_trials(&self) -> usize {
         self.tasks.len() * self.arms.len() * self.trials as usize
     }
+
+    /// Checks what the study starts, before anything is created, so a study that could only
+    /// fail every trial is refused instead: the agent's and each verifier's program can be found
+    /// (`filesystem` is the running binary, beside which `study-stand-in` is looked for), and
+    /// `check_server_args` (the server's own argument parser) accepts each arm's `args`, so a
+    /// typo is not run as an arm without its server.
+    pub fn check_runnable(
+        &self,
+        filesystem: &Path,
+        check_server_args: &dyn Fn(&[String]) -> Result<(), String>,
+    ) -> Result<(), SpecError> {
+        let invalid = |what: String| SpecError::Invalid {
+            path: self.file.clone(),
+            what,
+        };
+        for arm in &self.arms {
+            if let Some(args) = &arm.server_args {
+                check_server_args(args).map_err(|e| {
+                    invalid(format!(
+                        "arm {:?}: the server refuses its args {args:?}: {}; fix the arm's args (`filesystem --help` lists the server's flags)",
+                        arm.name,
+                        e.trim_end()
+                    ))
+                })?;
+            }
+        }
+        for task in &self.tasks {
+            let (Some(agent), Some(verify)) = (self.agent.command.first(), task.verify.first())
+            else {
+                continue;
+            };
+            for (key, program) in [("agent.command", agent), ("verify", verify)] {
+                if let Err(why) = find_program(program, &self.agent.env, task, self, filesystem) {
+                    return Err(invalid(format!(
+                        "task {:?}: {key} starts a program that cannot be found: {why}; install it, or give its full path",
+                        task.name
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Looks for the program a trial will start (the first element of an argv), the way the runner
+/// and `exec` will: the names `filesystem` and `study-stand-in` beside the running binary, a
+/// bare name on the `PATH` the process gets (the agent's `env` may set it), a path with a slash
+/// relative to the trial's workspace (a copy of the fixture). A program whose name holds a
+/// placeholder other than `{study_dir}` and `{task_dir}` is known only per trial and left to it.
+fn find_program(
+    program: &Template,
+    env: &[(String, Template)],
+    task: &Task,
+    study: &Study,
+    filesystem: &Path,
+) -> Result<(), String> {
+    let fixed = [Placeholder::StudyDir, Placeholder::TaskDir];
+    if program
+        .pieces
+        .iter()
+        .any(|p| matches!(p, Piece::Var(v) if !fixed.contains(v)))
+    {
+        return Ok(());
+    }
+    let none = Path::new("");
+    let values = Values {
+        workspace: none,
+        mcp_config: none,
+        prompt_file: none,
+        prompt: "",
+        transcript_dir: none,
+        task_dir: &task.dir,
+        study_dir: &study.dir,
+        task: &task.name,
+        arm: "",
+        trial: "",
+        seed: 0,
+    };
+    let name = PathBuf::from(program.expand(&values));
+    if let Some(beside) = crate::run::trial::special_program(&name, filesystem) {
+        let beside = PathBuf::from(beside);
+        return if crate::named::is_executable(&beside) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} is the binary beside this one, {}, which is not there (build it: cargo build --bins)",
+                name.display(),
+                beside.display()
+            ))
+        };
+    }
+    if name.as_os_str().is_empty() {
+        return Err("is empty".into());
+    }
+    if name.components().count() > 1 || name.is_absolute() {
+        let full = task.fixture.join(&name);
+        return if crate::named::is_executable(&full) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} is not an executable file (a relative path is taken from the trial's workspace, a copy of {})",
+                full.display(),
+                task.fixture.display()
+            ))
+        };
+    }
+    let path_var: OsString = match env.iter().find(|(k, _)| k == "PATH") {
+        Some((_, t)) => match t.as_literal() {
+            Some(p) => p.into(),
+            None => return Ok(()),
+        },
+        None => std::env::var_os("PATH").unwrap_or_default(),
+    };
+    if std::env::split_paths(&path_var).any(|d| crate::named::is_executable(&d.join(&name))) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is not found on the PATH ({})",
+            name.display(),
+            path_var.to_string_lossy()
+        ))
+    }
 }
 
 /// What a run's copy of its study file (`DIR/study.toml`) says about its arms and tasks,
@@ -523,14 +666,22 @@ impl Outline {
             path: path.to_path_buf(),
             source,
         };
-        let meta = std::fs::metadata(path).map_err(read_err)?;
-        if meta.len() > MAX_STUDY_FILE_BYTES {
+        let bytes = crate::named::read_regular(path, MAX_STUDY_FILE_BYTES).map_err(read_err)?;
+        Outline::from_bytes(path, &bytes)
+    }
+
+    /// The outline of a study file's `bytes`, read from `path` (for messages).
+    pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<Outline, SpecError> {
+        if bytes.len() as u64 > MAX_STUDY_FILE_BYTES {
             return Err(SpecError::TooLarge {
                 path: path.to_path_buf(),
             });
         }
-        let text = std::fs::read_to_string(path).map_err(read_err)?;
-        let raw: RawStudy = toml::from_str(&text).map_err(|e| SpecError::Toml {
+        let text = std::str::from_utf8(bytes).map_err(|_| SpecError::Invalid {
+            path: path.to_path_buf(),
+            what: "the study file is not UTF-8 text; TOML must be".into(),
+        })?;
+        let raw: RawStudy = toml::from_str(text).map_err(|e| SpecError::Toml {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
@@ -633,21 +784,22 @@ fn check_agent(raw: RawAgent) -> Result<Agent, String> {
     })
 }
 
-fn check_task(raw: RawTask, study_dir: &Path, uses_prompt_arg: bool) -> Result<Task, String> {
+fn check_task(raw: RawTask, study_dir: &Path) -> Result<Task, String> {
+    use crate::named::{canonical, kind, read_regular, Kind};
     check_name("task", &raw.name)?;
     let name = raw.name;
     let dir = study_dir.join(&raw.dir);
-    let dir = std::fs::canonicalize(&dir)
+    let dir = canonical(&dir)
         .map_err(|e| format!("task {name:?}: its dir {} cannot be opened ({e}); dir is relative to the study file's directory", dir.display()))?;
-    if !dir.is_dir() {
+    if kind(&dir).ok() != Some(Kind::Dir) {
         return Err(format!(
             "task {name:?}: dir {} is not a directory",
             dir.display()
         ));
     }
     let fixture = dir.join(&raw.fixture);
-    match std::fs::metadata(&fixture) {
-        Ok(m) if m.is_dir() => {}
+    let fixture = match canonical(&fixture).and_then(|f| Ok((kind(&f)?, f))) {
+        Ok((Kind::Dir, f)) => f,
         Ok(_) => {
             return Err(format!(
                 "task {name:?}: the fixture {} is not a directory; fixture names the directory copied as each trial's workspace",
@@ -660,35 +812,18 @@ fn check_task(raw: RawTask, study_dir: &Path, uses_prompt_arg: bool) -> Result<T
                 fixture.display()
             ))
         }
-    }
+    };
     crate::run::copy::measure(&fixture).map_err(|e| format!("task {name:?}: {e}"))?;
     let prompt = dir.join(&raw.prompt);
-    let meta = std::fs::metadata(&prompt).map_err(|e| {
+    let prompt_text = read_regular(&prompt, MAX_PROMPT_BYTES).map_err(|e| {
         format!(
-            "task {name:?}: the prompt {} cannot be opened ({e}); prompt is relative to the task's dir",
+            "task {name:?}: the prompt {} cannot be read ({e}); prompt names a file relative to the task's dir",
             prompt.display()
         )
     })?;
-    if !meta.is_file() {
-        return Err(format!(
-            "task {name:?}: the prompt {} is not a file",
-            prompt.display()
-        ));
-    }
-    if meta.len() > MAX_PROMPT_BYTES {
+    if prompt_text.len() as u64 > MAX_PROMPT_BYTES {
         return Err(format!(
             "task {name:?}: the prompt {} is larger than {MAX_PROMPT_BYTES} bytes",
-            prompt.display()
-        ));
-    }
-    if uses_prompt_arg && meta.len() > MAX_PROMPT_ARG_BYTES {
-        return Err(format!(
-            "task {name:?}: the prompt is too long to pass as one argument ({{prompt}}); give the agent {{prompt_file}} or stdin = \"{{prompt_file}}\" instead"
-        ));
-    }
-    if uses_prompt_arg && std::fs::read_to_string(&prompt).is_err() {
-        return Err(format!(
-            "task {name:?}: the prompt {} is not UTF-8 text, which {{prompt}} passes as an argument",
             prompt.display()
         ));
     }
@@ -704,9 +839,77 @@ fn check_task(raw: RawTask, study_dir: &Path, uses_prompt_arg: bool) -> Result<T
         dir,
         fixture,
         prompt,
+        prompt_text,
         verify,
         time_limit: raw.time_limit,
     })
+}
+
+/// Checks that `task`'s prompt can be handed over wherever a template of the agent or the
+/// task's verifier uses `{prompt}`: as UTF-8 text without NUL bytes (an argument or variable
+/// cannot hold a NUL, and `{prompt}` is text), and short enough for the system to pass it (each
+/// argument and `NAME=value` string at most [`MAX_ARG_STRLEN`] bytes, all of them together
+/// within `ARG_MAX`). Without this every trial of the task would fail to start.
+fn check_prompt_use(agent: &Agent, task: &Task) -> Result<(), String> {
+    let name = &task.name;
+    // Each place a prompt can go: (what to call it, the template, bytes beside the template).
+    let mut uses: Vec<(String, &Template, usize)> = Vec::new();
+    for t in &agent.command {
+        uses.push(("an argument of agent.command".into(), t, 0));
+    }
+    for (key, value) in &agent.env {
+        uses.push((format!("agent.env.{key}"), value, key.len() + 1));
+    }
+    for t in agent.stdin.iter().chain(&agent.stdout) {
+        uses.push(("agent.stdin or agent.stdout".into(), t, 0));
+    }
+    for t in &task.verify {
+        uses.push((format!("an argument of task {name:?}'s verify"), t, 0));
+    }
+    if !uses.iter().any(|(_, t, _)| t.uses(Placeholder::Prompt)) {
+        return Ok(());
+    }
+    let prompt = &task.prompt_text;
+    let shown = task.prompt.display();
+    let fix = "give the prompt as a file instead: {prompt_file}, or stdin = \"{prompt_file}\"";
+    if let Some(at) = prompt.iter().position(|&b| b == 0) {
+        return Err(format!(
+            "task {name:?}: the prompt {shown} holds a NUL byte (at byte {at}), which {{prompt}} cannot pass (an argument or variable ends at a NUL); remove it, or {fix}"
+        ));
+    }
+    if let Err(e) = std::str::from_utf8(prompt) {
+        return Err(format!(
+            "task {name:?}: the prompt {shown} is not UTF-8 text (byte {} is not), which {{prompt}} passes as text; save it as UTF-8, or {fix}",
+            e.valid_up_to()
+        ));
+    }
+    let mut agent_total = 0usize;
+    for (what, template, beside) in &uses {
+        let len = template.bound(prompt.len()) + beside;
+        if template.uses(Placeholder::Prompt) && len > MAX_ARG_STRLEN {
+            return Err(format!(
+                "task {name:?}: with its prompt ({} bytes), {what} can reach {len} bytes, more than the {MAX_ARG_STRLEN} the system passes in one argument or variable (paths counted as {PATH_BOUND}); {fix}",
+                prompt.len()
+            ));
+        }
+        if !what.contains("verify") {
+            // Each string also costs its NUL and its pointer.
+            agent_total += len + 1 + std::mem::size_of::<usize>();
+        }
+    }
+    let inherited: usize = std::env::vars_os()
+        .map(|(k, v)| k.len() + v.len() + 2 + std::mem::size_of::<usize>())
+        .sum();
+    // SAFETY: sysconf only reads a system constant.
+    let arg_max = unsafe { libc::sysconf(libc::_SC_ARG_MAX) };
+    if arg_max > 0 && agent_total + inherited > arg_max as usize {
+        return Err(format!(
+            "task {name:?}: with its prompt ({} bytes), the agent's arguments and environment can reach {} bytes, more than the system's limit of {arg_max} (ARG_MAX); {fix}",
+            prompt.len(),
+            agent_total + inherited
+        ));
+    }
+    Ok(())
 }
 
 /// The arguments the runner adds itself; an arm that gives them would serve another root or
@@ -762,6 +965,8 @@ fn check_arm(raw: RawArm) -> Result<Arm, String> {
 }
 
 #[cfg(test)]
+// The tests build study directories by name, as a user would.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 
@@ -845,6 +1050,13 @@ server = false
             .contains("{workspace}"));
         assert!(Template::parse("a { b").is_err());
         assert!(Template::parse("a } b").is_err());
+    }
+
+    #[test]
+    fn a_template_bound_counts_the_prompt_paths_and_names() {
+        let t = Template::parse("--p={prompt} {workspace} {trial}").unwrap();
+        assert_eq!(t.bound(10), "--p=".len() + 10 + 1 + PATH_BOUND + 1 + 85);
+        assert_eq!(Template::parse("plain").unwrap().bound(1 << 20), 5);
     }
 
     #[test]

@@ -1,14 +1,16 @@
 //! Built-in file work: what a client's own tools (Read, Write, Edit, Bash `mv`) would do, done
-//! with plain file operations on the workspace.
+//! through the workspace layer on the trial's workspace.
 //!
 //! Confined by construction: a plan path is relative without `.`/`..` (checked when the plan is
-//! read), and before each operation every existing component below the workspace is looked at
-//! without following it, so a symbolic link inside the workspace cannot lead the work out of it.
-//! (The workspace is a fresh copy only this trial's agent touches: the check and the use cannot
-//! be raced by anyone the experiment does not already trust.)
+//! read), and every operation is made relative to the workspace's descriptor with no symbolic
+//! link followed on the way or at the end, so a link inside the workspace cannot lead the work
+//! out of it, nor a directory swapped for one while the work is done.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags};
+use workspace::Workspace;
 
 use crate::error::StandInError;
 
@@ -17,59 +19,43 @@ const MAX_READ_BYTES: u64 = 16 << 20;
 
 /// The workspace, and built-in work on it.
 pub struct Builtin {
-    root: PathBuf,
+    workspace: Workspace,
 }
 
 impl Builtin {
-    /// Built-in work inside `root`.
-    pub fn new(root: &Path) -> Self {
-        Builtin {
-            root: root.to_path_buf(),
-        }
+    /// Built-in work inside the canonical directory `root`.
+    pub fn new(root: &Path) -> Result<Self, StandInError> {
+        let workspace = Workspace::open(root).map_err(|source| StandInError::Io {
+            action: "cannot open the workspace",
+            path: root.to_path_buf(),
+            source,
+        })?;
+        Ok(Builtin { workspace })
     }
 
     /// The absolute path of `rel`, as Claude Code's tools name files (`file_path`).
     pub fn display_path(&self, rel: &str) -> String {
-        self.root.join(rel).to_string_lossy().into_owned()
+        self.workspace
+            .root()
+            .join(rel)
+            .to_string_lossy()
+            .into_owned()
     }
 
-    /// `rel` under the root, after checking that no existing component is a symbolic link.
-    fn confined(&self, rel: &str) -> Result<PathBuf, StandInError> {
-        let mut path = self.root.clone();
-        for component in rel.split('/') {
-            path.push(component);
-            match std::fs::symlink_metadata(&path) {
-                Ok(meta) if meta.file_type().is_symlink() => {
-                    return Err(StandInError::Io {
-                        action: "refused to follow a symbolic link at",
-                        path,
-                        source: std::io::Error::other("built-in work stays inside the workspace"),
-                    })
-                }
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
-                Err(source) => {
-                    return Err(StandInError::Io {
-                        action: "cannot look at",
-                        path,
-                        source,
-                    })
-                }
-            }
-        }
-        Ok(self.root.join(rel))
+    fn path(&self, rel: &str) -> PathBuf {
+        self.workspace.root().join(rel)
     }
 
     /// The text of `rel` (at most 16 MiB, UTF-8).
     pub fn read(&self, rel: &str) -> Result<String, StandInError> {
-        let path = self.confined(rel)?;
         let io = |source| StandInError::Io {
             action: "cannot read",
-            path: path.clone(),
+            path: self.path(rel),
             source,
         };
         let mut bytes = Vec::new();
-        std::fs::File::open(&path)
+        self.workspace
+            .open_regular(Path::new(rel), OFlags::RDONLY, Mode::empty())
             .and_then(|f| f.take(MAX_READ_BYTES + 1).read_to_end(&mut bytes))
             .map_err(io)?;
         if bytes.len() as u64 > MAX_READ_BYTES {
@@ -80,40 +66,49 @@ impl Builtin {
         String::from_utf8(bytes).map_err(|_| io(std::io::Error::other("not UTF-8 text")))
     }
 
-    /// Writes `content` to `rel`, making missing parent directories; whether it existed before.
+    /// Writes `content` to `rel` (replacing the file whole, keeping its mode), making missing
+    /// parent directories; whether it existed before.
     pub fn write(&self, rel: &str, content: &str) -> Result<bool, StandInError> {
-        let path = self.confined(rel)?;
-        let existed = path.exists();
         let io = |source| StandInError::Io {
             action: "cannot write",
-            path: path.clone(),
+            path: self.path(rel),
             source,
         };
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(io)?;
+        let rel_path = Path::new(rel);
+        let before = self.workspace.stat(rel_path).map_err(io)?;
+        if let Some(parent) = rel_path.parent() {
+            self.workspace.create_dirs(parent).map_err(io)?;
         }
-        std::fs::write(&path, content).map_err(io)?;
-        Ok(existed)
+        let (dir, name) = self.workspace.parent(rel_path).map_err(io)?;
+        // Detached: the temporary's crash registry would add a `.filesystem/` to a workspace
+        // that the client's own tools never touch.
+        dir.detached()
+            .replace_file(name, content.as_bytes(), before.map(|s| s.mode), false)
+            .map_err(io)?;
+        Ok(before.is_some())
     }
 
     /// Moves `from` to `to` (which must not exist), making missing parent directories.
     pub fn rename(&self, from: &str, to: &str) -> Result<(), StandInError> {
-        let source = self.confined(from)?;
-        let target = self.confined(to)?;
         let io = |e| StandInError::Io {
             action: "cannot rename",
-            path: source.clone(),
+            path: self.path(from),
             source: e,
         };
-        if std::fs::symlink_metadata(&target).is_ok() {
+        let target = Path::new(to);
+        if self.workspace.exists(target).map_err(io)? {
             return Err(io(std::io::Error::other(format!(
                 "'{to}' exists already; a rename step must not replace a file"
             ))));
         }
         if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(io)?;
+            self.workspace.create_dirs(parent).map_err(io)?;
         }
-        std::fs::rename(&source, &target).map_err(io)
+        let (src_dir, src_name) = self.workspace.parent(Path::new(from)).map_err(io)?;
+        let (dst_dir, dst_name) = self.workspace.parent(target).map_err(io)?;
+        src_dir
+            .rename_no_replace(src_name, &dst_dir, dst_name)
+            .map_err(io)
     }
 }
 

@@ -13,7 +13,11 @@ pub fn read_text(path: &Path, what: &'static str, limit: u64) -> Result<String, 
         path: path.to_path_buf(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(read_err)?;
+    // By name: an input the runner names on the command line (the plan, policy, prompt and MCP
+    // configuration, outside the workspace), read once, without blocking and only if it is a
+    // regular file.
+    let file = workspace::open_regular_path(path, std::fs::OpenOptions::new().read(true))
+        .map_err(read_err)?;
     let mut bytes = Vec::new();
     file.take(limit + 1)
         .read_to_end(&mut bytes)

@@ -149,15 +149,18 @@ pub fn run(args: &Args) -> Result<Summary, StandInError> {
     let policy = ArmPolicy::load(&args.policy, &args.arm)?;
     let config = read_config(&args.config)?;
     let prompt = read_text(&args.prompt, "prompt", MAX_PROMPT_BYTES)?;
-    let workspace = std::fs::canonicalize(&args.workspace)
-        .ok()
-        .filter(|p| p.is_dir())
-        .ok_or_else(|| {
-            StandInError::Usage(format!(
-                "--workspace '{}' is not a directory",
-                args.workspace.display()
-            ))
-        })?;
+    // By name, once: the workspace named on the command line, canonicalised for the transcript's
+    // paths; all work in it goes through its descriptor (see `Builtin`).
+    #[allow(clippy::disallowed_methods)]
+    let canonical = std::fs::canonicalize(&args.workspace);
+    let not_a_dir = || {
+        StandInError::Usage(format!(
+            "--workspace '{}' is not a directory",
+            args.workspace.display()
+        ))
+    };
+    let workspace = canonical.map_err(|_| not_a_dir())?;
+    let builtin = Builtin::new(&workspace).map_err(|_| not_a_dir())?;
     let mut transcript =
         Transcript::create(&args.transcript, &args.session, &workspace, args.seed)?;
     transcript.prompt(&prompt)?;
@@ -178,7 +181,7 @@ pub fn run(args: &Args) -> Result<Summary, StandInError> {
         policy,
         server,
         tools,
-        builtin: Builtin::new(&workspace),
+        builtin,
         transcript,
         summary: Summary {
             arm: args.arm.clone(),

@@ -1,14 +1,22 @@
 //! Reading a run directory: the trial records, each trial's MCP configuration, transcript and
 //! call log, reduced trial by trial to counts ([`TrialNumbers`]).
 //!
-//! Paths come only from [`crate::record`]. Damage is reported, not fatal, wherever the rest can
-//! still be read: a corrupt line of `trials.jsonl` is skipped and counted, a trial whose
-//! transcript cannot be read counts as one without a transcript. What makes the whole report
-//! meaningless (no directory, no records) is an error.
+//! Paths come only from [`crate::record`]. The run directory is opened once; its own files
+//! (`study.toml`, `trials.jsonl`, each trial's `mcp.json`) are opened relative to that
+//! descriptor, without blocking and only if they are regular files, so a FIFO left in a run
+//! cannot hang the report. Damage is reported, not fatal, wherever the rest can still be read:
+//! a corrupt line of `trials.jsonl` is skipped and counted, a trial whose transcript cannot be
+//! read counts as one without a transcript, and every trial file that is missing or cannot be
+//! read is counted ([`InputSummary::unreadable_files`]) and warned about. What makes the whole
+//! report meaningless (no directory, no records) is an error.
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::{BufRead, BufReader, Read};
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
+
+use rustix::fs::{Mode, OFlags};
+use workspace::Dir;
 
 use report::call_log_reader::read_call_logs;
 use report::classify::{Interface, ServerFilter};
@@ -19,7 +27,7 @@ use serde_json::Value;
 
 use super::metrics::TrialNumbers;
 use super::StudyReportError;
-use crate::record::{TrialPaths, TrialRecord, STUDY_FILE, TRIALS_FILE};
+use crate::record::{names, TrialPaths, TrialRecord, STUDY_FILE, TRIALS_DIR, TRIALS_FILE};
 use crate::spec::Outline;
 
 /// The most trial records read: the study file's own bound on the trials of a run.
@@ -52,6 +60,9 @@ pub struct InputSummary {
     pub call_log_files: u64,
     /// Call-log lines that were not records.
     pub call_log_malformed_lines: u64,
+    /// Trial files (a trial's directory, `mcp.json`, transcript or call log) that were missing
+    /// or could not be read, each skipped with a warning.
+    pub unreadable_files: u64,
 }
 
 /// One arm's trials, read.
@@ -103,13 +114,23 @@ impl Warnings {
 
 /// Reads the run directory `dir`.
 pub fn load(dir: &Path) -> Result<Loaded, StudyReportError> {
-    if !dir.is_dir() {
-        return Err(StudyReportError::NotADirectory(dir.to_path_buf()));
-    }
+    let handle = crate::named::canonical(dir)
+        .and_then(|real| crate::run::resume::open_dir(&real))
+        .map_err(|_| StudyReportError::NotADirectory(dir.to_path_buf()))?;
     let mut warnings = Warnings::default();
-    let outline = read_outline(&dir.join(STUDY_FILE))?;
+    let outline = read_outline(&handle, &dir.join(STUDY_FILE))?;
     let mut inputs = InputSummary::default();
-    let records = read_records(&dir.join(TRIALS_FILE), &mut inputs, &mut warnings)?;
+    let records = read_records(&handle, &dir.join(TRIALS_FILE), &mut inputs, &mut warnings)?;
+    let trials = match handle.subdir(OsStr::new(TRIALS_DIR)) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            warnings.warn(format!(
+                "cannot open '{}' ({e}); every trial is counted without its files",
+                dir.join(TRIALS_DIR).display()
+            ));
+            None
+        }
+    };
 
     // Arms in the study's order, then any the records add.
     let mut order: Vec<String> = outline
@@ -128,7 +149,14 @@ pub fn load(dir: &Path) -> Result<Loaded, StudyReportError> {
     let mut arms = Vec::new();
     for name in order {
         let records = by_arm.remove(&name).unwrap_or_default();
-        arms.push(read_arm(dir, name, records, &mut inputs, &mut warnings));
+        arms.push(read_arm(
+            dir,
+            trials.as_ref(),
+            name,
+            records,
+            &mut inputs,
+            &mut warnings,
+        ));
     }
     warnings.finish();
     Ok(Loaded {
@@ -141,26 +169,30 @@ pub fn load(dir: &Path) -> Result<Loaded, StudyReportError> {
 /// The outline of the run's copy of the study file (its arms and baseline), read by the same
 /// reader as the runner's; `None` when the run has no study file (a directory put together by
 /// hand): the records then give the arms.
-fn read_outline(path: &Path) -> Result<Option<Outline>, StudyReportError> {
-    if !path.exists() {
+fn read_outline(handle: &Dir, path: &Path) -> Result<Option<Outline>, StudyReportError> {
+    let name = OsStr::new(STUDY_FILE);
+    let read_err = |source| StudyReportError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    if handle.stat(name).map_err(read_err)?.is_none() {
         return Ok(None);
     }
-    Outline::load(path)
+    let bytes = read_small(handle, name, crate::spec::MAX_STUDY_FILE_BYTES).map_err(read_err)?;
+    Outline::from_bytes(path, &bytes)
         .map(Some)
         .map_err(StudyReportError::StudyFile)
 }
 
-/// A file of at most [`MAX_SMALL_FILE`] bytes, as text.
-fn read_small(path: &Path) -> std::io::Result<String> {
-    let file = std::fs::File::open(path)?;
-    let mut text = String::new();
-    file.take(MAX_SMALL_FILE + 1).read_to_string(&mut text)?;
-    if text.len() as u64 > MAX_SMALL_FILE {
-        return Err(std::io::Error::other(format!(
-            "larger than {MAX_SMALL_FILE} bytes"
-        )));
+/// The regular file `name` of `dir`, at most `limit` bytes (opened without blocking: a FIFO is
+/// refused, not waited on).
+fn read_small(dir: &Dir, name: &OsStr, limit: u64) -> std::io::Result<Vec<u8>> {
+    let file = dir.open_regular(name, OFlags::RDONLY, Mode::empty())?;
+    let bytes = crate::named::read_file(file, limit)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::other(format!("larger than {limit} bytes")));
     }
-    Ok(text)
+    Ok(bytes)
 }
 
 /// Whether a record's id can name its trial directory: one plain path component.
@@ -175,20 +207,23 @@ fn is_safe_id(id: &str) -> bool {
 
 /// Reads `trials.jsonl`: every record, skipping (and counting) lines that are not one.
 fn read_records(
+    handle: &Dir,
     path: &Path,
     inputs: &mut InputSummary,
     warnings: &mut Warnings,
 ) -> Result<Vec<TrialRecord>, StudyReportError> {
-    let file = std::fs::File::open(path).map_err(|source| {
-        if source.kind() == std::io::ErrorKind::NotFound {
-            StudyReportError::NoTrialsFile(path.to_path_buf())
-        } else {
-            StudyReportError::Read {
-                path: path.to_path_buf(),
-                source,
+    let file = handle
+        .open_regular(OsStr::new(TRIALS_FILE), OFlags::RDONLY, Mode::empty())
+        .map_err(|source| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                StudyReportError::NoTrialsFile(path.to_path_buf())
+            } else {
+                StudyReportError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                }
             }
-        }
-    })?;
+        })?;
     let mut reader = BufReader::new(file);
     let mut records = Vec::new();
     let mut seen = HashSet::new();
@@ -300,14 +335,18 @@ fn read_bounded_line(
 }
 
 /// The server names of a trial's `mcp.json` (`mcpServers` keys); `None` when it is absent or
-/// unreadable (warned).
-fn server_names(path: &Path, warnings: &mut Warnings) -> Option<Vec<String>> {
-    if !path.exists() {
-        return None;
-    }
-    let parsed = read_small(path)
+/// unreadable (warned and counted).
+fn server_names(
+    trial: Option<&Dir>,
+    path: &Path,
+    inputs: &mut InputSummary,
+    warnings: &mut Warnings,
+) -> Option<Vec<String>> {
+    // A trial without its directory was counted and warned about already.
+    let dir = trial?;
+    let parsed = read_small(dir, OsStr::new(names::MCP_CONFIG), MAX_SMALL_FILE)
         .map_err(|e| e.to_string())
-        .and_then(|text| serde_json::from_str::<Value>(&text).map_err(|e| e.to_string()))
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string()))
         .and_then(|v| match v.get("mcpServers") {
             Some(Value::Object(servers)) => Ok(servers.keys().cloned().collect()),
             _ => Err("it has no \"mcpServers\" object".to_string()),
@@ -315,9 +354,33 @@ fn server_names(path: &Path, warnings: &mut Warnings) -> Option<Vec<String>> {
     match parsed {
         Ok(names) => Some(names),
         Err(why) => {
+            inputs.unreadable_files += 1;
             warnings.warn(format!(
-                "cannot read the MCP configuration '{}' ({why}); its trial is counted with any server's tools as this project's",
+                "cannot read the MCP configuration '{}' ({why}); its trial is counted with its arm's servers, or any server's tools as this project's",
                 path.display()
+            ));
+            None
+        }
+    }
+}
+
+/// Opens trial `id`'s directory; `None` (warned and counted) when it is missing or cannot be
+/// opened.
+fn open_trial(
+    trials: Option<&Dir>,
+    dir: &Path,
+    id: &str,
+    inputs: &mut InputSummary,
+    warnings: &mut Warnings,
+) -> Option<Dir> {
+    let opened = trials?.subdir(OsStr::new(id));
+    match opened {
+        Ok(d) => Some(d),
+        Err(e) => {
+            inputs.unreadable_files += 1;
+            warnings.warn(format!(
+                "cannot open the directory of trial {id} in '{}' ({e}); the trial counts in success only",
+                dir.display()
             ));
             None
         }
@@ -326,41 +389,65 @@ fn server_names(path: &Path, warnings: &mut Warnings) -> Option<Vec<String>> {
 
 fn read_arm(
     dir: &Path,
+    trials_dir: Option<&Dir>,
     name: String,
     records: Vec<TrialRecord>,
     inputs: &mut InputSummary,
     warnings: &mut Warnings,
 ) -> ArmTrials {
-    let configured: Vec<Option<Vec<String>>> = records
-        .iter()
-        .map(|r| server_names(&TrialPaths::new(dir, &r.id).mcp_config, warnings))
-        .collect();
+    let mut configured: Vec<Option<Vec<String>>> = Vec::with_capacity(records.len());
+    let mut opened: Vec<Option<Dir>> = Vec::with_capacity(records.len());
+    for r in &records {
+        let trial = open_trial(trials_dir, dir, &r.id, inputs, warnings);
+        let path = TrialPaths::new(dir, &r.id).mcp_config;
+        configured.push(server_names(trial.as_ref(), &path, inputs, warnings));
+        opened.push(trial);
+    }
     // Every trial of an arm has the same configuration; one without a readable file takes
     // the arm's.
     let arm_names = configured.iter().flatten().next().cloned();
     let mut trials = Vec::with_capacity(records.len());
-    for (record, own) in records.into_iter().zip(configured) {
+    for ((record, own), trial) in records.into_iter().zip(configured).zip(opened) {
         let names = own.or_else(|| arm_names.clone());
         let paths = TrialPaths::new(dir, &record.id);
         let mut numbers = TrialNumbers::default();
-        if let Some(sessions) =
-            read_transcript(&paths.transcript_dir, names.as_deref(), inputs, warnings)
-        {
+        let Some(trial) = trial else {
+            inputs.trials_without_transcript += 1;
+            trials.push((record, numbers));
+            continue;
+        };
+        let has_transcripts = trial
+            .stat(OsStr::new(names::TRANSCRIPT_DIR))
+            .ok()
+            .flatten()
+            .is_some_and(|s| s.is_dir());
+        let sessions = has_transcripts
+            .then(|| read_transcript(&paths.transcript_dir, names.as_deref(), inputs, warnings))
+            .flatten();
+        if let Some(sessions) = sessions {
             numbers.add_transcript(&sessions);
         } else {
             inputs.trials_without_transcript += 1;
         }
-        if paths.call_log.exists() {
+        if trial
+            .stat(OsStr::new(names::CALL_LOG))
+            .ok()
+            .flatten()
+            .is_some()
+        {
             match read_call_logs(std::slice::from_ref(&paths.call_log)) {
                 Ok((sessions, stats)) => {
                     inputs.call_log_files += stats.files as u64;
                     inputs.call_log_malformed_lines += stats.malformed_lines as u64;
                     numbers.add_call_log(&sessions);
                 }
-                Err(e) => warnings.warn(format!(
-                    "trial {}: {e}; its pipe calls are not counted",
-                    record.id
-                )),
+                Err(e) => {
+                    inputs.unreadable_files += 1;
+                    warnings.warn(format!(
+                        "trial {}: {e}; its pipe calls are not counted",
+                        record.id
+                    ));
+                }
             }
         }
         trials.push((record, numbers));
@@ -372,17 +459,14 @@ fn read_arm(
     }
 }
 
-/// A trial's transcript sessions, classified with its server names; `None` when it left no
-/// transcript file (or none that could be read, warned).
+/// A trial's transcript sessions from its transcript directory, classified with its server
+/// names; `None` when it left no transcript file (or none that could be read, warned).
 fn read_transcript(
     transcript_dir: &Path,
     names: Option<&[String]>,
     inputs: &mut InputSummary,
     warnings: &mut Warnings,
 ) -> Option<Vec<Session>> {
-    if !transcript_dir.is_dir() {
-        return None;
-    }
     let filter = ServerFilter {
         names: names.map(<[String]>::to_vec).unwrap_or_default(),
     };
@@ -406,6 +490,7 @@ fn read_transcript(
             Some(sessions)
         }
         Err(e) => {
+            inputs.unreadable_files += 1;
             warnings.warn(format!(
                 "{e}; the trial is counted as one without a transcript"
             ));

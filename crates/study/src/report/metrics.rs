@@ -45,8 +45,10 @@ pub struct TrialNumbers {
     pub reads_by_interface: BTreeMap<&'static str, u64>,
     /// Whether the trial's server left a call log.
     pub call_log: bool,
-    /// Pipe calls in the call log that ran a command line.
+    /// Pipe calls in the call log that ran a command line (not those refused before anything ran).
     pub pipe_calls: u64,
+    /// Pipe calls the server refused before running anything (their stages are not counted).
+    pub pipe_refused: u64,
     /// Their stages, all together.
     pub stages: u64,
     /// Stages by command name.
@@ -91,11 +93,17 @@ impl TrialNumbers {
         }
     }
 
-    /// Counts the pipe calls of a trial's call log.
+    /// Counts the pipe calls of a trial's call log: only those that ran, with their stages; a
+    /// call the server refused before anything ran is counted apart, its stages not at all (they
+    /// are what the agent asked for, not what the server did).
     pub fn add_call_log(&mut self, sessions: &[Session]) {
         self.call_log = true;
         for call in sessions.iter().flat_map(|s| &s.calls) {
             if call.interface == Interface::Pipe && !call.stages.is_empty() {
+                if !ran(&call.outcome) {
+                    self.pipe_refused += 1;
+                    continue;
+                }
                 self.pipe_calls += 1;
                 self.stages += call.stages.len() as u64;
                 for stage in &call.stages {
@@ -103,6 +111,28 @@ impl TrialNumbers {
                 }
             }
         }
+    }
+}
+
+/// The reasons of a pipe call that failed after its command line started (the pipe mode's
+/// `EXEC_FAILED` reasons, and a run stopped by its limit or the client): every other failure
+/// (`GUARD_VIOLATION` and `INVALID_ARGUMENT` reasons, such as `DISALLOWED_OPTION` or
+/// `PARSE_ERROR`) was refused before anything ran. Named by what ran, so a refusal reason added
+/// later is never counted as a run.
+const RAN_REASONS: [&str; 6] = [
+    "NONZERO_EXIT",
+    "TIMEOUT",
+    "CANCELLED",
+    "RESOURCE_LIMIT",
+    "WRITE_FAILED",
+    "SPAWN_FAILED",
+];
+
+/// Whether a pipe call with `outcome` ran its command line.
+fn ran(outcome: &Outcome) -> bool {
+    match outcome {
+        Outcome::Ok | Outcome::NoResult => true,
+        Outcome::Error(reason) => RAN_REASONS.contains(&reason.as_str()),
     }
 }
 
@@ -122,7 +152,9 @@ pub struct PipeNumbers {
     pub trials_with_call_log: u64,
     /// Pipe calls that ran a command line.
     pub pipe_calls: u64,
-    /// Their stages, all together.
+    /// Pipe calls refused before anything ran (not in `pipe_calls`, `stages` or the commands).
+    pub pipe_refused: u64,
+    /// The stages of the calls that ran, all together.
     pub stages: u64,
     /// `stages / pipe_calls`, when there were pipe calls.
     pub mean_stages: Option<f64>,
@@ -201,6 +233,7 @@ pub fn arm_numbers(
         }
         sum.call_log |= t.call_log;
         sum.pipe_calls += t.pipe_calls;
+        sum.pipe_refused += t.pipe_refused;
         sum.stages += t.stages;
         for (k, v) in &t.commands {
             *sum.commands.entry(k.clone()).or_default() += v;
@@ -240,9 +273,48 @@ pub fn arm_numbers(
         pipe: PipeNumbers {
             trials_with_call_log: trials.iter().filter(|(_, t)| t.call_log).count() as u64,
             pipe_calls: sum.pipe_calls,
+            pipe_refused: sum.pipe_refused,
             stages: sum.stages,
             mean_stages: (sum.pipe_calls > 0).then(|| sum.stages as f64 / sum.pipe_calls as f64),
             top_commands: top,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use report::model::Call;
+
+    fn pipe(outcome: Outcome, stages: &[&str]) -> Call {
+        Call {
+            tool: "shelpa_pipe".into(),
+            interface: Interface::Pipe,
+            write: false,
+            outcome,
+            stages: stages.iter().map(|s| s.to_string()).collect(),
+            input: None,
+            refused_token: None,
+        }
+    }
+
+    #[test]
+    fn only_pipe_calls_that_ran_count_with_their_stages() {
+        let calls = vec![
+            pipe(Outcome::Ok, &["head", "wc"]),
+            pipe(Outcome::Error("NONZERO_EXIT".into()), &["rg"]),
+            pipe(Outcome::Error("DISALLOWED_OPTION".into()), &["sed"]),
+            pipe(Outcome::Error("PARSE_ERROR".into()), &["awk", "sort"]),
+            pipe(Outcome::Error("unclassified".into()), &["jq"]),
+        ];
+        let mut n = TrialNumbers::default();
+        n.add_call_log(&[Session {
+            id: "s".into(),
+            parent: None,
+            calls,
+        }]);
+        assert_eq!((n.pipe_calls, n.pipe_refused, n.stages), (2, 3, 3));
+        let names: Vec<&str> = n.commands.keys().map(String::as_str).collect();
+        assert_eq!(names, ["head", "rg", "wc"]);
     }
 }

@@ -126,6 +126,12 @@ pub fn text(report: &StudyReport) -> String {
             i.call_log_malformed_lines
         ));
     }
+    if i.unreadable_files > 0 {
+        skipped.push(format!(
+            "{} trial file(s) missing or unreadable (see the warnings)",
+            i.unreadable_files
+        ));
+    }
     if !skipped.is_empty() {
         out.push_str(&format!("skipped: {}\n", skipped.join(", ")));
     }

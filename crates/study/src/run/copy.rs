@@ -5,10 +5,13 @@
 //! its own stack, so a deep tree costs memory in proportion, never call depth, and every
 //! dimension is bounded so a mistaken `fixture = "/"` fails fast instead of filling the disk.
 
-use std::fs::{self, File, OpenOptions};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags};
+use workspace::{Dir, Entry};
 
 /// Most entries (files, directories, symlinks) a fixture may hold.
 pub const MAX_ENTRIES: u64 = 100_000;
@@ -16,6 +19,9 @@ pub const MAX_ENTRIES: u64 = 100_000;
 pub const MAX_BYTES: u64 = 1024 * 1024 * 1024;
 /// Deepest directory nesting of a fixture.
 pub const MAX_DEPTH: usize = 128;
+/// Deepest nesting a trial directory is removed through: an agent can build any tree in its
+/// workspace, and each level holds one descriptor while it is emptied.
+pub const MAX_REMOVE_DEPTH: usize = 512;
 
 /// Why a fixture could not be copied (or measured).
 #[derive(Debug, thiserror::Error)]
@@ -60,135 +66,222 @@ pub struct Size {
     pub bytes: u64,
 }
 
-/// Walks the fixture checking every bound and entry type, copying nothing: the study file's
-/// check, so a bad fixture is refused before the first trial.
+/// Walks the fixture (a canonical path) checking every bound and entry type, copying nothing:
+/// the study file's check, so a bad fixture is refused before the first trial.
 pub fn measure(fixture: &Path) -> Result<Size, CopyError> {
     walk(fixture, None)
 }
 
-/// Copies `fixture` to `dest`, which must not exist. Modes are kept; directories get theirs
-/// after their content is in place, so a read-only directory is copied too.
-pub fn copy_fixture(fixture: &Path, dest: &Path) -> Result<Size, CopyError> {
-    walk(fixture, Some(dest))
+/// Copies `fixture` (a canonical path) to `name` in `dest`, which must not exist there. Modes
+/// are kept; directories get theirs after their content is in place, so a read-only directory
+/// is copied too.
+pub fn copy_fixture(fixture: &Path, dest: &Dir, name: &OsStr) -> Result<Size, CopyError> {
+    walk(fixture, Some((dest, name)))
 }
 
-fn walk(fixture: &Path, dest: Option<&Path>) -> Result<Size, CopyError> {
+/// One directory being copied: its entries, the next one to look at, and its copy.
+struct Frame {
+    src: Dir,
+    dst: Option<Dir>,
+    mode: u32,
+    rel: PathBuf,
+    entries: Vec<Entry>,
+    next: usize,
+}
+
+/// The walk keeps one frame per level (so open descriptors grow with depth, which is bounded,
+/// never with the width of a directory), and names every entry relative to its directory's
+/// descriptor: a symlink swapped into the fixture while it is copied is refused, never followed.
+fn walk(fixture: &Path, dest: Option<(&Dir, &OsStr)>) -> Result<Size, CopyError> {
     let mut size = Size::default();
-    let mut dir_modes: Vec<(PathBuf, u32)> = Vec::new();
-    if let Some(dest) = dest {
-        fs::create_dir(dest).map_err(io_err(dest))?;
-        let mode = fs::metadata(fixture)
-            .map_err(io_err(fixture))?
-            .permissions()
-            .mode();
-        dir_modes.push((dest.to_path_buf(), mode));
-    }
-    let mut stack: Vec<(PathBuf, Option<PathBuf>, usize)> =
-        vec![(fixture.to_path_buf(), dest.map(Path::to_path_buf), 0)];
     let too_large = |limit: String| CopyError::TooLarge {
         path: fixture.to_path_buf(),
         limit,
     };
-    while let Some((src_dir, dst_dir, depth)) = stack.pop() {
-        for entry in fs::read_dir(&src_dir).map_err(io_err(&src_dir))? {
-            let entry = entry.map_err(io_err(&src_dir))?;
-            let src = entry.path();
-            size.entries += 1;
-            if size.entries > MAX_ENTRIES {
-                return Err(too_large(format!("{MAX_ENTRIES} entries")));
+    let top = super::resume::open_dir(fixture).map_err(io_err(fixture))?;
+    let top_mode = workspace::Stat::of(&top).map_err(io_err(fixture))?.mode;
+    let dst = match dest {
+        Some((parent, name)) => Some(make_dir(parent, name).map_err(io_err(fixture))?),
+        None => None,
+    };
+    let entries = top.entries().map_err(io_err(fixture))?;
+    let mut stack = vec![Frame {
+        src: top,
+        dst,
+        mode: top_mode,
+        rel: PathBuf::new(),
+        entries,
+        next: 0,
+    }];
+    loop {
+        let depth = stack.len();
+        let Some(frame) = stack.last_mut() else {
+            break;
+        };
+        let Some(entry) = frame.entries.get(frame.next) else {
+            // Deepest first, so making a parent read-only never blocks a child's copy.
+            let done = stack.pop().expect("a frame");
+            if let Some(dst) = &done.dst {
+                rustix::fs::fchmod(dst, Mode::from_raw_mode(done.mode & 0o7777))
+                    .map_err(|e| io_err(&fixture.join(&done.rel))(e.into()))?;
             }
-            let dst = dst_dir.as_ref().map(|d| d.join(entry.file_name()));
-            let meta = fs::symlink_metadata(&src).map_err(io_err(&src))?;
-            let kind = meta.file_type();
-            if kind.is_symlink() {
-                if let Some(dst) = dst {
-                    let target = fs::read_link(&src).map_err(io_err(&src))?;
-                    std::os::unix::fs::symlink(&target, &dst).map_err(io_err(&dst))?;
-                }
-            } else if kind.is_dir() {
-                if depth + 1 > MAX_DEPTH {
-                    return Err(too_large(format!("directories nested {MAX_DEPTH} deep")));
-                }
-                if let Some(dst) = &dst {
-                    fs::create_dir(dst).map_err(io_err(dst))?;
-                    dir_modes.push((dst.clone(), meta.permissions().mode()));
-                }
-                stack.push((src, dst, depth + 1));
-            } else if kind.is_file() {
-                let left = MAX_BYTES - size.bytes;
-                let copied = match dst {
-                    Some(dst) => copy_file(&src, &dst, meta.permissions().mode(), left)?,
-                    None => meta.len(),
-                };
-                if copied > left {
-                    return Err(too_large(format!("{MAX_BYTES} bytes")));
-                }
-                size.bytes += copied;
-            } else {
-                return Err(CopyError::Special { path: src });
-            }
+            continue;
+        };
+        frame.next += 1;
+        let name: OsString = entry.name.clone();
+        let stat = entry.stat;
+        let rel = frame.rel.join(&name);
+        let src_path = fixture.join(&rel);
+        size.entries += 1;
+        if size.entries > MAX_ENTRIES {
+            return Err(too_large(format!("{MAX_ENTRIES} entries")));
         }
-    }
-    // Deepest first, so making a parent read-only never blocks setting a child's mode.
-    for (dir, mode) in dir_modes.iter().rev() {
-        fs::set_permissions(dir, fs::Permissions::from_mode(mode & 0o7777)).map_err(io_err(dir))?;
+        if stat.is_symlink() {
+            if let Some(dst) = &frame.dst {
+                let target = frame.src.read_link(&name).map_err(io_err(&src_path))?;
+                symlink(&target, dst, &name).map_err(io_err(&src_path))?;
+            }
+        } else if stat.is_dir() {
+            if depth > MAX_DEPTH {
+                return Err(too_large(format!("directories nested {MAX_DEPTH} deep")));
+            }
+            let src = frame.src.subdir(&name).map_err(io_err(&src_path))?;
+            let dst = match &frame.dst {
+                Some(d) => Some(make_dir(d, &name).map_err(io_err(&src_path))?),
+                None => None,
+            };
+            let entries = src.entries().map_err(io_err(&src_path))?;
+            stack.push(Frame {
+                src,
+                dst,
+                mode: stat.mode,
+                rel,
+                entries,
+                next: 0,
+            });
+        } else if stat.is_file() {
+            let left = MAX_BYTES - size.bytes;
+            let copied = match &frame.dst {
+                Some(dst) => {
+                    copy_file(&frame.src, dst, &name, stat.mode, left).map_err(io_err(&src_path))?
+                }
+                None => stat.size,
+            };
+            if copied > left {
+                return Err(too_large(format!("{MAX_BYTES} bytes")));
+            }
+            size.bytes += copied;
+        } else {
+            return Err(CopyError::Special { path: src_path });
+        }
     }
     Ok(size)
 }
 
+/// Makes the directory `name` in `parent` (owner rwx until its own mode is set) and opens it.
+fn make_dir(parent: &Dir, name: &OsStr) -> io::Result<Dir> {
+    if !parent.mkdir(name)? {
+        return Err(io::Error::from(io::ErrorKind::AlreadyExists));
+    }
+    parent.subdir(name)
+}
+
+/// Makes the symlink `name` in `dir` pointing at `target`, relative to the directory's
+/// descriptor.
+fn symlink(target: &Path, dir: &Dir, name: &OsStr) -> io::Result<()> {
+    // Relative to the descriptor of a directory the copy itself just made (the workspace
+    // layer's Dir has no symlink-making operation of its own).
+    #[allow(clippy::disallowed_methods)]
+    let made = rustix::fs::symlinkat(target, dir, name);
+    Ok(made?)
+}
+
 /// Copies one regular file, reading at most `left + 1` bytes (so an over-long file is noticed,
-/// not copied whole). The source is opened without following a symlink swapped in after the
-/// walk looked at it.
-fn copy_file(src: &Path, dst: &Path, mode: u32, left: u64) -> Result<u64, CopyError> {
-    let input = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(src)
-        .map_err(io_err(src))?;
-    let mut output = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode & 0o7777 | 0o200)
-        .open(dst)
-        .map_err(io_err(dst))?;
-    let copied =
-        io::copy(&mut input.take(left.saturating_add(1)), &mut output).map_err(io_err(dst))?;
+/// not copied whole). The source is opened without following a symlink and refused unless it
+/// is a regular file (one swapped in after the walk looked at it).
+fn copy_file(src: &Dir, dst: &Dir, name: &OsStr, mode: u32, left: u64) -> io::Result<u64> {
+    let input = src.open_regular(name, OFlags::RDONLY, Mode::empty())?;
+    let mut output = File::from(dst.open(
+        name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
+        Mode::from_raw_mode(mode & 0o7777 | 0o200),
+    )?);
+    let copied = io::copy(&mut input.take(left.saturating_add(1)), &mut output)?;
     // The owner-write bit was added so the copy could be written; give the file its own mode.
-    File::set_permissions(&output, fs::Permissions::from_mode(mode & 0o7777))
-        .map_err(io_err(dst))?;
+    rustix::fs::fchmod(&output, Mode::from_raw_mode(mode & 0o7777))?;
     Ok(copied)
 }
 
-/// Removes a trial directory left by a run cut short, even where the agent made parts of it
-/// read-only (which `remove_dir_all` alone cannot delete). Symlinks are removed, never followed.
-pub fn remove_tree(path: &Path) -> io::Result<()> {
-    match fs::remove_dir_all(path) {
-        Ok(()) => return Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(_) => {}
+/// Removes `name` in `parent` and everything below it (a trial directory left by a run cut
+/// short), even where the agent made parts of it read-only. Symlinks are removed, never
+/// followed: every name is taken relative to its directory's descriptor.
+pub fn remove_entry(parent: &Dir, name: &OsStr) -> io::Result<()> {
+    match parent.stat(name)? {
+        None => return Ok(()),
+        Some(s) if !s.is_dir() => return parent.unlink(name),
+        Some(_) => {}
     }
-    // Give every directory owner rwx, then try again.
-    let mut stack = vec![path.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let meta = fs::symlink_metadata(&dir)?;
-        if !meta.is_dir() {
-            continue;
+    // (the directory, its name in the directory below it in the stack)
+    let mut stack: Vec<(Dir, OsString)> = vec![(enter(parent, name)?, name.to_os_string())];
+    while let Some((dir, _)) = stack.last() {
+        let mut sub = None;
+        for entry in dir.entries()? {
+            if entry.stat.is_dir() {
+                sub = Some(entry.name);
+                break;
+            }
+            dir.unlink(&entry.name)?;
         }
-        let mode = meta.permissions().mode() | 0o700;
-        fs::set_permissions(&dir, fs::Permissions::from_mode(mode))?;
-        for entry in fs::read_dir(&dir)? {
-            let entry = entry?;
-            if entry.file_type()?.is_dir() {
-                stack.push(entry.path());
+        match sub {
+            Some(sub) => {
+                if stack.len() >= MAX_REMOVE_DEPTH {
+                    return Err(io::Error::other(format!(
+                        "directories nested deeper than {MAX_REMOVE_DEPTH}; remove the trial directory by hand"
+                    )));
+                }
+                let child = enter(dir, &sub)?;
+                stack.push((child, sub));
+            }
+            None => {
+                let (_, own) = stack.pop().expect("a frame");
+                let above = stack.last().map_or(parent, |(d, _)| d);
+                above.rmdir(&own)?;
             }
         }
     }
-    fs::remove_dir_all(path)
+    Ok(())
+}
+
+/// Opens the directory `name` in `parent` for emptying, giving it owner rwx first.
+fn enter(parent: &Dir, name: &OsStr) -> io::Result<Dir> {
+    let dir = match parent.subdir(name) {
+        Ok(d) => d,
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            // A directory the agent left unreadable cannot be opened to be given its bits back:
+            // change them by its name in the parent's descriptor (no symlink followed).
+            #[allow(clippy::disallowed_methods)]
+            let changed = rustix::fs::chmodat(
+                parent,
+                name,
+                Mode::from_raw_mode(0o700),
+                rustix::fs::AtFlags::empty(),
+            );
+            changed?;
+            parent.subdir(name)?
+        }
+        Err(e) => return Err(e),
+    };
+    let mode = workspace::Stat::of(&dir)?.mode;
+    rustix::fs::fchmod(&dir, Mode::from_raw_mode(mode | 0o700))?;
+    Ok(dir)
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn copies_files_dirs_and_links_without_following() {
@@ -201,7 +294,9 @@ mod tests {
         std::os::unix::fs::symlink(".", src.join("sub/loop")).unwrap();
         fs::set_permissions(src.join("sub"), fs::Permissions::from_mode(0o555)).unwrap();
         let dst = d.path().join("dst");
-        let size = copy_fixture(&src, &dst).unwrap();
+        let parent = super::super::resume::open_dir(&fs::canonicalize(d.path()).unwrap()).unwrap();
+        let size =
+            copy_fixture(&fs::canonicalize(&src).unwrap(), &parent, OsStr::new("dst")).unwrap();
         assert_eq!(
             size,
             Size {
@@ -219,7 +314,8 @@ mod tests {
             fs::metadata(dst.join("sub")).unwrap().permissions().mode() & 0o777,
             0o555
         );
-        remove_tree(&dst).unwrap();
+        fs::set_permissions(dst.join("sub"), fs::Permissions::from_mode(0o000)).unwrap();
+        remove_entry(&parent, OsStr::new("dst")).unwrap();
         assert!(!dst.exists());
         fs::set_permissions(src.join("sub"), fs::Permissions::from_mode(0o755)).unwrap();
     }

@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod copy;
+pub mod orphans;
 pub mod plan;
 pub mod process;
 pub mod progress;
@@ -95,10 +96,13 @@ pub enum RunError {
     },
 }
 
-/// Runs `args`; `filesystem` is the running binary (the server the arms configure). Returns
-/// the exit status.
-pub fn run(args: &RunArgs, filesystem: &Path) -> i32 {
-    match drive(args, filesystem) {
+/// The server's own check of an arm's `args` (its argument parser): `Err` with its message.
+pub type ServerArgsCheck<'a> = &'a dyn Fn(&[String]) -> Result<(), String>;
+
+/// Runs `args`; `filesystem` is the running binary (the server the arms configure), whose
+/// argument parser `check_server_args` is. Returns the exit status.
+pub fn run(args: &RunArgs, filesystem: &Path, check_server_args: ServerArgsCheck<'_>) -> i32 {
+    match drive(args, filesystem, check_server_args) {
         Ok(Ended::Complete) => 0,
         Ok(Ended::Interrupted) => 130,
         Err(e) => {
@@ -113,8 +117,13 @@ enum Ended {
     Interrupted,
 }
 
-fn drive(args: &RunArgs, filesystem: &Path) -> Result<Ended, RunError> {
+fn drive(
+    args: &RunArgs,
+    filesystem: &Path,
+    check_server_args: ServerArgsCheck<'_>,
+) -> Result<Ended, RunError> {
     let study = Study::load(&args.study)?;
+    study.check_runnable(filesystem, check_server_args)?;
     let plan = plan::plan(&study);
     let mut output = resume::Output::prepare(&args.out, &study, &plan, args.resume)?;
     let pending: Vec<(u32, &crate::record::PlannedTrial)> = plan
@@ -156,9 +165,12 @@ fn drive(args: &RunArgs, filesystem: &Path) -> Result<Ended, RunError> {
 
     signal::install();
     let out_dir = output.dir.clone();
+    let handle = output.handle.clone();
     let ctx = trial::Context {
         study: &study,
         out: &out_dir,
+        handle: &handle,
+        identity: output.identity,
         filesystem,
     };
     let next = AtomicUsize::new(0);

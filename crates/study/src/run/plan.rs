@@ -101,6 +101,7 @@ mod tests {
                     dir: PathBuf::from("/s"),
                     fixture: PathBuf::from("/s/w"),
                     prompt: PathBuf::from("/s/p"),
+                    prompt_text: Vec::new(),
                     verify: vec![Template::parse("true").unwrap()],
                     time_limit: 1,
                 })

@@ -3,11 +3,14 @@
 //! The process leads a process group of its own, so everything it starts (the MCP server, a
 //! shell's children) can be killed with it. When it ends, at its limit or on its own, the
 //! whole group gets SIGKILL before the runner moves on: nothing of one trial outlives it to
-//! touch the next. Its output goes through pipes the runner drains into files, keeping the
+//! touch the next. Should the runner itself die (SIGKILL, a crash), the kernel kills the
+//! process it started (`PR_SET_PDEATHSIG`), and `--resume` kills what that process left (see
+//! [`super::orphans`]). Its output goes through pipes the runner drains into files, keeping the
 //! first bytes up to a cap, so a chatty or runaway agent cannot fill the disk nor block on a
-//! full pipe.
+//! full pipe. No file is opened in a way that can block: a FIFO an agent left where output or
+//! input goes is refused, never waited on.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -15,11 +18,13 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use rustix::fs::{Mode, OFlags};
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+use workspace::Dir;
 
 use crate::record::{End, ProcessEnd};
 
@@ -34,11 +39,33 @@ const POLL: Duration = Duration::from_millis(10);
 /// that left the group (setsid) can hold them longer, and it must not hold up the run.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
+/// A file the runner writes or reads for a process.
+#[derive(Debug, Clone)]
+pub enum Place {
+    /// A file of the trial's own directory (`agent.out`, `verify.out`…), by its name in that
+    /// directory's descriptor. Whatever is at the name (what the agent left: a link to another
+    /// file, a FIFO) is removed and the file created anew, so the runner never writes through
+    /// it and never waits on it.
+    Trial(Arc<Dir>, &'static str),
+    /// A path the study file names (`agent.stdout`, `agent.stdin`), opened by name as the study's
+    /// author asked; refused unless it is a regular file with a single link.
+    Named(PathBuf),
+}
+
+impl Place {
+    fn describe(&self) -> String {
+        match self {
+            Place::Trial(_, name) => format!("the trial's {name}"),
+            Place::Named(path) => path.display().to_string(),
+        }
+    }
+}
+
 /// Where one output stream goes.
 #[derive(Debug, Clone)]
 pub struct Sink {
     /// The file written.
-    pub path: PathBuf,
+    pub place: Place,
     /// Bytes kept.
     pub cap: u64,
     /// Whether to append a line saying the output was cut (not for a transcript, whose
@@ -57,6 +84,9 @@ pub struct Job {
     pub env: Vec<(String, OsString)>,
     /// A file for stdin, else /dev/null.
     pub stdin: Option<PathBuf>,
+    /// `(name, value)` of the variable that marks every process of this trial (inherited by
+    /// all it starts), by which `--resume` finds what a killed runner left running.
+    pub marker: (&'static str, String),
     /// Where stdout goes.
     pub stdout: Sink,
     /// Where stderr goes; `None`: into the same sink as stdout.
@@ -87,9 +117,11 @@ pub fn run(job: &Job, stop: &AtomicBool) -> Result<ProcessEnd, Interrupted> {
     cmd.args(args)
         .current_dir(&job.cwd)
         .envs(job.env.iter().map(|(k, v)| (k, v)))
+        .env(job.marker.0, &job.marker.1)
         .process_group(0);
+    die_with_runner(&mut cmd);
     match &job.stdin {
-        Some(path) => match File::open(path) {
+        Some(path) => match open_input(path) {
             Ok(f) => cmd.stdin(f),
             Err(e) => {
                 return Ok(failed(format!(
@@ -106,7 +138,7 @@ pub fn run(job: &Job, stop: &AtomicBool) -> Result<ProcessEnd, Interrupted> {
         Err(e) => {
             return Ok(failed(format!(
                 "cannot create {}: {e}",
-                job.stdout.path.display()
+                job.stdout.place.describe()
             )))
         }
     };
@@ -121,7 +153,7 @@ pub fn run(job: &Job, stop: &AtomicBool) -> Result<ProcessEnd, Interrupted> {
                 Err(e) => {
                     return Ok(failed(format!(
                         "cannot create {}: {e}",
-                        sink.path.display()
+                        sink.place.describe()
                     )))
                 }
             };
@@ -227,16 +259,117 @@ fn supervise(child: &mut Child, limit: Duration, stop: &AtomicBool) -> Supervise
     }
 }
 
-/// Creates or truncates a sink's file, refusing a symlink in its place: the verifier's output
-/// is opened after the agent has run, and an agent that left a link at `verify.out` must not
-/// have the runner overwrite whatever the link names.
+/// Makes the process die with the runner: `PR_SET_PDEATHSIG` is set in the child before it
+/// runs the program, so if the runner's thread that started it ends (the runner killed by
+/// SIGKILL, a crash) the kernel sends it SIGKILL. The runner may die before the child gets to
+/// `prctl`; the death signal would then never come, so the child checks that its parent is
+/// still the runner after setting it, and gives up instead of running orphaned.
+fn die_with_runner(cmd: &mut Command) {
+    let runner = rustix::process::getpid();
+    // SAFETY: the closure runs in the forked child before exec and calls only prctl and
+    // getppid, both async-signal-safe; it allocates nothing (the error is built from an errno).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != runner.as_raw_nonzero().get() {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Opens a sink's file. A file of the trial's directory is created fresh (what was at its name
+/// is removed first, `O_EXCL` refuses anything put there in between): an agent that left a
+/// hard link there to a file of the run (`trials.jsonl`), a symlink or a FIFO cannot have the
+/// runner truncate, write through or wait on it. A path of the study file is opened without
+/// following a final symlink and without blocking, refused unless it is a regular file with
+/// one link, and only then emptied.
 fn open_sink(sink: &Sink) -> io::Result<File> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&sink.path)
+    match &sink.place {
+        Place::Trial(dir, name) => create_fresh(dir, OsStr::new(name)),
+        Place::Named(path) => {
+            // By name: the study's author chose this path (`agent.stdout`), usually inside the
+            // fresh trial directory; the open follows no final symlink, cannot block on a FIFO,
+            // and nothing is truncated before the file is known to be a regular file with a
+            // single link.
+            #[allow(clippy::disallowed_methods)]
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .custom_flags(
+                    libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC,
+                )
+                .open(path)
+                .map_err(fifo_without_reader)?;
+            refuse_shared(&file)?;
+            file.set_len(0)?;
+            Ok(file)
+        }
+    }
+}
+
+/// Creates `name` in `dir` anew for writing: whatever is at the name is unlinked (never
+/// followed), then the file is made with `O_EXCL`.
+pub fn create_fresh(dir: &Dir, name: &OsStr) -> io::Result<File> {
+    match dir.unlink(name) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let fd = dir.open(
+        name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NONBLOCK,
+        Mode::from_raw_mode(0o644),
+    )?;
+    Ok(File::from(fd))
+}
+
+/// Opens a process's stdin file (a path of the study file) without blocking, refusing anything
+/// but a regular file: a FIFO there would hang the runner before the process even started.
+fn open_input(path: &std::path::Path) -> io::Result<File> {
+    // By name: the study's author chose this path (`agent.stdin`, e.g. `{prompt_file}`).
+    #[allow(clippy::disallowed_methods)]
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)?;
+    workspace::require_regular(&file)?;
+    Ok(file)
+}
+
+/// `open(O_WRONLY | O_NONBLOCK)` of a FIFO nobody reads fails with `ENXIO`; say what it is.
+fn fifo_without_reader(e: io::Error) -> io::Error {
+    if e.raw_os_error() == Some(libc::ENXIO) {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "it is a FIFO, not a regular file",
+        )
+    } else {
+        e
+    }
+}
+
+/// Refuses a file that is not regular or has more than one link: emptying it would empty the
+/// file's other names too.
+fn refuse_shared(file: &File) -> io::Result<()> {
+    let st = workspace::require_regular(file)?;
+    if st.nlink > 1 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "it has more than one hard link, so emptying it would empty a file elsewhere; remove the extra link",
+        ));
+    }
+    Ok(())
 }
 
 /// A thread copying `reader` into `file`: the first `sink.cap` bytes kept, the rest read and

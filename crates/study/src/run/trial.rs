@@ -1,15 +1,17 @@
 //! One trial: a fresh workspace, its configuration, the agent under its limit, the verifier.
 
-use std::ffi::OsString;
-use std::fs;
-use std::io::Read;
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::record::{PlannedTrial, TrialPaths, TrialRecord};
-use crate::spec::{Arm, Study, Task, Template, Values, MAX_PROMPT_BYTES};
+use workspace::Dir;
 
-use super::process::{self, Interrupted, Job, Sink, LOG_CAP, REDIRECT_CAP};
+use crate::record::{names, PlannedTrial, TrialPaths, TrialRecord, TRIALS_DIR, TRIAL_MARKER_VAR};
+use crate::spec::{Arm, Study, Task, Template, Values};
+
+use super::process::{self, Interrupted, Job, Place, Sink, LOG_CAP, REDIRECT_CAP};
 use super::RunError;
 
 /// How long the verifier may run.
@@ -35,8 +37,12 @@ impl From<Interrupted> for TrialError {
 pub struct Context<'a> {
     /// The study.
     pub study: &'a Study,
-    /// The output directory (absolute).
+    /// The output directory (absolute), for the paths handed to the agent.
     pub out: &'a Path,
+    /// The output directory's descriptor: every file of a trial is made relative to it.
+    pub handle: &'a Dir,
+    /// The output directory's device and inode (see [`crate::record::trial_marker`]).
+    pub identity: (u64, u64),
     /// The `filesystem` binary: the server of every arm, and where `study-stand-in` is found.
     pub filesystem: &'a Path,
 }
@@ -45,13 +51,22 @@ pub struct Context<'a> {
 /// are the binaries beside the running `filesystem`, so the example study runs from a build
 /// tree without installing anything; every other name goes through PATH.
 fn program(template: &Template, values: &Values<'_>, filesystem: &Path) -> OsString {
-    match template.as_literal() {
-        Some("filesystem") => filesystem.as_os_str().to_owned(),
-        Some(name @ "study-stand-in") => filesystem
-            .parent()
-            .map(|d| d.join(name).into_os_string())
-            .unwrap_or_else(|| name.into()),
-        _ => template.expand(values),
+    let expanded = template.expand(values);
+    special_program(Path::new(&expanded), filesystem).unwrap_or(expanded)
+}
+
+/// What a program written `filesystem` or `study-stand-in` stands for (see [`program`]);
+/// `None` for any other.
+pub fn special_program(name: &Path, filesystem: &Path) -> Option<OsString> {
+    match name.to_str() {
+        Some("filesystem") => Some(filesystem.as_os_str().to_owned()),
+        Some(name @ "study-stand-in") => Some(
+            filesystem
+                .parent()
+                .map(|d| d.join(name).into_os_string())
+                .unwrap_or_else(|| name.into()),
+        ),
+        _ => None,
     }
 }
 
@@ -96,20 +111,28 @@ pub fn run_trial(
         })
     })?;
     let paths = TrialPaths::new(ctx.out, &trial.id);
-    super::copy::remove_tree(&paths.dir).map_err(setup(&paths.dir))?;
-    fs::create_dir_all(&paths.dir).map_err(setup(&paths.dir))?;
-    super::copy::copy_fixture(&task.fixture, &paths.workspace).map_err(|e| {
+    let trials_path = ctx.out.join(TRIALS_DIR);
+    ctx.handle
+        .mkdir(OsStr::new(TRIALS_DIR))
+        .map_err(setup(&trials_path))?;
+    let trials = ctx
+        .handle
+        .subdir(OsStr::new(TRIALS_DIR))
+        .map_err(setup(&trials_path))?;
+    let id = OsStr::new(&trial.id);
+    super::copy::remove_entry(&trials, id).map_err(setup(&paths.dir))?;
+    trials.mkdir(id).map_err(setup(&paths.dir))?;
+    let dir = Arc::new(trials.subdir(id).map_err(setup(&paths.dir))?);
+    super::copy::copy_fixture(&task.fixture, &dir, OsStr::new(names::WORKSPACE)).map_err(|e| {
         TrialError::Setup(RunError::Trial {
             path: task.fixture.clone(),
             what: e.to_string(),
         })
     })?;
-    let mut prompt = String::new();
-    fs::File::open(&task.prompt)
-        .and_then(|f| f.take(MAX_PROMPT_BYTES).read_to_string(&mut prompt))
-        .map_err(setup(&task.prompt))?;
-    fs::write(&paths.prompt, &prompt).map_err(setup(&paths.prompt))?;
-    fs::create_dir(&paths.transcript_dir).map_err(setup(&paths.transcript_dir))?;
+    write_new(&dir, names::PROMPT, &task.prompt_text).map_err(setup(&paths.prompt))?;
+    let prompt = String::from_utf8_lossy(&task.prompt_text);
+    dir.mkdir(OsStr::new(names::TRANSCRIPT_DIR))
+        .map_err(setup(&paths.transcript_dir))?;
     let config = super::config::mcp_config(arm, ctx.filesystem, &paths.workspace, &paths.call_log)
         .map_err(|e| {
             TrialError::Setup(RunError::Trial {
@@ -118,7 +141,11 @@ pub fn run_trial(
             })
         })?;
     let config = serde_json::to_vec_pretty(&config).unwrap_or_default();
-    fs::write(&paths.mcp_config, config).map_err(setup(&paths.mcp_config))?;
+    write_new(&dir, names::MCP_CONFIG, &config).map_err(setup(&paths.mcp_config))?;
+    let marker = (
+        TRIAL_MARKER_VAR,
+        crate::record::trial_marker(ctx.identity, &trial.id),
+    );
 
     let values = Values {
         workspace: &paths.workspace,
@@ -136,12 +163,12 @@ pub fn run_trial(
     let agent = &study.agent;
     let stdout = match &agent.stdout {
         Some(t) => Sink {
-            path: path_in(t, &values, &paths.workspace),
+            place: Place::Named(path_in(t, &values, &paths.workspace)),
             cap: REDIRECT_CAP,
             note_cut: false,
         },
         None => Sink {
-            path: paths.agent_out.clone(),
+            place: Place::Trial(dir.clone(), names::AGENT_OUT),
             cap: LOG_CAP,
             note_cut: true,
         },
@@ -159,8 +186,9 @@ pub fn run_trial(
             .as_ref()
             .map(|t| path_in(t, &values, &paths.workspace)),
         stdout,
+        marker: marker.clone(),
         stderr: Some(Sink {
-            path: paths.agent_err.clone(),
+            place: Place::Trial(dir.clone(), names::AGENT_ERR),
             cap: LOG_CAP,
             note_cut: true,
         }),
@@ -174,8 +202,9 @@ pub fn run_trial(
         cwd: paths.workspace.clone(),
         env: Vec::new(),
         stdin: None,
+        marker,
         stdout: Sink {
-            path: paths.verify_out.clone(),
+            place: Place::Trial(dir.clone(), names::VERIFY_OUT),
             cap: LOG_CAP,
             note_cut: true,
         },
@@ -196,6 +225,11 @@ pub fn run_trial(
         verify: verify_end,
         success,
     })
+}
+
+/// Creates `name` in the fresh trial directory `dir` with `bytes`.
+fn write_new(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    process::create_fresh(dir, OsStr::new(name))?.write_all(bytes)
 }
 
 /// The task and arm of a planned trial.
