@@ -262,6 +262,7 @@ impl ServedRoots {
     /// canonicalised (by [`root::validate_absolute`]) before anything is compared, so a symlink
     /// under an allowed directory that points elsewhere is judged by where it points.
     pub fn resolve(&self, given: &str) -> Result<PathBuf, RootRefused> {
+        workspace::park::park(workspace::park::Point::RootOpen, Path::new(given));
         // `/` is judged here rather than by the root module so the message fits a daemon (which
         // has no --root to suggest).
         let canonical = match root::validate_absolute(given, true) {

@@ -157,6 +157,7 @@ impl PerRoot {
         // Only a whole toolset is kept: one that failed is built again on the next call instead
         // of being served with parts missing. Out of descriptors (a low `ulimit -n`), the older
         // half of the open roots is closed and the root tried once more.
+        workspace::park::park(workspace::park::Point::RootOpened, Path::new(given));
         let spellings = workspace::root::Spellings::of(Path::new(given), &canonical);
         let toolset = match self.open(&canonical, &spellings) {
             Err(e) if out_of_descriptors(&e) => {

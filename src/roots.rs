@@ -262,6 +262,7 @@ impl ClientRoots {
             return;
         }
         let root = chosen.canonical.clone();
+        workspace::park::park(workspace::park::Point::RootOpened, &chosen.given);
         let built = PathGuard::new(&root)
             .map(|g| g.with_spellings(chosen.spellings()))
             .and_then(|guard| self.factory.build(guard));
@@ -406,8 +407,15 @@ impl Toolset for ClientRootsToolset {
         }
     }
     fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput {
+        let ran_on = self.0.lock().root.clone();
         match self.0.current(ctx) {
-            Ok(toolset) => toolset.call(name, args, ctx),
+            Ok(toolset) => {
+                let out = toolset.call(name, args, ctx);
+                if let Some(root) = ran_on {
+                    workspace::park::park(workspace::park::Point::CallRan, &root);
+                }
+                out
+            }
             Err(why) => ToolOutput::error("NoRoot", why),
         }
     }

@@ -16,6 +16,7 @@ pub mod guard;
 pub mod history;
 pub mod inspect;
 pub mod mirror;
+pub mod park;
 pub mod root;
 pub mod temp;
 pub mod terminal;
