@@ -9,17 +9,28 @@
 //!
 //! Which roots may be named at all is settled by [`ServedRoots`]: only directories at or below
 //! the daemon's allowed places, and never a store directory.
+//!
+//! A call's root is opened, as a descriptor, on every call, on the call's worker (never on the
+//! reader thread, where a root slow to open would hold up every tenant) and within the call's
+//! time limit; it is checked on where that opened directory is. A kept toolset serves the call
+//! only if it is the toolset of that very directory (same device and inode) at that very place:
+//! a directory replaced at the path gets a toolset of its own, checked afresh, and a kept one
+//! that was moved elsewhere (into a store, say) is not used again.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use crate::allow::ServedRoots;
+use crate::allow::{RootRefused, ServedRoots};
 use crate::lru::least_recently_used;
-use mcp_core::toolset::{CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
+use mcp_core::toolset::{CallContext, Stop, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 use workspace::guard::PathGuard;
+use workspace::root::{DirId, OpenedRoot};
+use workspace::Workspace;
 
 /// Threads running calls in `--server` mode: calls for one root run one at a time in the order
 /// received, calls for different roots side by side, so one tenant's slow call does not hold up
@@ -46,54 +57,65 @@ pub fn open_roots() -> usize {
         .clamp(4, OPEN_ROOTS)
 }
 
-/// A root's toolset and when it was last used (a counter, not a clock).
+/// A root's toolset, where its directory was when it was opened, and when it was last used (a
+/// counter, not a clock).
 struct OpenRoot {
     toolset: Arc<dyn Toolset>,
+    /// The root's workspace handle (the descriptor the toolset works through), for the call log.
+    ws: Workspace,
+    /// Where the directory was when its toolset was built: a call that finds it elsewhere does not
+    /// use this toolset.
+    real: PathBuf,
     /// The spellings the root's guard accepts, learnt from the calls that named it.
     spellings: workspace::root::Spellings,
     used: u64,
 }
 
-/// The open toolsets, least recently used first out.
+/// The open toolsets by the identity of their directory, least recently used first out.
 struct OpenRoots {
-    map: HashMap<PathBuf, OpenRoot>,
+    map: HashMap<DirId, OpenRoot>,
     clock: u64,
     limit: usize,
 }
 
 impl OpenRoots {
-    fn get(&mut self, root: &Path) -> Option<(Arc<dyn Toolset>, workspace::root::Spellings)> {
+    /// The kept toolset of the directory `opened` is open on, if it was built for that directory
+    /// at the place it is now.
+    fn get(
+        &mut self,
+        opened: &OpenedRoot,
+    ) -> Option<(Arc<dyn Toolset>, Workspace, workspace::root::Spellings)> {
         self.clock += 1;
         let now = self.clock;
-        self.map.get_mut(root).map(|open| {
-            open.used = now;
-            (open.toolset.clone(), open.spellings.clone())
-        })
+        let open = self.map.get_mut(&opened.id())?;
+        if open.real != opened.real() {
+            return None;
+        }
+        open.used = now;
+        Some((open.toolset.clone(), open.ws.clone(), open.spellings.clone()))
     }
 
     /// Closes the least recently used half.
     fn shed(&mut self) {
-        let mut by_age: Vec<(u64, PathBuf)> = self
+        let mut by_age: Vec<(u64, DirId)> = self
             .map
             .iter()
-            .map(|(root, open)| (open.used, root.clone()))
+            .map(|(id, open)| (open.used, *id))
             .collect();
         by_age.sort_unstable();
         let half = by_age.len().div_ceil(2);
-        for (_, root) in by_age.into_iter().take(half) {
-            self.map.remove(&root);
+        for (_, id) in by_age.into_iter().take(half) {
+            self.map.remove(&id);
         }
     }
 
-    /// Keeps `toolset` for `root`, closing the least recently used beyond [`OPEN_ROOTS`]. A call
-    /// still running on a closed toolset keeps it alive until it ends: the table holds one
-    /// reference, each call another.
-    fn insert(
-        &mut self,
-        root: PathBuf,
-        toolset: Arc<dyn Toolset>,
-        spellings: workspace::root::Spellings,
-    ) {
+    /// Keeps `open` for the directory `id`, dropping what it replaces (the same directory kept at
+    /// another place, or another directory kept at this place: neither is served again) and
+    /// closing the least recently used beyond [`OPEN_ROOTS`]. A call still running on a closed
+    /// toolset keeps it alive until it ends: the table holds one reference, each call another.
+    fn insert(&mut self, id: DirId, mut open: OpenRoot) {
+        self.map.remove(&id);
+        self.map.retain(|_, kept| kept.real != open.real);
         while self.map.len() >= self.limit {
             let Some(oldest) = least_recently_used(&self.map, |open| open.used) else {
                 break;
@@ -101,17 +123,18 @@ impl OpenRoots {
             self.map.remove(&oldest);
         }
         self.clock += 1;
-        let used = self.clock;
-        self.map.insert(
-            root,
-            OpenRoot {
-                toolset,
-                spellings,
-                used,
-            },
-        );
+        open.used = self.clock;
+        self.map.insert(id, open);
     }
 }
+
+/// The most roots being opened at once on threads whose calls gave up waiting for them (a
+/// filesystem that does not answer): past this, a call naming a root is refused at once rather
+/// than leaving yet another thread stuck in the kernel.
+const MAX_STUCK_OPENS: usize = 16;
+
+/// Roots being opened on threads whose calls have stopped waiting.
+static STUCK_OPENS: AtomicUsize = AtomicUsize::new(0);
 
 /// A toolset that routes each call to the toolset of the root named in its `root` argument.
 pub struct PerRoot {
@@ -142,44 +165,110 @@ impl PerRoot {
         }
     }
 
-    fn toolset_for(&self, given: &str) -> Result<Arc<dyn Toolset>, String> {
-        // Resolved on every call, before the table is consulted: a root accepted once is judged
-        // again by where it points now, so swapping a symlink later cannot redirect it.
-        let canonical = self.served.resolve(given).map_err(|e| e.to_string())?;
+    /// Opens the root `given` names on a thread of its own and waits for it within the call's
+    /// time limit: opening a path can block in the kernel (a network filesystem that does not
+    /// answer), and a call must still be answered by its deadline. A thread left behind finishes
+    /// on its own; [`MAX_STUCK_OPENS`] bounds how many may be.
+    fn open_root(&self, given: &str, ctx: &CallContext) -> Result<OpenedRoot, String> {
+        if STUCK_OPENS.load(Ordering::SeqCst) >= MAX_STUCK_OPENS {
+            return Err(format!(
+                "cannot open root '{given}': {MAX_STUCK_OPENS} earlier roots are still being opened (a filesystem that does not answer?); try again later"
+            ));
+        }
+        let (tx, rx) = mpsc::sync_channel::<Result<OpenedRoot, RootRefused>>(1);
+        let served = self.served.clone();
+        let name = given.to_string();
+        std::thread::Builder::new()
+            .name("root-open".into())
+            .spawn(move || {
+                let _ = tx.send(served.resolve(&name));
+            })
+            .map_err(|e| format!("cannot open root '{given}': {e}"))?;
+        loop {
+            // Short slices, so a cancelled call is released promptly too.
+            let slice = ctx
+                .remaining()
+                .map_or(Duration::from_millis(100), |r| r.min(Duration::from_millis(100)));
+            match rx.recv_timeout(slice) {
+                Ok(outcome) => return outcome.map_err(|e| e.to_string()),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(format!("cannot open root '{given}': the opening thread died"))
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if let Err(stop) = ctx.check() {
+                // The thread is left to finish; it is counted until it does.
+                STUCK_OPENS.fetch_add(1, Ordering::SeqCst);
+                std::thread::spawn(move || {
+                    let _ = rx.recv();
+                    STUCK_OPENS.fetch_sub(1, Ordering::SeqCst);
+                });
+                return Err(stopped_message(stop, given));
+            }
+        }
+    }
+
+    /// The toolset of the directory `opened` is open on, kept or built now, and its workspace.
+    fn toolset_for(
+        &self,
+        opened: OpenedRoot,
+        given: &str,
+    ) -> Result<(Arc<dyn Toolset>, Workspace), String> {
         let mut roots = self
             .roots
             .lock()
             .map_err(|_| "internal error: root table poisoned".to_string())?;
-        if let Some((existing, spellings)) = roots.get(&canonical) {
-            spellings.learn(Path::new(given), &canonical);
-            return Ok(existing);
+        if let Some((existing, ws, spellings)) = roots.get(&opened) {
+            spellings.learn(Path::new(given), opened.real());
+            return Ok((existing, ws));
         }
         // Only a whole toolset is kept: one that failed is built again on the next call instead
         // of being served with parts missing. Out of descriptors (a low `ulimit -n`), the older
         // half of the open roots is closed and the root tried once more.
-        workspace::park::park(workspace::park::Point::RootOpened, Path::new(given));
-        let spellings = workspace::root::Spellings::of(Path::new(given), &canonical);
-        let toolset = match self.open(&canonical, &spellings) {
+        let id = opened.id();
+        let real = opened.real().to_path_buf();
+        let spellings = opened.spellings();
+        let ws = opened.into_workspace();
+        let toolset = match self.open(&ws, &spellings) {
             Err(e) if out_of_descriptors(&e) => {
                 roots.shed();
-                self.open(&canonical, &spellings)
+                self.open(&ws, &spellings)
             }
             other => other,
         }
         .map_err(|e| format!("cannot open root '{given}': {e}"))?;
-        roots.insert(canonical, toolset.clone(), spellings);
-        Ok(toolset)
+        roots.insert(
+            id,
+            OpenRoot {
+                toolset: toolset.clone(),
+                ws: ws.clone(),
+                real,
+                spellings,
+                used: 0,
+            },
+        );
+        Ok((toolset, ws))
     }
 
-    /// Builds the toolset of canonical `root`, whose guard accepts `spellings` (the spellings of
-    /// the root the calls name it by, shared with the table so later calls can add theirs).
+    /// Builds the toolset of the root `ws`, whose guard accepts `spellings` (the spellings of the
+    /// root the calls name it by, shared with the table so later calls can add theirs).
     fn open(
         &self,
-        root: &Path,
+        ws: &Workspace,
         spellings: &workspace::root::Spellings,
     ) -> std::io::Result<Arc<dyn Toolset>> {
-        let guard = PathGuard::new(root)?.with_spellings(spellings.clone());
+        let guard = PathGuard::for_workspace(ws.clone()).with_spellings(spellings.clone());
         Ok(Arc::from(self.factory.build(guard)?))
+    }
+}
+
+/// What a call whose root did not open in time is told.
+fn stopped_message(stop: Stop, given: &str) -> String {
+    match stop {
+        Stop::Cancelled => format!("opening root '{given}' stopped: {stop}"),
+        Stop::TimedOut(_) => format!(
+            "opening root '{given}' stopped: {stop}; nothing was changed. The root's filesystem may not be answering; check it, or raise --timeout"
+        ),
     }
 }
 
@@ -227,20 +316,22 @@ impl Toolset for PerRoot {
         self.tools.clone()
     }
 
-    /// Each root is a lane, named by where it resolves now, so two spellings of one root are
-    /// ordered together. A root that does not resolve gets its spelling as lane: its call only
-    /// fails.
+    /// Each root is a lane, named by its spelling with `.` and `..` folded: decided on the reader
+    /// thread, so nothing here touches the disk (a root slow to resolve must not hold up other
+    /// tenants' calls). Two spellings of one root through links are two lanes; their calls may
+    /// then run side by side, as two servers' calls on one root can, each mutation under the
+    /// root's store lock.
     fn lane(&self, _name: &str, args: &Map<String, Value>) -> String {
         match args.get("root") {
-            Some(Value::String(given)) => match self.served.resolve(given) {
-                Ok(canonical) => canonical.to_string_lossy().into_owned(),
-                Err(_) => given.clone(),
-            },
+            Some(Value::String(given)) => workspace::guard::normalize(Path::new(given))
+                .to_string_lossy()
+                .into_owned(),
             _ => String::new(),
         }
     }
 
     fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput {
+        crate::ran_on::clear();
         let given = match args.get("root") {
             Some(Value::String(r)) => r.clone(),
             Some(_) => {
@@ -256,12 +347,22 @@ impl Toolset for PerRoot {
                 )
             }
         };
-        let toolset = match self.toolset_for(&given) {
+        let opened = match self.open_root(&given, ctx) {
+            Ok(opened) => opened,
+            Err(msg) => {
+                if let Some(stop) = ctx.stopped() {
+                    return ToolOutput::error(stop.kind(), format!("{}: {msg}", stop.kind()));
+                }
+                return ToolOutput::error("InvalidArgument", format!("InvalidArgument: {msg}"));
+            }
+        };
+        let (toolset, ws) = match self.toolset_for(opened, &given) {
             Ok(t) => t,
             Err(msg) => {
                 return ToolOutput::error("InvalidArgument", format!("InvalidArgument: {msg}"))
             }
         };
+        crate::ran_on::set(&ws);
         let mut inner = args.clone();
         inner.remove("root");
         toolset.call(name, &inner, ctx)

@@ -14,4 +14,5 @@ pub mod check;
 pub mod cli;
 pub mod daemon;
 mod lru;
+pub mod ran_on;
 pub mod roots;
