@@ -92,16 +92,17 @@ impl OpenRoots {
             return None;
         }
         open.used = now;
-        Some((open.toolset.clone(), open.ws.clone(), open.spellings.clone()))
+        Some((
+            open.toolset.clone(),
+            open.ws.clone(),
+            open.spellings.clone(),
+        ))
     }
 
     /// Closes the least recently used half.
     fn shed(&mut self) {
-        let mut by_age: Vec<(u64, DirId)> = self
-            .map
-            .iter()
-            .map(|(id, open)| (open.used, *id))
-            .collect();
+        let mut by_age: Vec<(u64, DirId)> =
+            self.map.iter().map(|(id, open)| (open.used, *id)).collect();
         by_age.sort_unstable();
         let half = by_age.len().div_ceil(2);
         for (_, id) in by_age.into_iter().take(half) {
@@ -186,13 +187,15 @@ impl PerRoot {
             .map_err(|e| format!("cannot open root '{given}': {e}"))?;
         loop {
             // Short slices, so a cancelled call is released promptly too.
-            let slice = ctx
-                .remaining()
-                .map_or(Duration::from_millis(100), |r| r.min(Duration::from_millis(100)));
+            let slice = ctx.remaining().map_or(Duration::from_millis(100), |r| {
+                r.min(Duration::from_millis(100))
+            });
             match rx.recv_timeout(slice) {
                 Ok(outcome) => return outcome.map_err(|e| e.to_string()),
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(format!("cannot open root '{given}': the opening thread died"))
+                    return Err(format!(
+                        "cannot open root '{given}': the opening thread died"
+                    ))
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }

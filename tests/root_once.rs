@@ -234,7 +234,10 @@ fn a_daemon_root_swapped_between_check_and_open_is_not_followed_outside() {
     let _later = park.release_all();
     let reply = s.recv();
     let (is_error, text) = outcome(&reply["result"]);
-    assert_ne!(text, "outside\n", "the daemon read outside its allowed roots");
+    assert_ne!(
+        text, "outside\n",
+        "the daemon read outside its allowed roots"
+    );
     assert!(!is_error && text == "inside\n", "{reply}");
     // Named again, the path leads outside now and is refused; nothing was cached under it.
     let (is_error, text) = read_in(&mut s, 3, &root, "hello.txt");
@@ -262,7 +265,10 @@ fn a_daemon_root_replaced_at_its_path_is_served_afresh_and_the_moved_one_not_at_
     std::fs::create_dir_all(other.join(".filesystem")).expect("store");
     let mut s = Session::from_command(daemon(&allowed, &[]));
     s.initialize("2025-11-25");
-    assert_eq!(read_in(&mut s, 2, &root, "hello.txt"), (false, "old\n".into()));
+    assert_eq!(
+        read_in(&mut s, 2, &root, "hello.txt"),
+        (false, "old\n".into())
+    );
     // The served directory moves into another workspace's store; a new one takes its path.
     let moved = other.join(".filesystem/ws");
     std::fs::rename(&root, &moved).expect("move into the store");
@@ -391,8 +397,7 @@ fn a_root_in_a_store_is_refused_however_it_arrives() {
         let mut s = Session::from_command(rootless(&[]));
         roots_handshake(&mut s);
         answer_roots(&mut s, &[&named]);
-        let (is_error, text) =
-            s.call_text(2, "list_directory", json!({"path": "."}));
+        let (is_error, text) = s.call_text(2, "list_directory", json!({"path": "."}));
         assert!(
             is_error && text.contains(".filesystem") && text.contains("store"),
             "{} served: {text}",
@@ -454,7 +459,11 @@ fn a_call_is_logged_in_the_log_of_the_root_it_ran_on() {
     let mut s = Session::from_command(cmd);
     roots_handshake(&mut s);
     answer_roots(&mut s, &[&a]);
-    s.send(tools_call(2, "read_text_file", json!({"path": "hello.txt"})));
+    s.send(tools_call(
+        2,
+        "read_text_file",
+        json!({"path": "hello.txt"}),
+    ));
     {
         let _parked = park.parked();
         // The call has run on A; the client now switches to B before it is logged.

@@ -179,7 +179,11 @@ fn location(fd: &OwnedFd, id: DirId, shown: &str) -> Result<PathBuf, RootError> 
             format!("cannot read where the opened directory is ({link}: {e}); the server needs /proc mounted"),
         ),
     })?;
-    if !real.is_absolute() || real.components().any(|c| !matches!(c, Component::RootDir | Component::Normal(_))) {
+    if !real.is_absolute()
+        || real
+            .components()
+            .any(|c| !matches!(c, Component::RootDir | Component::Normal(_)))
+    {
         return Err(RootError::Moved(shown.to_string()));
     }
     let again = rustix::fs::open(
@@ -199,7 +203,10 @@ pub fn store_in(path: &Path) -> Option<(String, PathBuf)> {
     let mut workspace = PathBuf::new();
     for component in path.components() {
         if let Component::Normal(name) = component {
-            if let Some(store) = crate::guard::STATE_DIRS.iter().find(|s| name == std::ffi::OsStr::new(s)) {
+            if let Some(store) = crate::guard::STATE_DIRS
+                .iter()
+                .find(|s| name == std::ffi::OsStr::new(s))
+            {
                 return Some((store.to_string(), workspace));
             }
         }
@@ -469,8 +476,8 @@ mod tests {
         ));
         // What was given is kept beside the canonical root, for its spellings.
         let odd = base.join("env/../flag");
-        let opened = open_checked(&choose(Some(&odd), None, cwd).expect("chosen"), false)
-            .expect("valid");
+        let opened =
+            open_checked(&choose(Some(&odd), None, cwd).expect("chosen"), false).expect("valid");
         assert_eq!(opened.given, odd);
         assert_eq!(opened.real(), base.join("flag"));
         // The environment's root is validated like the flag's.
