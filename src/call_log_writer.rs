@@ -214,15 +214,15 @@ impl CallLogWriter {
     }
 
     fn place_for(&self) -> Option<LogPlace<'_>> {
+        // Taken whatever the destination, so a worker thread does not keep a root open for no log.
+        let ran_on = crate::ran_on::take();
         match &self.destination {
             Destination::Fixed(p) => Some(LogPlace::File(p)),
             Destination::Root(ws) => Some(LogPlace::InRoot(Cow::Borrowed(ws))),
             // The root the call ran on; a call refused before it had one (an invalid or
             // disallowed root, no client root yet) still deserves a line, but there is no
             // workspace to put it in.
-            Destination::RootOfEachCall => {
-                crate::ran_on::take().map(|ws| LogPlace::InRoot(Cow::Owned(ws)))
-            }
+            Destination::RootOfEachCall => ran_on.map(|ws| LogPlace::InRoot(Cow::Owned(ws))),
         }
     }
 
