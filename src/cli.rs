@@ -47,7 +47,10 @@ escape.
 
 The root is --root, else $FILESYSTEM_ROOT, else the current directory. When serving with none
 of them usable (the current directory is '/' or unreadable), a client that declares MCP roots is
-asked for them: its first file:// root is served, and roots/list_changed switches it.
+asked for them: its first file:// root is served, and roots/list_changed switches it. However it
+is named, a root is opened once and served (tools, history, call log) through that descriptor,
+never followed to wherever its path leads later; a root in a .filesystem/ or .shelpa/ store is
+refused.
 
 With --server, a call's root must be at or below an allowed directory: each --allow-root DIR,
 else the ':'-separated list in $FILESYSTEM_ALLOW_ROOTS, else the home directory of the user

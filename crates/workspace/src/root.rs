@@ -489,6 +489,34 @@ mod tests {
     }
 
     #[test]
+    fn where_an_opened_root_is_comes_from_its_descriptor() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let base = tmp.path().canonicalize().expect("c");
+        std::fs::create_dir_all(base.join("real/ws")).expect("mkdir");
+        std::os::unix::fs::symlink(base.join("real"), base.join("link")).expect("symlink");
+        let opened = OpenedRoot::open(&base.join("link/ws")).expect("open");
+        assert_eq!(opened.real(), base.join("real/ws"));
+        assert_eq!(opened.given, base.join("link/ws"));
+        // Moved after the open: the descriptor says where the directory is now, not where the
+        // path leads (to another directory made there since).
+        let ws = opened.into_workspace();
+        let id = DirId::of(&ws.root_fd()).expect("id");
+        std::fs::rename(base.join("real/ws"), base.join("moved")).expect("rename");
+        std::fs::create_dir(base.join("real/ws")).expect("mkdir");
+        let held = ws.root_fd().try_clone_to_owned().expect("dup");
+        assert_eq!(
+            location(&held, id, "moved").expect("where"),
+            base.join("moved")
+        );
+        // Removed: there is nowhere it is, and that is an error, not a name.
+        std::fs::remove_dir(base.join("moved")).expect("rmdir");
+        assert!(matches!(
+            location(&held, id, "moved"),
+            Err(RootError::Moved(_))
+        ));
+    }
+
+    #[test]
     fn a_root_given_through_a_link_keeps_that_spelling() {
         let tmp = tempfile::tempdir().expect("tmp");
         let real = tmp.path().canonicalize().expect("c").join("real");
