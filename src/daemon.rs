@@ -10,24 +10,23 @@
 //! Which roots may be named at all is settled by [`ServedRoots`]: only directories at or below
 //! the daemon's allowed places, and never a store directory.
 //!
-//! A call's root is opened, as a descriptor, on every call, on the call's worker (never on the
+//! A call's root is opened, as a descriptor, on every call, for the call's worker (never on the
 //! reader thread, where a root slow to open would hold up every tenant) and within the call's
-//! time limit; it is checked on where that opened directory is. A kept toolset serves the call
+//! time limit ([`crate::root_opener`]); it is checked on where that opened directory is. A kept toolset serves the call
 //! only if it is the toolset of that very directory (same device and inode) at that very place:
 //! a directory replaced at the path gets a toolset of its own, checked afresh, and a kept one
 //! that was moved elsewhere (into a store, say) is not used again.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
-use crate::allow::{RootRefused, ServedRoots};
+use crate::allow::ServedRoots;
 use crate::lru::least_recently_used;
-use mcp_core::toolset::{CallContext, Stop, ToolDef, ToolOutput, Toolset, ToolsetFactory};
+use crate::root_opener::{OpenError, RootOpener};
+use mcp_core::toolset::{CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 use workspace::guard::PathGuard;
 use workspace::root::{DirId, OpenedRoot};
 use workspace::Workspace;
@@ -129,19 +128,13 @@ impl OpenRoots {
     }
 }
 
-/// The most roots being opened at once on threads whose calls gave up waiting for them (a
-/// filesystem that does not answer): past this, a call naming a root is refused at once rather
-/// than leaving yet another thread stuck in the kernel.
-const MAX_STUCK_OPENS: usize = 16;
-
-/// Roots being opened on threads whose calls have stopped waiting.
-static STUCK_OPENS: AtomicUsize = AtomicUsize::new(0);
-
 /// A toolset that routes each call to the toolset of the root named in its `root` argument.
 pub struct PerRoot {
     factory: Box<dyn ToolsetFactory<PathGuard>>,
     tools: Vec<ToolDef>,
     served: Arc<ServedRoots>,
+    /// Opens each call's root within the call's time limit.
+    opener: Arc<RootOpener>,
     roots: Mutex<OpenRoots>,
 }
 
@@ -157,57 +150,13 @@ impl PerRoot {
         PerRoot {
             factory,
             tools,
+            opener: RootOpener::new(served.clone()),
             served,
             roots: Mutex::new(OpenRoots {
                 map: HashMap::new(),
                 clock: 0,
                 limit: open_roots(),
             }),
-        }
-    }
-
-    /// Opens the root `given` names on a thread of its own and waits for it within the call's
-    /// time limit: opening a path can block in the kernel (a network filesystem that does not
-    /// answer), and a call must still be answered by its deadline. A thread left behind finishes
-    /// on its own; [`MAX_STUCK_OPENS`] bounds how many may be.
-    fn open_root(&self, given: &str, ctx: &CallContext) -> Result<OpenedRoot, String> {
-        if STUCK_OPENS.load(Ordering::SeqCst) >= MAX_STUCK_OPENS {
-            return Err(format!(
-                "cannot open root '{given}': {MAX_STUCK_OPENS} earlier roots are still being opened (a filesystem that does not answer?); try again later"
-            ));
-        }
-        let (tx, rx) = mpsc::sync_channel::<Result<OpenedRoot, RootRefused>>(1);
-        let served = self.served.clone();
-        let name = given.to_string();
-        std::thread::Builder::new()
-            .name("root-open".into())
-            .spawn(move || {
-                let _ = tx.send(served.resolve(&name));
-            })
-            .map_err(|e| format!("cannot open root '{given}': {e}"))?;
-        loop {
-            // Short slices, so a cancelled call is released promptly too.
-            let slice = ctx.remaining().map_or(Duration::from_millis(100), |r| {
-                r.min(Duration::from_millis(100))
-            });
-            match rx.recv_timeout(slice) {
-                Ok(outcome) => return outcome.map_err(|e| e.to_string()),
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(format!(
-                        "cannot open root '{given}': the opening thread died"
-                    ))
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-            }
-            if let Err(stop) = ctx.check() {
-                // The thread is left to finish; it is counted until it does.
-                STUCK_OPENS.fetch_add(1, Ordering::SeqCst);
-                std::thread::spawn(move || {
-                    let _ = rx.recv();
-                    STUCK_OPENS.fetch_sub(1, Ordering::SeqCst);
-                });
-                return Err(stopped_message(stop, given));
-            }
         }
     }
 
@@ -262,16 +211,6 @@ impl PerRoot {
     ) -> std::io::Result<Arc<dyn Toolset>> {
         let guard = PathGuard::for_workspace(ws.clone()).with_spellings(spellings.clone());
         Ok(Arc::from(self.factory.build(guard)?))
-    }
-}
-
-/// What a call whose root did not open in time is told.
-fn stopped_message(stop: Stop, given: &str) -> String {
-    match stop {
-        Stop::Cancelled => format!("opening root '{given}' stopped: {stop}"),
-        Stop::TimedOut(_) => format!(
-            "opening root '{given}' stopped: {stop}; nothing was changed. The root's filesystem may not be answering; check it, or raise --timeout"
-        ),
     }
 }
 
@@ -350,13 +289,15 @@ impl Toolset for PerRoot {
                 )
             }
         };
-        let opened = match self.open_root(&given, ctx) {
+        let opened = match self.opener.open(&given, ctx) {
             Ok(opened) => opened,
-            Err(msg) => {
-                if let Some(stop) = ctx.stopped() {
-                    return ToolOutput::error(stop.kind(), format!("{}: {msg}", stop.kind()));
-                }
-                return ToolOutput::error("InvalidArgument", format!("InvalidArgument: {msg}"));
+            Err(e) => {
+                let kind = match &e {
+                    OpenError::Stopped { stop, .. } => stop.kind(),
+                    OpenError::Busy(_) | OpenError::NoThread { .. } => "IoError",
+                    OpenError::Refused(_) => "InvalidArgument",
+                };
+                return ToolOutput::error(kind, format!("{kind}: {e}"));
             }
         };
         let (toolset, ws) = match self.toolset_for(opened, &given) {

@@ -15,4 +15,5 @@ pub mod cli;
 pub mod daemon;
 mod lru;
 pub mod ran_on;
+pub mod root_opener;
 pub mod roots;
