@@ -12,7 +12,7 @@
 //! [`MAX_WAITING`] waiting, a call is refused at once rather than queued.
 
 use std::collections::VecDeque;
-use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use mcp_core::toolset::{CallContext, Stop};
@@ -47,10 +47,19 @@ pub enum OpenError {
     },
 }
 
+/// Where an opener leaves its answer for the waiting call. A mutex and a condition variable
+/// rather than a channel: a channel's receiver spins and yields the processor before it sleeps,
+/// which on a busy machine cost a call far more than the open itself.
+#[derive(Default)]
+struct Answer {
+    outcome: Mutex<Option<Result<OpenedRoot, RootRefused>>>,
+    ready: Condvar,
+}
+
 /// One root to open and where its answer goes.
 struct Job {
     given: String,
-    reply: mpsc::SyncSender<Result<OpenedRoot, RootRefused>>,
+    answer: Arc<Answer>,
 }
 
 #[derive(Default)]
@@ -86,7 +95,7 @@ impl RootOpener {
     /// Opens the root `given` names and checks it (see [`ServedRoots::resolve`]), waiting no
     /// longer than `ctx` allows.
     pub fn open(self: &Arc<Self>, given: &str, ctx: &CallContext) -> Result<OpenedRoot, OpenError> {
-        let (reply, answer) = mpsc::sync_channel(1);
+        let answer = Arc::new(Answer::default());
         {
             let mut state = self.lock();
             let waiting = state.jobs.len();
@@ -95,7 +104,7 @@ impl RootOpener {
             }
             state.jobs.push_back(Job {
                 given: given.to_string(),
-                reply,
+                answer: answer.clone(),
             });
             if state.idle > waiting {
                 self.ready.notify_one();
@@ -111,28 +120,28 @@ impl RootOpener {
                 state.threads += 1;
             }
         }
+        let mut outcome = answer.outcome.lock().unwrap_or_else(|p| p.into_inner());
         loop {
-            // Short slices, so a cancelled call is released promptly too.
-            let slice = ctx.remaining().map_or(Duration::from_millis(100), |r| {
-                r.min(Duration::from_millis(100))
-            });
-            match answer.recv_timeout(slice) {
-                Ok(outcome) => return Ok(outcome?),
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(OpenError::NoThread {
-                        given: given.to_string(),
-                        source: std::io::Error::other("the opener stopped"),
-                    })
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            if let Some(opened) = outcome.take() {
+                return Ok(opened?);
             }
             if let Err(stop) = ctx.check() {
-                // The opener answers into a channel nobody reads: the root it opened is dropped.
+                // The opener leaves its answer where nobody reads it: the root it opened is
+                // dropped with it.
                 return Err(OpenError::Stopped {
                     given: given.to_string(),
                     stop,
                 });
             }
+            // Short slices, so a cancelled call is released promptly too.
+            let slice = ctx.remaining().map_or(Duration::from_millis(100), |r| {
+                r.min(Duration::from_millis(100))
+            });
+            outcome = answer
+                .ready
+                .wait_timeout(outcome, slice)
+                .map(|(o, _)| o)
+                .unwrap_or_else(|p| p.into_inner().0);
         }
     }
 
@@ -142,7 +151,9 @@ impl RootOpener {
         loop {
             if let Some(job) = state.jobs.pop_front() {
                 drop(state);
-                let _ = job.reply.send(self.served.resolve(&job.given));
+                let outcome = self.served.resolve(&job.given);
+                *job.answer.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome);
+                job.answer.ready.notify_one();
                 state = self.lock();
                 continue;
             }
