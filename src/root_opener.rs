@@ -34,7 +34,7 @@ pub enum OpenError {
     #[error(transparent)]
     Refused(#[from] RootRefused),
     /// The call stopped (timed out or was cancelled) before its root was open.
-    #[error("opening root '{given}' stopped: {stop}; nothing was changed. The root's filesystem may not be answering: check it, or raise --timeout")]
+    #[error("opening root '{given}' stopped: {stop}; nothing was changed (a root that does not open in time is on a filesystem that is not answering: check it, or raise --timeout)")]
     Stopped { given: String, stop: Stop },
     /// Every opener is busy and too many roots are waiting already.
     #[error("cannot open root '{0}' now: {MAX_OPENERS} roots are still being opened and {MAX_WAITING} more are waiting (a filesystem that does not answer?); try again later")]
@@ -102,10 +102,8 @@ impl RootOpener {
             if waiting >= MAX_WAITING {
                 return Err(OpenError::Busy(given.to_string()));
             }
-            state.jobs.push_back(Job {
-                given: given.to_string(),
-                answer: answer.clone(),
-            });
+            // An idle opener takes the job; with none, a new one is started (the job is queued
+            // only once it has someone to take it, or every opener is busy).
             if state.idle > waiting {
                 self.ready.notify_one();
             } else if state.threads < MAX_OPENERS {
@@ -119,6 +117,10 @@ impl RootOpener {
                     })?;
                 state.threads += 1;
             }
+            state.jobs.push_back(Job {
+                given: given.to_string(),
+                answer: answer.clone(),
+            });
         }
         let mut outcome = answer.outcome.lock().unwrap_or_else(|p| p.into_inner());
         loop {
