@@ -5,6 +5,10 @@
 //! process to act between two steps of the server, the server is parked at that step by its test
 //! hook (`FILESYSTEM_TEST_PARK`) until the test has acted: the race is won by construction.
 
+// The test plays the user and the outside process: it makes, swaps and reads directories by name,
+// which is exactly what the server must not do.
+#![allow(clippy::disallowed_methods)]
+
 use std::fs::File;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
