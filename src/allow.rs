@@ -7,8 +7,9 @@
 //! user running it — and every per-call root must resolve, symlinks and all, to one of them or a
 //! directory beneath one, and must not be or lie inside a store.
 //!
-//! Every root still goes through the one root resolver, [`root::validate`]; this module only
-//! adds the daemon's extra rules on top of it.
+//! Every root still goes through the one root opener, [`OpenedRoot::open`]: the call's root is
+//! opened once, and these rules are checked on where the opened directory is, so the directory
+//! checked is the directory served. This module only adds the daemon's extra rules on top.
 
 use std::ffi::{CStr, OsStr, OsString};
 use std::fmt;
@@ -16,14 +17,14 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-use workspace::root::{self, RootError};
+use workspace::root::{self, OpenedRoot, RootError};
 
 /// The environment variable holding the allowed places when no `--allow-root` is given.
 pub const ALLOW_ROOTS_ENV: &str = "FILESYSTEM_ALLOW_ROOTS";
 
 /// Directory names that hold the server's own state. A root that is, or lies inside, one of them
 /// would let one tenant read or forge another's history, trash and call log.
-pub const STORE_DIRS: [&str; 2] = [".filesystem", ".shelpa"];
+pub const STORE_DIRS: [&str; 2] = workspace::guard::STATE_DIRS;
 
 /// System trees a home directory may not be in. Service accounts often have homes such as `/`,
 /// `/usr/sbin`, `/var/lib/postgresql` or `/nonexistent`; serving "the home directory" of such an
@@ -258,42 +259,42 @@ impl ServedRoots {
         self.origin
     }
 
-    /// Resolves the root a tool call names, or says why it may not be served. The root is
-    /// canonicalised (by [`root::validate_absolute`]) before anything is compared, so a symlink
-    /// under an allowed directory that points elsewhere is judged by where it points.
-    pub fn resolve(&self, given: &str) -> Result<PathBuf, RootRefused> {
-        // `/` is judged here rather than by the root module so the message fits a daemon (which
-        // has no --root to suggest).
-        let canonical = match root::validate_absolute(given, true) {
-            Ok(c) => c,
+    /// Opens the root a tool call names and says whether it may be served. The root is opened
+    /// once (links followed) and judged by where the opened directory is, so a symlink under an
+    /// allowed directory that points elsewhere is judged by where it points, and a path swapped
+    /// after the open changes nothing: the descriptor returned is the directory that was checked.
+    pub fn resolve(&self, given: &str) -> Result<OpenedRoot, RootRefused> {
+        let path = root::require_absolute(given)?;
+        workspace::park::park(workspace::park::Point::RootOpen, path);
+        let opened = match OpenedRoot::open(path) {
+            Ok(o) => o,
             // Outside the allowed places, "does not exist" and "is not a directory" would tell a
             // caller about paths it may not see: there, every failure is "outside".
-            Err(RootError::Missing(_) | RootError::NotADirectory(_) | RootError::Io { .. })
-                if !self.admits(&lexical(Path::new(given))) =>
-            {
-                return Err(self.outside(given, ""));
-            }
+            Err(_) if !self.admits(&lexical(path)) => return Err(self.outside(given, "")),
             Err(RootError::Missing(_)) => return Err(RootRefused::Missing(given.to_string())),
             Err(RootError::NotADirectory(_)) => {
                 return Err(RootRefused::NotADirectory(given.to_string()))
             }
             Err(e) => return Err(e.into()),
         };
+        let canonical = opened.real();
+        // `/` is judged here rather than by the root module so the message fits a daemon (which
+        // has no --root to suggest).
         if canonical == Path::new("/") && !self.allow_slash {
             return Err(RootRefused::Slash);
         }
         // Compared with the lexically folded spelling, so `a/../b` alone does not count as links.
-        let via_links = if lexical(Path::new(given)) == canonical {
+        let via_links = if lexical(path) == canonical {
             ""
         } else {
             " (once its symlinks are resolved)"
         };
         // Containment first: for a root outside the allowed places, nothing else is said.
-        if !self.admits(&canonical) {
+        if !self.admits(canonical) {
             return Err(self.outside(given, via_links));
         }
-        if let Some((store, _)) = store_component(&canonical) {
-            let instead = match store_component(&lexical(Path::new(given))) {
+        if let Some((store, _)) = opened.store() {
+            let instead = match root::store_in(&lexical(path)) {
                 Some((_, workspace)) => {
                     format!("name the workspace itself ('{}')", workspace.display())
                 }
@@ -306,7 +307,7 @@ impl ServedRoots {
                 instead,
             });
         }
-        Ok(canonical)
+        Ok(opened)
     }
 
     /// True when `path` is at or below an allowed directory.
@@ -355,21 +356,6 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
-/// The first store directory among `path`'s components, and the workspace that owns it (the path
-/// up to that component), or `None`.
-fn store_component(path: &Path) -> Option<(String, PathBuf)> {
-    let mut workspace = PathBuf::new();
-    for component in path.components() {
-        if let Component::Normal(name) = component {
-            if let Some(store) = STORE_DIRS.iter().find(|s| OsStr::new(s) == name) {
-                return Some((store.to_string(), workspace));
-            }
-        }
-        workspace.push(component);
-    }
-    None
-}
-
 /// Splits a colon-separated list. Empty entries (a trailing colon, `a::b`) are skipped: unlike
 /// `$PATH`, an empty entry must never mean "the current directory".
 fn split_list(list: &OsStr) -> Vec<PathBuf> {
@@ -380,10 +366,10 @@ fn split_list(list: &OsStr) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Validates and canonicalises one allowed directory with the one root resolver.
+/// Opens one allowed directory with the one root opener and returns where it is.
 fn allowed_dir(dir: &Path, origin: Origin, allow_slash: bool) -> Result<PathBuf, AllowListError> {
     let shown = dir.display().to_string();
-    let canonical = root::validate(dir, true).map_err(|e| match e {
+    let opened = OpenedRoot::open(dir).map_err(|e| match e {
         RootError::Missing(_) => AllowListError::Missing {
             dir: shown.clone(),
             origin,
@@ -397,16 +383,17 @@ fn allowed_dir(dir: &Path, origin: Origin, allow_slash: bool) -> Result<PathBuf,
             origin,
             source,
         },
-        // Not produced: `/` is allowed at this layer, the path need not be absolute, and no
-        // current directory is asked for.
-        RootError::Slash | RootError::Relative(_) | RootError::CurrentDir(_) => {
-            AllowListError::Slash { origin }
-        }
+        other => AllowListError::Io {
+            dir: shown.clone(),
+            origin,
+            source: io::Error::other(other.to_string()),
+        },
     })?;
+    let canonical = opened.real().to_path_buf();
     if canonical == Path::new("/") && !allow_slash {
         return Err(AllowListError::Slash { origin });
     }
-    if let Some((store, _)) = store_component(&canonical) {
+    if let Some((store, _)) = opened.store() {
         return Err(AllowListError::InsideStore {
             dir: shown,
             origin,
@@ -488,16 +475,16 @@ mod tests {
 
     #[test]
     fn store_directories_are_found_at_any_depth() {
-        assert_eq!(store_component(Path::new("/w/x")), None);
+        assert_eq!(root::store_in(Path::new("/w/x")), None);
         assert_eq!(
-            store_component(Path::new("/w/.filesystem")),
+            root::store_in(Path::new("/w/.filesystem")),
             Some((".filesystem".into(), PathBuf::from("/w")))
         );
         assert_eq!(
-            store_component(Path::new("/w/a/.shelpa/x")),
+            root::store_in(Path::new("/w/a/.shelpa/x")),
             Some((".shelpa".into(), PathBuf::from("/w/a")))
         );
-        assert_eq!(store_component(Path::new("/w/.filesystem-not")), None);
+        assert_eq!(root::store_in(Path::new("/w/.filesystem-not")), None);
     }
 
     #[test]
@@ -540,8 +527,8 @@ mod tests {
         std::os::unix::fs::symlink(base.join("outside"), base.join("a/link")).expect("symlink");
         let roots = served(&[&base.join("a")]);
         let ok = |p: &str| roots.resolve(base.join(p).to_str().expect("utf8"));
-        assert_eq!(ok("a").expect("itself"), base.join("a"));
-        assert_eq!(ok("a/ws").expect("below"), base.join("a/ws"));
+        assert_eq!(ok("a").expect("itself").real(), base.join("a"));
+        assert_eq!(ok("a/ws").expect("below").real(), base.join("a/ws"));
         assert!(matches!(ok("ab"), Err(RootRefused::Outside { .. })));
         assert!(matches!(ok("outside"), Err(RootRefused::Outside { .. })));
         let through_link = ok("a/link");

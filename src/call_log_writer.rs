@@ -23,16 +23,16 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
-use crate::allow::ServedRoots;
 use crate::lru::least_recently_used;
 use mcp_core::server::{CallObserver, CallRecord};
 use report::call_log_record::{CallLogRecord, CallOutcome, RecordedClient};
 use workspace::history::layout::{rotated_name, DEFAULT_LOG_NAME, KEEP_ROTATED};
+use workspace::root::DirId;
 use workspace::{Dir, Stat, Workspace};
 
 /// The longest client-supplied string copied into a line (client name and version, each stage
@@ -58,17 +58,16 @@ pub const ROTATE_BYTES_ENV: &str = "FILESYSTEM_CALL_LOG_ROTATE_BYTES";
 /// Where the log goes.
 #[derive(Clone, Debug)]
 pub enum LogTarget {
-    /// `<root>/.filesystem/.calls.jsonl` of the server's one root.
-    Root(PathBuf),
-    /// `<root>/.filesystem/.calls.jsonl` of the root each call names (`--server` mode), resolved
-    /// by the same rules the daemon serves roots by: a root the daemon refuses gets no log, so a
-    /// call cannot make the server create a store in, say, `/etc`.
-    RootOfEachCall(Arc<ServedRoots>),
+    /// `<root>/.filesystem/.calls.jsonl` of the server's one root, opened beneath that root's
+    /// descriptor (the one its tools use), wherever its path leads by then.
+    Root(Workspace),
+    /// `<root>/.filesystem/.calls.jsonl` of the root each call ran on (`--server` mode, or the
+    /// MCP client's roots), as the toolset that chose it records it ([`crate::ran_on`]): a call
+    /// refused before it had a root gets no line, so a call cannot make the server create a store
+    /// in, say, `/etc`, and a call that ran on one root is never logged in another's log.
+    RootOfEachCall,
     /// One file chosen with `--call-log`.
     File(PathBuf),
-    /// `<root>/.filesystem/.calls.jsonl` of the root the MCP client named, whichever it is when
-    /// the call ends; a call made before there is one has no workspace to log in.
-    Served(crate::roots::ServedRoot),
 }
 
 /// Appends one line per tool call.
@@ -96,7 +95,7 @@ pub const MAX_OPEN_LOGS: usize = 16;
 /// The open log files, each with when it was last used.
 #[derive(Default)]
 struct OpenLogs {
-    files: HashMap<PathBuf, CallLogFile>,
+    files: HashMap<LogKey, CallLogFile>,
     tick: u64,
 }
 
@@ -110,21 +109,21 @@ impl OpenLogs {
             return;
         };
         if let Some(mut log) = self.files.remove(&oldest) {
-            write_pending(&oldest, &mut log);
+            write_pending(&mut log);
         }
     }
 }
 
 /// Appends a log's pending lines, reporting (never propagating) a failure: a broken log must
 /// never break the calls it describes.
-fn write_pending(path: &Path, log: &mut CallLogFile) {
+fn write_pending(log: &mut CallLogFile) {
     if log.pending.is_empty() {
         return;
     }
     if let Err(e) = log.append_pending(rotate_bytes()) {
         eprintln!(
             "filesystem: cannot append to call log {}: {e}",
-            path.display()
+            log.shown.display()
         );
     }
     mcp_core::buffer::recycle(&mut log.pending);
@@ -135,42 +134,59 @@ enum Destination {
     /// One file the operator chose, for every call: a plain path, the operator's to pick.
     Fixed(PathBuf),
     /// The log inside the one root's store, for every call.
-    Root(PathBuf),
-    /// The log of the root each call names (daemon mode), if the daemon serves that root.
-    RootOfEachCall(Arc<ServedRoots>),
-    /// The log of the root the MCP client named, if there is one yet.
-    Served(crate::roots::ServedRoot),
+    Root(Workspace),
+    /// The log of the root each call ran on, if it ran on one.
+    RootOfEachCall,
+}
+
+/// Which open log a line goes to: the operator's file by its path, a root's log by the root's
+/// identity (two toolsets of one directory share one log).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum LogKey {
+    File(PathBuf),
+    Root(DirId),
 }
 
 /// Where one call's line goes.
 enum LogPlace<'a> {
     /// The operator's `--call-log FILE`.
     File(&'a Path),
-    /// `<root>/.filesystem/.calls.jsonl`, opened through the workspace layer.
-    InRoot(Cow<'a, Path>),
+    /// `<root>/.filesystem/.calls.jsonl`, opened beneath the root's descriptor.
+    InRoot(Cow<'a, Workspace>),
 }
 
 impl LogPlace<'_> {
-    /// The log file's path: the key of the open-file table and the name in the operator's
-    /// messages (never used to open a file inside a root).
-    fn key(&self) -> PathBuf {
+    /// The key of the open-file table.
+    fn key(&self) -> std::io::Result<LogKey> {
+        Ok(match self {
+            LogPlace::File(path) => LogKey::File(path.to_path_buf()),
+            LogPlace::InRoot(ws) => LogKey::Root(DirId::of(&ws.root_fd())?),
+        })
+    }
+
+    /// The log file's name in the operator's messages (never used to open anything).
+    fn shown(&self) -> PathBuf {
         match self {
             LogPlace::File(path) => path.to_path_buf(),
-            LogPlace::InRoot(root) => root.join(STORE_DIR).join(DEFAULT_LOG_NAME),
+            LogPlace::InRoot(ws) => ws.root().join(STORE_DIR).join(DEFAULT_LOG_NAME),
         }
     }
 
     fn open(&self) -> std::io::Result<CallLogFile> {
-        match self {
-            LogPlace::File(path) => open_log(path),
-            LogPlace::InRoot(root) => open_root_log(root),
-        }
+        let mut log = match self {
+            LogPlace::File(path) => open_log(path)?,
+            LogPlace::InRoot(ws) => open_root_log(ws)?,
+        };
+        log.shown = self.shown();
+        Ok(log)
     }
 }
 
 /// One open log file, the directory it is named in (rotation renames relative to it), and its
 /// lines not yet written.
 struct CallLogFile {
+    /// Its name in the operator's messages.
+    shown: PathBuf,
     dir: Dir,
     name: OsString,
     file: File,
@@ -185,9 +201,8 @@ impl CallLogWriter {
         // A fixed root has a fixed log: worked out once, not on every call.
         let destination = match target {
             LogTarget::File(path) => Destination::Fixed(path),
-            LogTarget::Root(root) => Destination::Root(root),
-            LogTarget::RootOfEachCall(served) => Destination::RootOfEachCall(served),
-            LogTarget::Served(served) => Destination::Served(served),
+            LogTarget::Root(ws) => Destination::Root(ws),
+            LogTarget::RootOfEachCall => Destination::RootOfEachCall,
         };
         CallLogWriter {
             destination,
@@ -198,21 +213,16 @@ impl CallLogWriter {
         }
     }
 
-    fn place_for(&self, args: &Map<String, Value>) -> Option<LogPlace<'_>> {
+    fn place_for(&self) -> Option<LogPlace<'_>> {
+        // Taken whatever the destination, so a worker thread does not keep a root open for no log.
+        let ran_on = crate::ran_on::take();
         match &self.destination {
             Destination::Fixed(p) => Some(LogPlace::File(p)),
-            Destination::Root(root) => Some(LogPlace::InRoot(Cow::Borrowed(root))),
-            // Daemon mode: the call names its root; an invalid or disallowed root was refused by the
-            // toolset and the call still deserves a line, but there is no workspace to put it in.
-            Destination::RootOfEachCall(served) => {
-                let root = args.get("root")?.as_str()?;
-                let root = served.resolve(root).ok()?;
-                Some(LogPlace::InRoot(Cow::Owned(root)))
-            }
-            Destination::Served(served) => {
-                let root = served.read().ok()?.clone()?;
-                Some(LogPlace::InRoot(Cow::Owned(root)))
-            }
+            Destination::Root(ws) => Some(LogPlace::InRoot(Cow::Borrowed(ws))),
+            // The root the call ran on; a call refused before it had one (an invalid or
+            // disallowed root, no client root yet) still deserves a line, but there is no
+            // workspace to put it in.
+            Destination::RootOfEachCall => ran_on.map(|ws| LogPlace::InRoot(Cow::Owned(ws))),
         }
     }
 
@@ -343,29 +353,41 @@ impl Write for ByteCounter {
 
 impl CallObserver for CallLogWriter {
     fn observe(&self, record: &CallRecord<'_>) {
-        let Some(place) = self.place_for(record.args) else {
+        let Some(place) = self.place_for() else {
             return;
         };
-        let path = place.key();
+        let key = match place.key() {
+            Ok(key) => key,
+            Err(err) => {
+                eprintln!(
+                    "filesystem: cannot open call log {}: {err}",
+                    place.shown().display()
+                );
+                return;
+            }
+        };
         let Ok(mut open) = self.open.lock() else {
             return;
         };
         open.tick += 1;
         let tick = open.tick;
-        if !open.files.contains_key(&path) {
+        if !open.files.contains_key(&key) {
             match place.open() {
                 Ok(log) => {
                     open.make_room();
-                    open.files.insert(path.clone(), log);
+                    open.files.insert(key.clone(), log);
                 }
                 Err(err) => {
                     // A broken log must never break the call it describes.
-                    eprintln!("filesystem: cannot open call log {}: {err}", path.display());
+                    eprintln!(
+                        "filesystem: cannot open call log {}: {err}",
+                        place.shown().display()
+                    );
                     return;
                 }
             }
         }
-        if let Some(log) = open.files.get_mut(&path) {
+        if let Some(log) = open.files.get_mut(&key) {
             log.last_used = tick;
             if serde_json::to_writer(&mut log.pending, &self.record(record)).is_ok() {
                 log.pending.push(b'\n');
@@ -377,16 +399,17 @@ impl CallObserver for CallLogWriter {
         let Ok(mut open) = self.open.lock() else {
             return;
         };
-        for (path, log) in open.files.iter_mut() {
-            write_pending(path, log);
+        for log in open.files.values_mut() {
+            write_pending(log);
         }
     }
 }
 
 /// Opens (creating it and its directory) the operator's `--call-log FILE` for appending, and cuts
 /// a torn last line a killed server may have left. The file's directory is the operator's to
-/// choose (links on the way are followed); from there on, the file is opened, and rotated,
-/// through the workspace layer relative to that directory.
+/// choose (links on the way are followed, once, by [`workspace::root::open_operator_dir`]); from
+/// there on, the file is opened, and rotated, through the workspace layer relative to that
+/// directory.
 fn open_log(path: &Path) -> std::io::Result<CallLogFile> {
     let name = path.file_name().ok_or_else(|| {
         std::io::Error::new(
@@ -398,17 +421,16 @@ fn open_log(path: &Path) -> std::io::Result<CallLogFile> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::env::current_dir()?,
     };
-    std::fs::create_dir_all(&parent)?;
-    let ws = Workspace::open(&parent.canonicalize()?)?;
+    let ws = workspace::root::open_operator_dir(&parent)?;
     CallLogFile::open(ws.dir(Path::new(""))?, name)
 }
 
-/// Opens the log inside the store of `root` through the workspace layer: the store directory is
-/// created beneath the root's descriptor, nothing on the way may be a symlink, and a log file with
-/// more than one link is refused, so neither a swapped-in link nor a planted hard link can carry
-/// the server's appends to a file outside the workspace.
-fn open_root_log(root: &Path) -> std::io::Result<CallLogFile> {
-    let ws = Workspace::open(root)?;
+/// Opens the log inside the store of the root `ws` through the workspace layer: the store
+/// directory is created beneath the root's descriptor (the one the root's tools use, not its
+/// path), nothing on the way may be a symlink, and a log file with more than one link is refused,
+/// so neither a swapped-in link nor a planted hard link can carry the server's appends to a file
+/// outside the workspace.
+fn open_root_log(ws: &Workspace) -> std::io::Result<CallLogFile> {
     ws.create_dirs(Path::new(STORE_DIR))?;
     CallLogFile::open(ws.dir(Path::new(STORE_DIR))?, OsStr::new(DEFAULT_LOG_NAME))
 }
@@ -435,6 +457,7 @@ impl CallLogFile {
         rustix::fs::flock(&file, rustix::fs::FlockOperation::Unlock)?;
         cut?;
         Ok(CallLogFile {
+            shown: PathBuf::from(name),
             // Only the directory and the file stay open, not the workspace's root as well: two
             // descriptors per log.
             dir: dir.detached(),

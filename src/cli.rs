@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use crate::allow::ServedRoots;
 use crate::call_log_writer::{CallLogWriter, LogTarget};
 use crate::daemon::PerRoot;
-use crate::roots::{ClientRoots, ClientRootsToolset, ServedRoot};
+use crate::roots::{ClientRoots, ClientRootsToolset};
 use fs_tools::{FsFactory, FsOptions};
 use mcp_core::server::CallObserver;
 use mcp_core::server::{serve, ServerConfig};
@@ -47,7 +47,10 @@ escape.
 
 The root is --root, else $FILESYSTEM_ROOT, else the current directory. When serving with none
 of them usable (the current directory is '/' or unreadable), a client that declares MCP roots is
-asked for them: its first file:// root is served, and roots/list_changed switches it.
+asked for them: its first file:// root is served, and roots/list_changed switches it. However it
+is named, a root is opened once and served (tools, history, call log) through that descriptor,
+never followed to wherever its path leads later; a root in a .filesystem/ or .shelpa/ store is
+refused.
 
 With --server, a call's root must be at or below an allowed directory: each --allow-root DIR,
 else the ':'-separated list in $FILESYSTEM_ALLOW_ROOTS, else the home directory of the user
@@ -337,9 +340,8 @@ impl Options {
         }
         let target = match (&self.call_log, scope) {
             (Some(file), _) => LogTarget::File(file.clone()),
-            (None, Scope::Root(root)) => LogTarget::Root(root),
-            (None, Scope::EachCall(served)) => LogTarget::RootOfEachCall(served),
-            (None, Scope::ClientRoots(served)) => LogTarget::Served(served),
+            (None, Scope::Root(ws)) => LogTarget::Root(ws),
+            (None, Scope::EachCall(_) | Scope::ClientRoots) => LogTarget::RootOfEachCall,
         };
         Some(Arc::new(CallLogWriter::new(
             target,
@@ -392,7 +394,7 @@ impl Options {
         // shell does not collide with --server, which takes its roots from each call (above).
         let explicit =
             self.root.is_some() || std::env::var_os(root::ROOT_ENV).is_some_and(|v| !v.is_empty());
-        let chosen = match root::resolve(self.root.as_deref(), self.allow_root_slash) {
+        let opened = match root::resolve_opened(self.root.as_deref(), self.allow_root_slash) {
             Ok(chosen) => chosen,
             // Only the current directory gives way to the client's roots: an explicit root that
             // does not work is the operator's mistake to hear about.
@@ -415,22 +417,19 @@ impl Options {
                     e.to_string(),
                     listed,
                 );
-                let served = roots.served();
-                return Ok((
-                    Arc::new(ClientRootsToolset(roots)),
-                    Scope::ClientRoots(served),
-                ));
+                return Ok((Arc::new(ClientRootsToolset(roots)), Scope::ClientRoots));
             }
             Err(e) => return Err(e.to_string()),
         };
-        let root = chosen.canonical.clone();
-        let guard = PathGuard::new(&root)
-            .map_err(|e| format!("cannot open root '{}': {e}", root.display()))?
-            .with_spellings(chosen.spellings());
+        // The root is served on the descriptor it was checked on; its call log is opened beneath
+        // the same one.
+        let spellings = opened.spellings();
+        let ws = opened.into_workspace();
+        let guard = PathGuard::for_workspace(ws.clone()).with_spellings(spellings);
         let toolset = factory
             .build(guard)
-            .map_err(|e| format!("cannot serve root '{}': {e}", root.display()))?;
-        Ok((Arc::from(toolset), Scope::Root(root)))
+            .map_err(|e| format!("cannot serve root '{}': {e}", ws.root().display()))?;
+        Ok((Arc::from(toolset), Scope::Root(ws)))
     }
 }
 
@@ -515,21 +514,22 @@ impl Toolset for SweptFirst {
 /// What a server is confined to: its one root, or (daemon mode) the root each call names, within
 /// the allowed places.
 enum Scope {
-    Root(PathBuf),
+    /// The one root, opened.
+    Root(workspace::Workspace),
     EachCall(Arc<ServedRoots>),
     /// The first root the MCP client lists, once it has (see [`crate::roots`]).
-    ClientRoots(ServedRoot),
+    ClientRoots,
 }
 
 impl Scope {
     /// For the start-up banner and `tools`.
     fn describe(&self) -> String {
         match self {
-            Scope::Root(root) => root.display().to_string(),
+            Scope::Root(ws) => ws.root().display().to_string(),
             Scope::EachCall(served) => {
                 format!("named by each call, at or below {}", served.describe())
             }
-            Scope::ClientRoots(_) => "the first of the client's MCP roots (roots/list)".into(),
+            Scope::ClientRoots => "the first of the client's MCP roots (roots/list)".into(),
         }
     }
 }

@@ -9,6 +9,13 @@
 //!
 //! Which roots may be named at all is settled by [`ServedRoots`]: only directories at or below
 //! the daemon's allowed places, and never a store directory.
+//!
+//! A call's root is opened, as a descriptor, on every call, for the call's worker (never on the
+//! reader thread, where a root slow to open would hold up every tenant) and within the call's
+//! time limit ([`crate::root_opener`]); it is checked on where that opened directory is. A kept toolset serves the call
+//! only if it is the toolset of that very directory (same device and inode) at that very place:
+//! a directory replaced at the path gets a toolset of its own, checked afresh, and a kept one
+//! that was moved elsewhere (into a store, say) is not used again.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -18,8 +25,11 @@ use serde_json::{json, Map, Value};
 
 use crate::allow::ServedRoots;
 use crate::lru::least_recently_used;
+use crate::root_opener::{OpenError, RootOpener};
 use mcp_core::toolset::{CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 use workspace::guard::PathGuard;
+use workspace::root::{DirId, OpenedRoot};
+use workspace::Workspace;
 
 /// Threads running calls in `--server` mode: calls for one root run one at a time in the order
 /// received, calls for different roots side by side, so one tenant's slow call does not hold up
@@ -46,54 +56,66 @@ pub fn open_roots() -> usize {
         .clamp(4, OPEN_ROOTS)
 }
 
-/// A root's toolset and when it was last used (a counter, not a clock).
+/// A root's toolset, where its directory was when it was opened, and when it was last used (a
+/// counter, not a clock).
 struct OpenRoot {
     toolset: Arc<dyn Toolset>,
+    /// The root's workspace handle (the descriptor the toolset works through), for the call log.
+    ws: Workspace,
+    /// Where the directory was when its toolset was built: a call that finds it elsewhere does not
+    /// use this toolset.
+    real: PathBuf,
     /// The spellings the root's guard accepts, learnt from the calls that named it.
     spellings: workspace::root::Spellings,
     used: u64,
 }
 
-/// The open toolsets, least recently used first out.
+/// The open toolsets by the identity of their directory, least recently used first out.
 struct OpenRoots {
-    map: HashMap<PathBuf, OpenRoot>,
+    map: HashMap<DirId, OpenRoot>,
     clock: u64,
     limit: usize,
 }
 
 impl OpenRoots {
-    fn get(&mut self, root: &Path) -> Option<(Arc<dyn Toolset>, workspace::root::Spellings)> {
+    /// The kept toolset of the directory `opened` is open on, if it was built for that directory
+    /// at the place it is now.
+    fn get(
+        &mut self,
+        opened: &OpenedRoot,
+    ) -> Option<(Arc<dyn Toolset>, Workspace, workspace::root::Spellings)> {
         self.clock += 1;
         let now = self.clock;
-        self.map.get_mut(root).map(|open| {
-            open.used = now;
-            (open.toolset.clone(), open.spellings.clone())
-        })
+        let open = self.map.get_mut(&opened.id())?;
+        if open.real != opened.real() {
+            return None;
+        }
+        open.used = now;
+        Some((
+            open.toolset.clone(),
+            open.ws.clone(),
+            open.spellings.clone(),
+        ))
     }
 
     /// Closes the least recently used half.
     fn shed(&mut self) {
-        let mut by_age: Vec<(u64, PathBuf)> = self
-            .map
-            .iter()
-            .map(|(root, open)| (open.used, root.clone()))
-            .collect();
+        let mut by_age: Vec<(u64, DirId)> =
+            self.map.iter().map(|(id, open)| (open.used, *id)).collect();
         by_age.sort_unstable();
         let half = by_age.len().div_ceil(2);
-        for (_, root) in by_age.into_iter().take(half) {
-            self.map.remove(&root);
+        for (_, id) in by_age.into_iter().take(half) {
+            self.map.remove(&id);
         }
     }
 
-    /// Keeps `toolset` for `root`, closing the least recently used beyond [`OPEN_ROOTS`]. A call
-    /// still running on a closed toolset keeps it alive until it ends: the table holds one
-    /// reference, each call another.
-    fn insert(
-        &mut self,
-        root: PathBuf,
-        toolset: Arc<dyn Toolset>,
-        spellings: workspace::root::Spellings,
-    ) {
+    /// Keeps `open` for the directory `id`, dropping what it replaces (the same directory kept at
+    /// another place, or another directory kept at this place: neither is served again) and
+    /// closing the least recently used beyond [`OPEN_ROOTS`]. A call still running on a closed
+    /// toolset keeps it alive until it ends: the table holds one reference, each call another.
+    fn insert(&mut self, id: DirId, mut open: OpenRoot) {
+        self.map.remove(&id);
+        self.map.retain(|_, kept| kept.real != open.real);
         while self.map.len() >= self.limit {
             let Some(oldest) = least_recently_used(&self.map, |open| open.used) else {
                 break;
@@ -101,15 +123,8 @@ impl OpenRoots {
             self.map.remove(&oldest);
         }
         self.clock += 1;
-        let used = self.clock;
-        self.map.insert(
-            root,
-            OpenRoot {
-                toolset,
-                spellings,
-                used,
-            },
-        );
+        open.used = self.clock;
+        self.map.insert(id, open);
     }
 }
 
@@ -118,6 +133,8 @@ pub struct PerRoot {
     factory: Box<dyn ToolsetFactory<PathGuard>>,
     tools: Vec<ToolDef>,
     served: Arc<ServedRoots>,
+    /// Opens each call's root within the call's time limit.
+    opener: Arc<RootOpener>,
     roots: Mutex<OpenRoots>,
 }
 
@@ -133,6 +150,7 @@ impl PerRoot {
         PerRoot {
             factory,
             tools,
+            opener: RootOpener::new(served.clone()),
             served,
             roots: Mutex::new(OpenRoots {
                 map: HashMap::new(),
@@ -142,42 +160,56 @@ impl PerRoot {
         }
     }
 
-    fn toolset_for(&self, given: &str) -> Result<Arc<dyn Toolset>, String> {
-        // Resolved on every call, before the table is consulted: a root accepted once is judged
-        // again by where it points now, so swapping a symlink later cannot redirect it.
-        let canonical = self.served.resolve(given).map_err(|e| e.to_string())?;
+    /// The toolset of the directory `opened` is open on, kept or built now, and its workspace.
+    fn toolset_for(
+        &self,
+        opened: OpenedRoot,
+        given: &str,
+    ) -> Result<(Arc<dyn Toolset>, Workspace), String> {
         let mut roots = self
             .roots
             .lock()
             .map_err(|_| "internal error: root table poisoned".to_string())?;
-        if let Some((existing, spellings)) = roots.get(&canonical) {
-            spellings.learn(Path::new(given), &canonical);
-            return Ok(existing);
+        if let Some((existing, ws, spellings)) = roots.get(&opened) {
+            spellings.learn(Path::new(given), opened.real());
+            return Ok((existing, ws));
         }
         // Only a whole toolset is kept: one that failed is built again on the next call instead
         // of being served with parts missing. Out of descriptors (a low `ulimit -n`), the older
         // half of the open roots is closed and the root tried once more.
-        let spellings = workspace::root::Spellings::of(Path::new(given), &canonical);
-        let toolset = match self.open(&canonical, &spellings) {
+        let id = opened.id();
+        let real = opened.real().to_path_buf();
+        let spellings = opened.spellings();
+        let ws = opened.into_workspace();
+        let toolset = match self.open(&ws, &spellings) {
             Err(e) if out_of_descriptors(&e) => {
                 roots.shed();
-                self.open(&canonical, &spellings)
+                self.open(&ws, &spellings)
             }
             other => other,
         }
         .map_err(|e| format!("cannot open root '{given}': {e}"))?;
-        roots.insert(canonical, toolset.clone(), spellings);
-        Ok(toolset)
+        roots.insert(
+            id,
+            OpenRoot {
+                toolset: toolset.clone(),
+                ws: ws.clone(),
+                real,
+                spellings,
+                used: 0,
+            },
+        );
+        Ok((toolset, ws))
     }
 
-    /// Builds the toolset of canonical `root`, whose guard accepts `spellings` (the spellings of
-    /// the root the calls name it by, shared with the table so later calls can add theirs).
+    /// Builds the toolset of the root `ws`, whose guard accepts `spellings` (the spellings of the
+    /// root the calls name it by, shared with the table so later calls can add theirs).
     fn open(
         &self,
-        root: &Path,
+        ws: &Workspace,
         spellings: &workspace::root::Spellings,
     ) -> std::io::Result<Arc<dyn Toolset>> {
-        let guard = PathGuard::new(root)?.with_spellings(spellings.clone());
+        let guard = PathGuard::for_workspace(ws.clone()).with_spellings(spellings.clone());
         Ok(Arc::from(self.factory.build(guard)?))
     }
 }
@@ -226,20 +258,22 @@ impl Toolset for PerRoot {
         self.tools.clone()
     }
 
-    /// Each root is a lane, named by where it resolves now, so two spellings of one root are
-    /// ordered together. A root that does not resolve gets its spelling as lane: its call only
-    /// fails.
+    /// Each root is a lane, named by its spelling with `.` and `..` folded: decided on the reader
+    /// thread, so nothing here touches the disk (a root slow to resolve must not hold up other
+    /// tenants' calls). Two spellings of one root through links are two lanes; their calls may
+    /// then run side by side, as two servers' calls on one root can, each mutation under the
+    /// root's store lock.
     fn lane(&self, _name: &str, args: &Map<String, Value>) -> String {
         match args.get("root") {
-            Some(Value::String(given)) => match self.served.resolve(given) {
-                Ok(canonical) => canonical.to_string_lossy().into_owned(),
-                Err(_) => given.clone(),
-            },
+            Some(Value::String(given)) => workspace::guard::normalize(Path::new(given))
+                .to_string_lossy()
+                .into_owned(),
             _ => String::new(),
         }
     }
 
     fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput {
+        crate::ran_on::clear();
         let given = match args.get("root") {
             Some(Value::String(r)) => r.clone(),
             Some(_) => {
@@ -255,12 +289,24 @@ impl Toolset for PerRoot {
                 )
             }
         };
-        let toolset = match self.toolset_for(&given) {
+        let opened = match self.opener.open(&given, ctx) {
+            Ok(opened) => opened,
+            Err(e) => {
+                let kind = match &e {
+                    OpenError::Stopped { stop, .. } => stop.kind(),
+                    OpenError::Busy(_) | OpenError::NoThread { .. } => "IoError",
+                    OpenError::Refused(_) => "InvalidArgument",
+                };
+                return ToolOutput::error(kind, format!("{kind}: {e}"));
+            }
+        };
+        let (toolset, ws) = match self.toolset_for(opened, &given) {
             Ok(t) => t,
             Err(msg) => {
                 return ToolOutput::error("InvalidArgument", format!("InvalidArgument: {msg}"))
             }
         };
+        crate::ran_on::set(&ws);
         let mut inner = args.clone();
         inner.remove("root");
         toolset.call(name, &inner, ctx)

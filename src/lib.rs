@@ -14,4 +14,6 @@ pub mod check;
 pub mod cli;
 pub mod daemon;
 mod lru;
+pub mod ran_on;
+pub mod root_opener;
 pub mod roots;

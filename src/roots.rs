@@ -9,11 +9,14 @@
 //!   server serve [`ClientRoots`], and an explicit root never sends `roots/list`.
 //! - Once the handshake is complete (`notifications/initialized`), if the client declared
 //!   `roots`, the server asks `roots/list`. Each root is a `file://` URI, percent-decoded and
-//!   validated like `--root` (it must exist, be a directory, and is canonicalised; `/` only with
-//!   `--allow-root-slash`); other URIs are refused. The first usable root is served; the other
-//!   usable ones are listed by `list_allowed_directories`, not served.
+//!   opened and validated like `--root` (it must exist, be a directory, not be or lie inside a
+//!   `.filesystem/` or `.shelpa/` store, and `/` only with `--allow-root-slash`); other URIs are
+//!   refused. The first usable root is served, on the very descriptor it was checked on: a path
+//!   swapped for a link afterwards is not followed. The other usable ones are listed by
+//!   `list_allowed_directories`, not served.
 //! - `notifications/roots/list_changed` asks again. A new first root switches the served root
-//!   (calls already running finish on the old one); the same one keeps the toolset as it is. An
+//!   (calls already running finish on the old one, and are logged in its call log); the same
+//!   directory at the same place keeps the toolset as it is. An
 //!   answer with no usable root (or an error) revokes the root: calls are refused, saying why,
 //!   until a later answer names a usable one.
 //! - Until a root is known, a tool call waits briefly while a `roots/list` is unanswered, then
@@ -24,7 +27,7 @@
 //! building the toolset for it, happens here.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -33,16 +36,14 @@ use fs_tools::ListedRoots;
 use mcp_core::peer::{ClientEvent, ClientReply, Peer};
 use mcp_core::toolset::{CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 use workspace::guard::PathGuard;
-use workspace::root::{self, ChosenRoot};
-
-/// The root being served, shared with the call log (which writes into it).
-pub type ServedRoot = Arc<RwLock<Option<PathBuf>>>;
+use workspace::root::{self, DirId, OpenedRoot};
+use workspace::Workspace;
 
 /// How long a tool call waits for an unanswered `roots/list` before it is refused: long enough
 /// for a client that answers on its own thread, short enough not to look hung.
 const ANSWER_WAIT: Duration = Duration::from_secs(5);
 
-/// The most roots of one answer that are looked at (each costs a `canonicalize`).
+/// The most roots of one answer that are looked at (each costs an open).
 const MAX_ROOTS: usize = 64;
 
 /// Why a root URI from the client was refused.
@@ -131,10 +132,17 @@ enum Phase {
     Refused(String),
 }
 
+/// The root being served: its toolset, its workspace handle (for the call log), and which
+/// directory it is at which place.
+struct Serving {
+    toolset: Arc<dyn Toolset>,
+    ws: Workspace,
+    id: DirId,
+}
+
 struct State {
     phase: Phase,
-    toolset: Option<Arc<dyn Toolset>>,
-    root: Option<PathBuf>,
+    serving: Option<Serving>,
     /// A `list_changed` came while a `roots/list` was unanswered: ask again once it is.
     ask_again: bool,
     /// A `roots/list` is unanswered (also while serving, on a refresh).
@@ -151,7 +159,6 @@ pub struct ClientRoots {
     /// Why the server had no root of its own (the current directory's problem), for messages.
     why: String,
     listed: ListedRoots,
-    served: ServedRoot,
     state: Mutex<State>,
     changed: Condvar,
 }
@@ -173,21 +180,14 @@ impl ClientRoots {
             allow_slash,
             why,
             listed,
-            served: ServedRoot::default(),
             state: Mutex::new(State {
                 phase: Phase::NoHandshake,
-                toolset: None,
-                root: None,
+                serving: None,
                 ask_again: false,
                 asking: false,
             }),
             changed: Condvar::new(),
         })
-    }
-
-    /// The root being served, for the call log.
-    pub fn served(&self) -> ServedRoot {
-        self.served.clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -239,10 +239,8 @@ impl ClientRoots {
                 Err(why) => {
                     eprintln!("filesystem: no root served: {why}");
                     state.phase = Phase::Refused(why);
-                    state.toolset = None;
-                    state.root = None;
+                    state.serving = None;
                     self.listed.set(Vec::new());
-                    self.set_served(None);
                 }
             }
             std::mem::take(&mut state.ask_again)
@@ -253,62 +251,59 @@ impl ClientRoots {
         }
     }
 
-    /// Serves `chosen` (building its toolset unless it is the root already served) and lists
-    /// `others`.
-    fn serve(&self, state: &mut State, chosen: ChosenRoot, others: Vec<PathBuf>) {
+    /// Serves `chosen` (building its toolset unless it is the directory served already, at the
+    /// same place) and lists `others`.
+    fn serve(&self, state: &mut State, chosen: OpenedRoot, others: Vec<PathBuf>) {
         self.listed.set(others);
-        if state.root.as_deref() == Some(chosen.canonical.as_path()) && state.toolset.is_some() {
-            state.phase = Phase::Serving;
-            return;
+        if let Some(serving) = &state.serving {
+            if serving.id == chosen.id() && serving.ws.root() == chosen.real() {
+                state.phase = Phase::Serving;
+                return;
+            }
         }
-        let root = chosen.canonical.clone();
-        let built = PathGuard::new(&root)
-            .map(|g| g.with_spellings(chosen.spellings()))
-            .and_then(|guard| self.factory.build(guard));
-        match built {
+        let root = chosen.real().to_path_buf();
+        let id = chosen.id();
+        let spellings = chosen.spellings();
+        let ws = chosen.into_workspace();
+        let guard = PathGuard::for_workspace(ws.clone()).with_spellings(spellings);
+        match self.factory.build(guard) {
             Ok(toolset) => {
                 eprintln!("filesystem: serving the client's root {}", root.display());
                 // What a server does for a toolset before its first call (clearing a crash's
                 // leftovers, shelpa's scratch sweep), done for each root as it arrives.
                 toolset.started();
-                state.toolset = Some(Arc::from(toolset));
-                state.root = Some(root.clone());
+                state.serving = Some(Serving {
+                    toolset: Arc::from(toolset),
+                    ws,
+                    id,
+                });
                 state.phase = Phase::Serving;
-                self.set_served(Some(root));
             }
             Err(e) => {
                 let why = format!("cannot serve the client's root '{}': {e}", root.display());
                 eprintln!("filesystem: {why}");
                 state.phase = Phase::Refused(why);
-                state.toolset = None;
-                state.root = None;
-                self.set_served(None);
+                state.serving = None;
             }
-        }
-    }
-
-    fn set_served(&self, root: Option<PathBuf>) {
-        if let Ok(mut served) = self.served.write() {
-            *served = root;
         }
     }
 
     /// The first usable root of a `roots/list` result and the other usable ones; or why there
     /// is none. Unusable roots are skipped (and reported on stderr).
-    fn choose(&self, result: &Value) -> Result<(ChosenRoot, Vec<PathBuf>), String> {
+    fn choose(&self, result: &Value) -> Result<(OpenedRoot, Vec<PathBuf>), String> {
         let Some(roots) = result.get("roots").and_then(Value::as_array) else {
             return Err("the client's roots/list answer has no 'roots' array".into());
         };
         if roots.is_empty() {
             return Err("the client lists no roots".into());
         }
-        let mut usable: Vec<ChosenRoot> = Vec::new();
+        let mut usable: Vec<OpenedRoot> = Vec::new();
         let mut refused = Vec::new();
         for entry in roots.iter().take(MAX_ROOTS) {
             let uri = entry.get("uri").and_then(Value::as_str).unwrap_or("");
             match self.check(uri) {
                 Ok(chosen) => {
-                    if !usable.iter().any(|u| u.canonical == chosen.canonical) {
+                    if !usable.iter().any(|u| u.id() == chosen.id()) {
                         usable.push(chosen);
                     }
                 }
@@ -325,29 +320,28 @@ impl ClientRoots {
                 refused.join("; ")
             ));
         };
-        Ok((first, usable.map(|c| c.canonical).collect()))
+        Ok((first, usable.map(|c| c.real().to_path_buf()).collect()))
     }
 
-    /// One root URI, parsed and validated like `--root`.
-    fn check(&self, uri: &str) -> Result<ChosenRoot, String> {
+    /// One root URI, parsed, opened and validated like `--root`.
+    fn check(&self, uri: &str) -> Result<OpenedRoot, String> {
         let given = parse_file_uri(uri).map_err(|e| e.to_string())?;
-        let canonical = root::validate(&given, self.allow_slash).map_err(|e| match e {
+        root::open_checked(&given, self.allow_slash).map_err(|e| match e {
             root::RootError::Slash => format!(
                 "'{uri}' is '/', refused as a root unless the server runs with --allow-root-slash"
             ),
             other => format!("'{uri}': {other}"),
-        })?;
-        Ok(ChosenRoot { given, canonical })
+        })
     }
 
     /// The toolset to run a call on, waiting (boundedly) for an unanswered `roots/list`; or the
     /// tool error that says why there is none.
-    fn current(&self, ctx: &CallContext) -> Result<Arc<dyn Toolset>, String> {
+    fn current(&self, ctx: &CallContext) -> Result<(Arc<dyn Toolset>, Workspace), String> {
         let until = Instant::now() + ANSWER_WAIT;
         let mut state = self.lock();
         loop {
-            if let (Phase::Serving, Some(toolset)) = (&state.phase, &state.toolset) {
-                return Ok(toolset.clone());
+            if let (Phase::Serving, Some(serving)) = (&state.phase, &state.serving) {
+                return Ok((serving.toolset.clone(), serving.ws.clone()));
             }
             let now = Instant::now();
             if !matches!(state.phase, Phase::Asking) || now >= until || ctx.check().is_err() {
@@ -400,14 +394,22 @@ impl Toolset for ClientRootsToolset {
         self.0.server_name.clone()
     }
     fn lane(&self, name: &str, args: &Map<String, Value>) -> String {
-        match &self.0.lock().toolset {
-            Some(toolset) => toolset.lane(name, args),
+        match &self.0.lock().serving {
+            Some(serving) => serving.toolset.lane(name, args),
             None => String::new(),
         }
     }
     fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> ToolOutput {
+        crate::ran_on::clear();
         match self.0.current(ctx) {
-            Ok(toolset) => toolset.call(name, args, ctx),
+            Ok((toolset, ws)) => {
+                // The call's line goes to the log of the root it ran on, whatever is served by
+                // the time it is written.
+                crate::ran_on::set(&ws);
+                let out = toolset.call(name, args, ctx);
+                workspace::park::park(workspace::park::Point::CallRan, ws.root());
+                out
+            }
             Err(why) => ToolOutput::error("NoRoot", why),
         }
     }

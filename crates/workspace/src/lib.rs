@@ -20,6 +20,7 @@ pub mod guard;
 pub mod history;
 pub mod inspect;
 pub mod mirror;
+pub mod park;
 pub mod root;
 pub mod temp;
 pub mod terminal;
@@ -570,6 +571,20 @@ impl Workspace {
                 stray: std::sync::atomic::AtomicBool::new(false),
             }),
         })
+    }
+
+    /// The workspace of a root already opened as `fd`, which is at `root` (canonical): how every
+    /// root a server serves becomes a workspace, so the descriptor its checks were made on is the
+    /// one every operation starts from (see [`root::OpenedRoot`]).
+    pub fn from_root_fd(fd: OwnedFd, root: PathBuf) -> Workspace {
+        Workspace {
+            inner: Arc::new(Inner {
+                root,
+                fd,
+                live: temp::Live::default(),
+                stray: std::sync::atomic::AtomicBool::new(false),
+            }),
+        }
     }
 
     /// The canonical root, for the guard's lexical checks and for the operator's own messages;

@@ -1,21 +1,35 @@
-//! Choosing and validating a workspace root.
+//! Choosing, opening and validating a workspace root.
 //!
 //! Every subcommand that works on one root (serving, `tools`, `call`, `check`, `audit`) chooses it
-//! with [`resolve`]: `--root`, else `$FILESYSTEM_ROOT`, else the current directory. One function,
-//! so the precedence the help promises cannot drift between subcommands. The `--server` daemon
-//! does not call it: it has no root of its own and takes one from each call
-//! ([`validate_absolute`]).
+//! with [`resolve`] or [`resolve_opened`]: `--root`, else `$FILESYSTEM_ROOT`, else the current
+//! directory. One function, so the precedence the help promises cannot drift between subcommands.
+//! The `--server` daemon and a client's MCP roots name their roots otherwise, but every root,
+//! however it arrives, goes through [`OpenedRoot::open`].
+//!
+//! A root is opened once, as a descriptor, and everything about it is derived from that
+//! descriptor, never from its path again: where it is (read back from the descriptor, see
+//! [`OpenedRoot::real`]), whether it is allowed, whether it lies in a store, the workspace handle
+//! the guard and the history work through, and the call log. A directory on the way to the root
+//! swapped for a symlink after the open cannot redirect it: the descriptor is already the root,
+//! and its checks are made on where *that* directory is.
 //!
 //! The root is the one directory everything is confined to, so it is checked before anything is
-//! served: it must exist, be a directory, and is canonicalised once (the guard compares resolved
-//! paths against this exact spelling). `/` is refused unless explicitly allowed, because desktop
-//! MCP clients often start servers with `/` as their working directory, and a server that silently
-//! adopted it would expose the whole machine.
+//! served: it must exist and be a directory; `/` is refused unless explicitly allowed, because
+//! desktop MCP clients often start servers with `/` as their working directory, and a server that
+//! silently adopted it would expose the whole machine; and a root that is, or lies inside, a
+//! `.filesystem/` or `.shelpa/` store is refused, because serving it would let an agent read and
+//! rewrite another workspace's history and call log.
 
 use std::ffi::OsString;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, RwLock};
+
+use rustix::fs::{Mode, OFlags};
+
+use crate::park::{park, Point};
+use crate::{Stat, Workspace};
 
 /// Why a root was refused.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +53,199 @@ pub enum RootError {
     /// (deleted, or not searchable).
     #[error("cannot read the current directory ({0}); pass --root DIR")]
     CurrentDir(io::Error),
+    /// The root is, or lies inside, a store directory (once its links are resolved).
+    #[error("root '{given}' is inside a '{store}' store directory, which holds a workspace's own history and call log and is never served; name the workspace itself ('{workspace}') or another directory")]
+    InsideStore {
+        /// The root as it was given.
+        given: String,
+        /// The store's directory name (`.filesystem` or `.shelpa`).
+        store: String,
+        /// The workspace that owns the store.
+        workspace: String,
+    },
+    /// The directory opened was moved or replaced before where it is could be read back.
+    #[error("root '{0}' was moved or replaced while it was being opened; name it again once it stays put")]
+    Moved(String),
+}
+
+/// The identity of a directory (device and inode): what tells the directory a path names now
+/// from the one it named when a root was opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DirId {
+    /// The device.
+    pub dev: u64,
+    /// The inode on that device.
+    pub ino: u64,
+}
+
+impl DirId {
+    /// The identity of what `fd` is open on.
+    pub fn of(fd: &impl std::os::fd::AsFd) -> io::Result<DirId> {
+        let st = Stat::of(fd)?;
+        Ok(DirId {
+            dev: st.dev,
+            ino: st.ino,
+        })
+    }
+}
+
+/// A root opened once: the descriptor of the directory, where that directory was when it was
+/// opened (read back from the descriptor), and its identity. Nothing about the root is looked up
+/// by its path again: [`OpenedRoot::into_workspace`] hands the same descriptor to the workspace
+/// layer.
+#[derive(Debug)]
+pub struct OpenedRoot {
+    /// The root as it was given (a spelling a client may use in absolute paths).
+    pub given: PathBuf,
+    fd: OwnedFd,
+    real: PathBuf,
+    id: DirId,
+}
+
+impl OpenedRoot {
+    /// Opens the directory `given` names now (links followed: a root may be named through them),
+    /// then reads back from the descriptor where that directory is. No check is made here but
+    /// that it is a directory that exists; see [`open_checked`] for the rules every root obeys.
+    pub fn open(given: &Path) -> Result<OpenedRoot, RootError> {
+        let shown = given.display().to_string();
+        let fd = rustix::fs::open(
+            given,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| match e {
+            rustix::io::Errno::NOENT => RootError::Missing(shown.clone()),
+            rustix::io::Errno::NOTDIR => RootError::NotADirectory(shown.clone()),
+            other => RootError::Io {
+                path: shown.clone(),
+                source: other.into(),
+            },
+        })?;
+        park(Point::RootOpened, given);
+        let io = |source| RootError::Io {
+            path: shown.clone(),
+            source,
+        };
+        let id = DirId::of(&fd).map_err(io)?;
+        let real = location(&fd, id, &shown)?;
+        Ok(OpenedRoot {
+            given: given.to_path_buf(),
+            fd,
+            real,
+            id,
+        })
+    }
+
+    /// Where the opened directory was when it was opened: a canonical path (no link, no `.` or
+    /// `..`), read back from its descriptor. What every check of the root compares, and what the
+    /// guard confines paths to.
+    pub fn real(&self) -> &Path {
+        &self.real
+    }
+
+    /// The opened directory's identity.
+    pub fn id(&self) -> DirId {
+        self.id
+    }
+
+    /// The other spellings of the root a guard on it should accept (see [`spellings`]).
+    pub fn spellings(&self) -> Spellings {
+        Spellings::of(&self.given, &self.real)
+    }
+
+    /// The store directory the root is or lies in (its name, and the workspace owning it), found
+    /// on where the opened directory is.
+    pub fn store(&self) -> Option<(String, PathBuf)> {
+        store_in(&self.real)
+    }
+
+    /// The workspace handle of this root, on the very descriptor that was opened.
+    pub fn into_workspace(self) -> Workspace {
+        Workspace::from_root_fd(self.fd, self.real)
+    }
+}
+
+/// Where the directory open on `fd` (of identity `id`) is now: the kernel's own name for it
+/// (`/proc/self/fd/N`, one consistent reading even while directories are being renamed), checked
+/// to name the same directory when opened again. A removed directory, a name from another mount
+/// namespace, or a directory swapped at that name meanwhile fails the check rather than being
+/// taken for the root's place.
+fn location(fd: &OwnedFd, id: DirId, shown: &str) -> Result<PathBuf, RootError> {
+    let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let real = std::fs::read_link(&link).map_err(|e| RootError::Io {
+        path: shown.to_string(),
+        source: io::Error::new(
+            e.kind(),
+            format!("cannot read where the opened directory is ({link}: {e}); the server needs /proc mounted"),
+        ),
+    })?;
+    if !real.is_absolute()
+        || real
+            .components()
+            .any(|c| !matches!(c, Component::RootDir | Component::Normal(_)))
+    {
+        return Err(RootError::Moved(shown.to_string()));
+    }
+    let again = rustix::fs::open(
+        &real,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    );
+    match again.ok().map(|fd| DirId::of(&fd)) {
+        Some(Ok(found)) if found == id => Ok(real),
+        _ => Err(RootError::Moved(shown.to_string())),
+    }
+}
+
+/// The first store directory among `path`'s components, and the workspace that owns it (the path
+/// up to that component), or `None`.
+pub fn store_in(path: &Path) -> Option<(String, PathBuf)> {
+    let mut workspace = PathBuf::new();
+    for component in path.components() {
+        if let Component::Normal(name) = component {
+            if let Some(store) = crate::guard::STATE_DIRS
+                .iter()
+                .find(|s| name == std::ffi::OsStr::new(s))
+            {
+                return Some((store.to_string(), workspace));
+            }
+        }
+        workspace.push(component);
+    }
+    None
+}
+
+/// Opens `given` as a root and applies the rules every root obeys, to where the opened directory
+/// is: not `/` unless `allow_slash`, and not in a store.
+pub fn open_checked(given: &Path, allow_slash: bool) -> Result<OpenedRoot, RootError> {
+    let opened = OpenedRoot::open(given)?;
+    if opened.real() == Path::new("/") && !allow_slash {
+        return Err(RootError::Slash);
+    }
+    if let Some((store, workspace)) = opened.store() {
+        return Err(RootError::InsideStore {
+            given: given.display().to_string(),
+            store,
+            workspace: workspace.display().to_string(),
+        });
+    }
+    Ok(opened)
+}
+
+/// Opens (creating it and its parents first) a directory the operator named for the server's own
+/// output, such as the directory of `--call-log FILE`: by name, following links, because the
+/// operator chose it and it is not a workspace. Everything done inside it goes through the
+/// returned handle.
+pub fn open_operator_dir(path: &Path) -> io::Result<Workspace> {
+    std::fs::create_dir_all(path)?;
+    let fd = rustix::fs::open(
+        path,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let real = location(&fd, DirId::of(&fd)?, &path.display().to_string())
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    Ok(Workspace::from_root_fd(fd, real))
 }
 
 /// The environment variable naming the root when `--root` is not given.
@@ -63,67 +270,50 @@ impl ChosenRoot {
 
 /// Chooses and validates the root of a command: `given` (the `--root` flag), else
 /// [`ROOT_ENV`] when set and not empty, else the current directory. `/` is refused unless
-/// `allow_slash`.
+/// `allow_slash`. For commands that only need the root's name; a server opens it with
+/// [`resolve_opened`].
 pub fn resolve(given: Option<&Path>, allow_slash: bool) -> Result<ChosenRoot, RootError> {
-    choose(
-        given,
-        std::env::var_os(ROOT_ENV),
-        std::env::current_dir,
-        allow_slash,
-    )
+    let opened = resolve_opened(given, allow_slash)?;
+    Ok(ChosenRoot {
+        canonical: opened.real().to_path_buf(),
+        given: opened.given,
+    })
 }
 
-/// [`resolve`] with the environment and the current directory passed in, so the precedence can
-/// be tested without changing the process's own.
+/// [`resolve`], keeping the opened root: what a server serves, derived from this descriptor.
+pub fn resolve_opened(given: Option<&Path>, allow_slash: bool) -> Result<OpenedRoot, RootError> {
+    let given = choose(given, std::env::var_os(ROOT_ENV), std::env::current_dir)?;
+    open_checked(&given, allow_slash)
+}
+
+/// Which root a command names: the flag, else the environment, else the current directory,
+/// with the environment and the current directory passed in, so the precedence can be tested
+/// without changing the process's own.
 fn choose(
     flag: Option<&Path>,
     from_env: Option<OsString>,
     current_dir: impl FnOnce() -> io::Result<PathBuf>,
-    allow_slash: bool,
-) -> Result<ChosenRoot, RootError> {
+) -> Result<PathBuf, RootError> {
     // An empty FILESYSTEM_ROOT (`FILESYSTEM_ROOT= filesystem …`) reads as unset, as in a shell.
-    let given = match (flag, from_env.filter(|v| !v.is_empty())) {
+    Ok(match (flag, from_env.filter(|v| !v.is_empty())) {
         (Some(flag), _) => flag.to_path_buf(),
         (None, Some(env)) => PathBuf::from(env),
         (None, None) => current_dir().map_err(RootError::CurrentDir)?,
-    };
-    let canonical = validate(&given, allow_slash)?;
-    Ok(ChosenRoot { given, canonical })
+    })
 }
 
-/// Validates `path` as a workspace root and returns its canonical form.
+/// Validates `path` as a workspace root and returns where it is, canonical.
 pub fn validate(path: &Path, allow_slash: bool) -> Result<PathBuf, RootError> {
-    let shown = path.display().to_string();
-    let canonical = match path.canonicalize() {
-        Ok(p) => p,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(RootError::Missing(shown)),
-        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
-            return Err(RootError::NotADirectory(shown))
-        }
-        Err(source) => {
-            return Err(RootError::Io {
-                path: shown,
-                source,
-            })
-        }
-    };
-    if !canonical.is_dir() {
-        return Err(RootError::NotADirectory(shown));
-    }
-    if canonical == Path::new("/") && !allow_slash {
-        return Err(RootError::Slash);
-    }
-    Ok(canonical)
+    Ok(open_checked(path, allow_slash)?.real().to_path_buf())
 }
 
-/// Validates a root named in a daemon-mode tool call: like [`validate`], but it must be absolute
-/// (there is no meaningful current directory for a gateway's caller) and `/` is refused unless the
-/// daemon itself was started with `--allow-root-slash`.
-pub fn validate_absolute(given: &str, allow_slash: bool) -> Result<PathBuf, RootError> {
+/// Checks that a root named in a daemon-mode tool call is absolute: there is no meaningful
+/// current directory for a gateway's caller.
+pub fn require_absolute(given: &str) -> Result<&Path, RootError> {
     if given.is_empty() || !Path::new(given).is_absolute() {
         return Err(RootError::Relative(given.to_string()));
     }
-    validate(Path::new(given), allow_slash)
+    Ok(Path::new(given))
 }
 
 /// The most other spellings of one root a server accepts: the given one, the shell's and
@@ -242,12 +432,21 @@ mod tests {
         ));
         assert!(validate(Path::new("/"), true).is_ok());
         assert!(matches!(
-            validate_absolute("rel/dir", false),
+            require_absolute("rel/dir"),
             Err(RootError::Relative(_))
         ));
+        std::fs::create_dir_all(tmp.path().join("w/.filesystem/x")).expect("mkdir");
+        for inside in ["w/.filesystem", "w/.filesystem/x"] {
+            assert!(matches!(
+                validate(&tmp.path().join(inside), false),
+                Err(RootError::InsideStore { .. })
+            ));
+        }
+        std::os::unix::fs::symlink(tmp.path().join("w/.filesystem"), tmp.path().join("l"))
+            .expect("symlink");
         assert!(matches!(
-            validate_absolute("/", false),
-            Err(RootError::Slash)
+            validate(&tmp.path().join("l"), false),
+            Err(RootError::InsideStore { .. })
         ));
     }
 
@@ -262,7 +461,7 @@ mod tests {
         let env = || Some(base.join("env").into_os_string());
         let flag = base.join("flag");
         let chosen = |flag: Option<&Path>, env: Option<OsString>| {
-            choose(flag, env, cwd, false).expect("valid").canonical
+            validate(&choose(flag, env, cwd).expect("chosen"), false).expect("valid")
         };
         assert_eq!(chosen(Some(&flag), env()), base.join("flag"));
         assert_eq!(chosen(None, env()), base.join("env"));
@@ -270,25 +469,50 @@ mod tests {
         assert_eq!(chosen(None, Some(OsString::new())), base.join("cwd"));
         // The current directory is only asked for when nothing else names the root.
         let unreadable = || Err(io::Error::from(io::ErrorKind::NotFound));
-        assert!(choose(None, env(), unreadable, false).is_ok());
+        assert!(choose(None, env(), unreadable).is_ok());
         assert!(matches!(
-            choose(None, None, unreadable, false),
+            choose(None, None, unreadable),
             Err(RootError::CurrentDir(_))
         ));
         // What was given is kept beside the canonical root, for its spellings.
         let odd = base.join("env/../flag");
-        let chosen = choose(Some(&odd), None, cwd, false).expect("valid");
-        assert_eq!(chosen.given, odd);
-        assert_eq!(chosen.canonical, base.join("flag"));
+        let opened =
+            open_checked(&choose(Some(&odd), None, cwd).expect("chosen"), false).expect("valid");
+        assert_eq!(opened.given, odd);
+        assert_eq!(opened.real(), base.join("flag"));
         // The environment's root is validated like the flag's.
-        let missing = Some(base.join("gone").into_os_string());
+        let missing = choose(None, Some(base.join("gone").into_os_string()), cwd).expect("chosen");
         assert!(matches!(
-            choose(None, missing, cwd, false),
+            validate(&missing, false),
             Err(RootError::Missing(_))
         ));
+    }
+
+    #[test]
+    fn where_an_opened_root_is_comes_from_its_descriptor() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let base = tmp.path().canonicalize().expect("c");
+        std::fs::create_dir_all(base.join("real/ws")).expect("mkdir");
+        std::os::unix::fs::symlink(base.join("real"), base.join("link")).expect("symlink");
+        let opened = OpenedRoot::open(&base.join("link/ws")).expect("open");
+        assert_eq!(opened.real(), base.join("real/ws"));
+        assert_eq!(opened.given, base.join("link/ws"));
+        // Moved after the open: the descriptor says where the directory is now, not where the
+        // path leads (to another directory made there since).
+        let ws = opened.into_workspace();
+        let id = DirId::of(&ws.root_fd()).expect("id");
+        std::fs::rename(base.join("real/ws"), base.join("moved")).expect("rename");
+        std::fs::create_dir(base.join("real/ws")).expect("mkdir");
+        let held = ws.root_fd().try_clone_to_owned().expect("dup");
+        assert_eq!(
+            location(&held, id, "moved").expect("where"),
+            base.join("moved")
+        );
+        // Removed: there is nowhere it is, and that is an error, not a name.
+        std::fs::remove_dir(base.join("moved")).expect("rmdir");
         assert!(matches!(
-            choose(None, Some("/".into()), cwd, false),
-            Err(RootError::Slash)
+            location(&held, id, "moved"),
+            Err(RootError::Moved(_))
         ));
     }
 
