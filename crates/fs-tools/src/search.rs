@@ -452,8 +452,9 @@ fn search_file(
 
 /// How many bytes of a file are read between two looks at the call's cancel token and clock.
 /// The searcher matches what it has read before it reads more, so however slowly a pattern
-/// matches, a search stops within the time this many bytes take (a quarter of a second at the
-/// slowest patterns' ~1 MB/s); small files, whose search the walk checks before, never look.
+/// matches, a search stops within the time this many bytes take (about half a second for the
+/// slowest patterns seen, in an unoptimised build); small files, checked by the walk before
+/// their search, never look. A look is a clock read, nothing next to the read it comes with.
 const CHECK_EVERY_BYTES: u64 = 256 * 1024;
 
 /// A file read for a search that fails once the call was cancelled or ran out of time: the
@@ -701,9 +702,9 @@ impl Shared<'_> {
             return;
         }
         // The counted bytes (each line's path, text and least framing) are never more than the
-        // answer they make, so the answer is cut at this file or before it. They are also more
-        // than the memory a file's entry takes, less its lines, over two (its path, kept twice),
-        // so what is kept here stays in proportion to the answer however deep the paths.
+        // answer they make, so the answer is cut at this file or before it. And a file counts at
+        // least its path once while its entry here holds it twice, so what is kept stays within a
+        // small multiple of the output bound however deep the paths are.
         let (mut matches, mut bytes) = (0, 0);
         let mut last = None;
         for (p, (_, h)) in &found.files {

@@ -199,7 +199,7 @@ impl Executor {
             match item {
                 BatchItem::Ready(id, reply) => answer.push(&id, &reply),
                 BatchItem::Refused(id) => answer.refuse(&id),
-                BatchItem::Call(job) if answer.full() || job.cancel.is_cancelled() => {
+                BatchItem::Call(job) if answer.full() => {
                     self.in_flight.forget(&job.id);
                     // A cancelled request gets no reply at all (MCP forbids one).
                     if !job.cancel.is_cancelled() {
