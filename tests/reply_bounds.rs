@@ -283,7 +283,7 @@ fn a_chain_of_large_gitignore_files_is_applied_within_a_budget() {
         "search_content peaked at {peak} KiB under {LEVELS} levels of 64 KiB .gitignore files"
     );
     let said = text(&reply["result"]);
-    let found = format!("{}/f.txt:1:needle", vec!["d"; LEVELS].join("/"));
+    let found = format!("{}/f.txt:1:needle", ["d"; LEVELS].join("/"));
     assert!(said.starts_with(&found), "{said}");
     // The root's file fits the budget; each deeper one would go past it.
     assert!(

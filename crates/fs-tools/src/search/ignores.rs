@@ -193,3 +193,50 @@ pub fn own(
         rules: parse(file, shown, budget)?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Seek, Write};
+
+    use super::*;
+
+    /// `text` as a `.gitignore` read from a file.
+    fn file(text: &str) -> File {
+        let tmp = tempfile::tempfile().expect("tmp");
+        (&tmp).write_all(text.as_bytes()).expect("write");
+        (&tmp).seek(std::io::SeekFrom::Start(0)).expect("seek");
+        tmp
+    }
+
+    #[test]
+    fn rules_are_applied_while_the_budget_lasts_and_the_first_left_out_is_named() {
+        let budget = Budget::default();
+        let rules = |n: usize| (0..n).map(|i| format!("r{i}\n")).collect::<String>();
+        // Comments and blank lines cost nothing.
+        let small = parse(file("# c\n\n*.log\n"), || "a/.gitignore".into(), &budget);
+        assert!(small.is_some_and(|g| g.num_ignores() == 1));
+        assert!(budget.note().is_none());
+        let most = parse(
+            file(&rules(MAX_RULES - 2)),
+            || "b/.gitignore".into(),
+            &budget,
+        );
+        assert!(most.is_some());
+        // One rule is left: a file of two is not applied, one of one still is.
+        assert!(parse(file(&rules(2)), || "z/.gitignore".into(), &budget).is_none());
+        assert!(parse(file(&rules(2)), || "c/.gitignore".into(), &budget).is_none());
+        assert!(parse(file(&rules(1)), || "d/.gitignore".into(), &budget).is_some());
+        // A file over the size bound is left out whatever is left.
+        let fresh = Budget::default();
+        let huge = format!("{}\n", "x".repeat(MAX_FILE_BYTES));
+        assert!(parse(file(&huge), || "e/.gitignore".into(), &fresh).is_none());
+        assert!(fresh.note().is_some_and(
+            |n| n.starts_with("1 .gitignore file was not applied (the first: 'e/.gitignore')")
+        ));
+        let note = budget.note().expect("a note");
+        assert!(
+            note.starts_with("2 .gitignore files were not applied (the first: 'c/.gitignore')"),
+            "{note}"
+        );
+    }
+}
