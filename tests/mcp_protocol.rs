@@ -188,6 +188,23 @@ fn the_stateless_revision_is_served_without_initialize() {
 }
 
 #[test]
+fn a_request_with_neither_handshake_nor_meta_is_told_the_exact_meta_key() {
+    let mut s = Session::start(&[]);
+    let reply = s.request(1, "tools/list", json!({}));
+    assert_eq!(reply["error"]["code"], json!(-32600));
+    let said = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains(r#"send "2026-07-28" in each request's params._meta["io.modelcontextprotocol/protocolVersion"]"#),
+        "{said}"
+    );
+    // Doing what it says is served.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let list = s.request(2, "tools/list", json!({"_meta": meta}));
+    assert!(list["result"]["tools"].is_array(), "{list}");
+}
+
+#[test]
 fn oversized_messages_are_refused_without_ending_the_session() {
     let mut s = Session::start(&["--max-message-bytes", "1024"]);
     s.initialize("2025-11-25");

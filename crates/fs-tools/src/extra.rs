@@ -32,6 +32,11 @@ pub const MAX_FILES: usize = 100;
 /// pattern like `**` on a large tree neither floods the model nor looks complete.
 pub const MAX_MATCHES: usize = 1000;
 
+/// The most bytes of paths one `find_files` call returns. Counting paths is not enough: a tree
+/// thousands of levels deep has paths of hundreds of KiB, and a thousand of them would make one
+/// answer (and the memory that builds it) hundreds of MiB.
+pub const MAX_FOUND_BYTES: usize = 512 * 1024;
+
 /// The definitions of the extras, in [`super::tools::EXTRAS`] order.
 pub fn definitions() -> Vec<ToolDef> {
     vec![
@@ -113,7 +118,8 @@ pub fn definitions() -> Vec<ToolDef> {
                  path relative to that directory, so `*.rs` finds only its direct entries and `**/*.rs` finds them at any depth \
                  (case-sensitive; `*` does not cross `/`). excludePatterns leave entries out and are not descended into (a pattern \
                  without '/' matches names at any depth). Matches by name, not content. Answers root-relative paths, one per line, \
-                 at most {MAX_MATCHES}."
+                 at most {MAX_MATCHES} (and {} KiB of paths).",
+                MAX_FOUND_BYTES / 1024
             ),
             input_schema: object(
                 json!({
@@ -423,7 +429,8 @@ pub fn find_files(
     let mut tree = Tree::new(fd)
         .map_err(|e| target::io_error("cannot read directory", &resolved.relative, e))?;
     let mut found: Vec<String> = Vec::new();
-    let mut truncated = false;
+    let mut found_bytes = 0usize;
+    let mut truncated = None;
     let mut seen = 0usize;
     while let Some(entry) = tree.next_entry() {
         seen += 1;
@@ -451,9 +458,22 @@ pub fn find_files(
                 || rel.to_str().is_some_and(|p| cx.guard.resolve(p).is_ok());
             if inside {
                 if found.len() == MAX_MATCHES {
-                    truncated = true;
+                    truncated = Some(format!(
+                        "more than {MAX_MATCHES} matches; only the first {MAX_MATCHES} are shown"
+                    ));
                     break;
                 }
+                // Measured before it is copied: the path itself may be larger than the answer.
+                let len = rel.as_os_str().len().max(1) + 1;
+                if found_bytes + len > MAX_FOUND_BYTES {
+                    truncated = Some(format!(
+                        "the answer reached {} KiB; only the first {} matches are shown",
+                        MAX_FOUND_BYTES / 1024,
+                        found.len()
+                    ));
+                    break;
+                }
+                found_bytes += len;
                 found.push(display_relative(&rel));
             }
         }
@@ -465,14 +485,16 @@ pub fn find_files(
             let _ = tree.descend();
         }
     }
-    if found.is_empty() {
-        return Ok(ToolOutput::text("No matches found"));
-    }
     let mut out = found.join("\n");
-    if truncated {
+    if let Some(why) = truncated {
+        if !out.is_empty() {
+            out.push('\n');
+        }
         out.push_str(&format!(
-            "\n[truncated: more than {MAX_MATCHES} matches; only the first {MAX_MATCHES} are shown. Narrow the pattern, the path or add excludePatterns]"
+            "[truncated: {why}. Narrow the pattern, the path or add excludePatterns]"
         ));
+    } else if found.is_empty() {
+        return Ok(ToolOutput::text("No matches found"));
     }
     Ok(ToolOutput::text(out))
 }

@@ -17,7 +17,6 @@
 //! keeps the first matches in that order, so the same tree gives the same answer every time.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::ffi::OsStr;
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::OwnedFd;
@@ -28,12 +27,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::overrides::{Override, OverrideBuilder};
-use ignore::Match;
 use rustix::fs::{FileType, Mode, OFlags};
 use serde_json::{json, Map, Value};
 
+mod ignores;
+
+use self::ignores::{Budget, IgnoreLevel};
 use super::error::FsError;
 use super::list::HIDDEN_DIRS;
 use super::schema::object;
@@ -41,7 +41,7 @@ use super::target;
 use super::tools::SEARCH_CONTENT;
 use super::{reject_unknown, FsContext};
 use mcp_core::toolset::{Args, CallContext, Effects, Stop, ToolDef, ToolOutput};
-use workspace::guard::{display_relative, PathGuard, Resolved};
+use workspace::guard::{display_relative, Resolved};
 use workspace::walk::{self, Tree};
 
 /// The number of matching lines returned when `maxResults` is not given: enough to see where
@@ -62,14 +62,16 @@ pub const MAX_OUTPUT_BYTES: usize = 512 * 1024;
 /// note of how much was left out.
 pub const MAX_LINE_BYTES: usize = 500;
 
+/// The least the answer adds to a line besides its path and text: two separators, a one-digit
+/// line number and the line ending. Counted low on purpose: the walk's count must never exceed
+/// the answer it stands for, so the answer's own cut falls at or before the walk's.
+const LINE_FRAME_BYTES: usize = 4;
+
 /// The longest pattern accepted.
 const MAX_PATTERN_BYTES: usize = 4096;
 
 /// The most `include` or `exclude` globs.
 const MAX_GLOBS: usize = 100;
-
-/// The largest `.gitignore` read; anything bigger is not a real ignore file.
-const MAX_GITIGNORE_BYTES: u64 = 1024 * 1024;
 
 /// How large the compiled pattern may grow (grep-regex's own default is 100 MiB): bounded so a
 /// pattern like `\w{1000}{1000}` is refused at once instead of taking the server's memory.
@@ -187,16 +189,24 @@ pub fn search_content(
         }
         Err(e) => return Err(target::io_error("cannot open", &resolved.relative, e)),
     };
-    let ignores = ancestor_ignores(&cx.guard, &resolved);
+    let budget = Budget::default();
+    let ignores = ignores::ancestors(&cx.guard, &resolved, &budget);
     let mut results = Results::new(&query);
     // The start is listed here, so a directory that cannot be read is an error, not an empty
     // answer (below it, such a directory is simply not searched).
     let tree = Tree::new(fd)
         .map_err(|e| target::io_error("cannot read directory", &resolved.relative, e))?;
-    run(tree, ignores, &resolved, &query, &mut results, ctx).map_err(|stop| FsError::Stopped {
+    let walk = Walk {
+        start: &resolved,
+        query: &query,
+        budget: &budget,
+        ctx,
+    };
+    run(tree, ignores, &walk, &mut results).map_err(|stop| FsError::Stopped {
         stop,
         what: format!("search_content in '{}'", resolved.display()),
     })?;
+    results.note = budget.note();
     Ok(results.finish())
 }
 
@@ -215,9 +225,10 @@ fn search_one_file(
     let what = || format!("search_content in '{}'", resolved.display());
     FsError::check(ctx, what)?;
     let mut results = Results::new(query);
-    let hits = search_file(&mut searcher(query), query, &file, ctx);
+    let shown = display_relative(&resolved.relative);
+    let hits = search_file(&mut searcher(query), query, &file, shown.len(), ctx);
     FsError::check(ctx, what)?;
-    results.add(&display_relative(&resolved.relative), hits);
+    results.add(&shown, hits);
     Ok(results.finish())
 }
 
@@ -308,86 +319,6 @@ fn globs(a: &Args, name: &str, negate: bool) -> Result<Override, FsError> {
         .map_err(|e| FsError::InvalidArgument(format!("'{name}': {e}")))
 }
 
-/// One `.gitignore` in force, and how to name an entry relative to the directory holding it.
-struct IgnoreLevel {
-    /// It applies to walk entries at this depth and deeper.
-    depth: usize,
-    /// Leading components of an entry's walk path to drop (the way down to its directory).
-    skip: usize,
-    /// Put before the rest (the way from its directory down to the walk's start).
-    prefix: PathBuf,
-    rules: Gitignore,
-}
-
-impl IgnoreLevel {
-    /// Ignore, keep (a `!` rule), or no opinion, for the entry at walk path `path`.
-    fn verdict(&self, path: &Path, is_dir: bool) -> Match<()> {
-        let below: PathBuf = path.components().skip(self.skip).collect();
-        let rel = if self.prefix.as_os_str().is_empty() {
-            below
-        } else {
-            self.prefix.join(below)
-        };
-        match self.rules.matched(&rel, is_dir) {
-            Match::None => Match::None,
-            Match::Ignore(_) => Match::Ignore(()),
-            Match::Whitelist(_) => Match::Whitelist(()),
-        }
-    }
-}
-
-/// The rules of `.gitignore` text read from `file`; `None` when there are none. Lines that are
-/// not valid patterns are skipped rather than failing the search.
-fn parse_gitignore(file: File) -> Option<Gitignore> {
-    let mut text = String::new();
-    file.take(MAX_GITIGNORE_BYTES)
-        .read_to_string(&mut text)
-        .ok()?;
-    let mut b = GitignoreBuilder::new(".");
-    for line in text.lines() {
-        let _ = b.add_line(None, line);
-    }
-    b.build().ok().filter(|g| !g.is_empty())
-}
-
-/// The `.gitignore` files of the directories from the root down to the start's parent, which
-/// apply below the start too (as in git and ripgrep). Read through the workspace layer; one that
-/// is missing, a link or unreadable is simply not used.
-fn ancestor_ignores(guard: &PathGuard, start: &Resolved) -> Vec<IgnoreLevel> {
-    let parts: Vec<_> = start.relative.components().collect();
-    let mut out = Vec::new();
-    for cut in 0..parts.len() {
-        let dir: PathBuf = parts[..cut].iter().collect();
-        let Ok(file) = guard.workspace().open_read(&dir.join(".gitignore")) else {
-            continue;
-        };
-        if workspace::require_regular(&file).is_err() {
-            continue;
-        }
-        if let Some(rules) = parse_gitignore(file) {
-            out.push(IgnoreLevel {
-                depth: 0,
-                skip: 0,
-                prefix: parts[cut..].iter().collect(),
-                rules,
-            });
-        }
-    }
-    out
-}
-
-/// The `.gitignore` of the directory the walk has just entered, if it has one.
-fn own_ignore(tree: &mut Tree, depth: usize) -> Option<IgnoreLevel> {
-    let dir = tree.current()?;
-    let file = walk::open_file_at(dir, OsStr::new(".gitignore")).ok()?;
-    Some(IgnoreLevel {
-        depth,
-        skip: depth,
-        prefix: PathBuf::new(),
-        rules: parse_gitignore(file)?,
-    })
-}
-
 /// One line of a file's answer.
 #[derive(Debug)]
 enum Hit {
@@ -400,8 +331,9 @@ enum Hit {
 }
 
 /// What searching one file found: its lines in order (none for a binary file), with how many
-/// of them match and roughly how many bytes they take, so the answer's bounds can be kept
-/// before the file's turn comes.
+/// of them match and how many bytes they take in the answer (each with its path, which may be
+/// far longer than the line: a tree can be thousands of levels deep), so the answer's bounds,
+/// and the memory of files kept for it, are kept before the file's turn comes.
 #[derive(Debug, Default)]
 struct FileHits {
     lines: Vec<Hit>,
@@ -420,10 +352,13 @@ fn searcher(query: &Query) -> Searcher {
         .build()
 }
 
-/// Collects one file's lines, stopping once more matches than the call can return were seen.
+/// Collects one file's lines, stopping once more matches than the call can return were seen,
+/// or more bytes than it can show.
 struct Collect<'a> {
     hits: FileHits,
     limit: usize,
+    /// Bytes the answer adds to each line besides its text: the path and the line number.
+    per_line: usize,
     binary: bool,
     ctx: &'a CallContext,
 }
@@ -443,7 +378,7 @@ impl Sink for Collect<'_> {
     fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, Self::Error> {
         let text = line_text(m.bytes());
         self.hits.matches += 1;
-        self.hits.bytes += text.len();
+        self.hits.bytes += self.per_line + text.len();
         self.hits
             .lines
             .push(Hit::Match(m.line_number().unwrap_or(0), text));
@@ -452,7 +387,7 @@ impl Sink for Collect<'_> {
 
     fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, Self::Error> {
         let text = line_text(c.bytes());
-        self.hits.bytes += text.len();
+        self.hits.bytes += self.per_line + text.len();
         self.hits
             .lines
             .push(Hit::Context(c.line_number().unwrap_or(0), text));
@@ -490,17 +425,73 @@ fn line_text(bytes: &[u8]) -> String {
 }
 
 /// The lines of `file` that `query` finds; empty for a binary file (its earlier matches too: a
-/// binary file is skipped whole) or one that cannot be read.
-fn search_file(searcher: &mut Searcher, query: &Query, file: &File, ctx: &CallContext) -> FileHits {
+/// binary file is skipped whole), one that cannot be read, or one whose search was stopped
+/// (cancelled or out of time: the caller's next check says so). `shown` is the length of the
+/// path the answer puts before each of its lines, counted with them against the output bound.
+fn search_file(
+    searcher: &mut Searcher,
+    query: &Query,
+    file: &File,
+    shown: usize,
+    ctx: &CallContext,
+) -> FileHits {
     let mut sink = Collect {
         hits: FileHits::default(),
         limit: query.max_results,
+        per_line: shown + LINE_FRAME_BYTES,
         binary: false,
         ctx,
     };
-    match searcher.search_file(&query.matcher, file, &mut sink) {
+    // What `search_file` would do with memory maps off (the default): read it in bounded
+    // chunks, through a reader that stops once the call must.
+    match searcher.search_reader(&query.matcher, Watched::new(file, ctx), &mut sink) {
         Ok(()) if !sink.binary => sink.hits,
         _ => FileHits::default(),
+    }
+}
+
+/// How many bytes of a file are read between two looks at the call's cancel token and clock.
+/// The searcher matches what it has read before it reads more, so however slowly a pattern
+/// matches, a search stops within the time this many bytes take (about half a second for the
+/// slowest patterns seen, in an unoptimised build); small files, checked by the walk before
+/// their search, never look. A look is a clock read, nothing next to the read it comes with.
+const CHECK_EVERY_BYTES: u64 = 256 * 1024;
+
+/// A file read for a search that fails once the call was cancelled or ran out of time: the
+/// searcher checks nothing while it matches, so without this a slow pattern over one large file
+/// with no match would run long past the limit and hold its lane.
+struct Watched<'a> {
+    file: &'a File,
+    ctx: &'a CallContext,
+    /// Bytes read since the last look.
+    unchecked: u64,
+}
+
+impl<'a> Watched<'a> {
+    fn new(file: &'a File, ctx: &'a CallContext) -> Watched<'a> {
+        Watched {
+            file,
+            ctx,
+            unchecked: 0,
+        }
+    }
+}
+
+impl Read for Watched<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.unchecked >= CHECK_EVERY_BYTES {
+            self.unchecked = 0;
+            if self.ctx.stopped().is_some() {
+                // The caller's own check turns this into the call's answer.
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the call was cancelled or ran out of time",
+                ));
+            }
+        }
+        let n = self.file.read(buf)?;
+        self.unchecked += n as u64;
+        Ok(n)
     }
 }
 
@@ -513,6 +504,8 @@ struct Results {
     context: bool,
     /// Why the answer was cut, once it was.
     cut: Option<String>,
+    /// Said after the lines: what the search left out besides them (ignore files over budget).
+    note: Option<String>,
 }
 
 impl Results {
@@ -524,6 +517,7 @@ impl Results {
             limit: query.max_results,
             context: query.context > 0,
             cut: None,
+            note: None,
         }
     }
 
@@ -597,15 +591,19 @@ impl Results {
     fn finish(mut self) -> ToolOutput {
         let truncated = self.cut.is_some();
         if self.count == 0 && !truncated {
-            return ToolOutput::structured(
-                "No matches found",
-                json!({"matches": [], "truncated": false}),
-            );
+            let mut text = "No matches found".to_string();
+            if let Some(note) = &self.note {
+                text.push_str(&format!("\n[note: {note}]"));
+            }
+            return ToolOutput::structured(text, json!({"matches": [], "truncated": false}));
         }
         if let Some(why) = &self.cut {
             self.text.push_str(&format!("[truncated: {why}]"));
         } else if self.text.ends_with('\n') {
             self.text.pop();
+        }
+        if let Some(note) = &self.note {
+            self.text.push_str(&format!("\n[note: {note}]"));
         }
         ToolOutput::structured(
             self.text,
@@ -650,10 +648,21 @@ struct Collected {
     cutoff: Option<PathBuf>,
 }
 
+/// What one search walks with: where it starts, what it looks for, what its ignore rules may
+/// cost, and the call's cancel token and clock.
+#[derive(Clone, Copy)]
+struct Walk<'a> {
+    start: &'a Resolved,
+    query: &'a Query,
+    budget: &'a Budget,
+    ctx: &'a CallContext,
+}
+
 /// What the walkers share.
 struct Shared<'a> {
     query: &'a Query,
     start: &'a Resolved,
+    budget: &'a Budget,
     ctx: &'a CallContext,
     workers: usize,
     queue: Mutex<Queue>,
@@ -692,8 +701,10 @@ impl Shared<'_> {
         if found.matches <= self.query.max_results && found.bytes <= MAX_OUTPUT_BYTES {
             return;
         }
-        // The counted bytes are the lines' text only, less than the answer they make, so the
-        // answer is cut at this file or before it.
+        // The counted bytes (each line's path, text and least framing) are never more than the
+        // answer they make, so the answer is cut at this file or before it. And a file counts at
+        // least its path once while its entry here holds it twice, so what is kept stays within a
+        // small multiple of the output bound however deep the paths are.
         let (mut matches, mut bytes) = (0, 0);
         let mut last = None;
         for (p, (_, h)) in &found.files {
@@ -786,11 +797,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 fn run(
     top: Tree,
     ancestors: Vec<IgnoreLevel>,
-    start: &Resolved,
-    query: &Query,
+    walk: &Walk,
     results: &mut Results,
-    ctx: &CallContext,
 ) -> Result<(), Stop> {
+    let Walk {
+        start,
+        query,
+        budget,
+        ctx,
+    } = *walk;
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -798,6 +813,7 @@ fn run(
     let shared = Shared {
         query,
         start,
+        budget,
         ctx,
         workers,
         queue: Mutex::new(Queue {
@@ -875,7 +891,16 @@ fn walk_subtree(subtree: Subtree, shared: &Shared, searcher: &mut Searcher) -> R
         },
     };
     let mut ignores = subtree.ignores;
-    ignores.extend(own_ignore(&mut tree, subtree.depth).map(Arc::new));
+    ignores.extend(
+        ignores::own(
+            &mut tree,
+            subtree.depth,
+            shared.start,
+            &subtree.path,
+            shared.budget,
+        )
+        .map(Arc::new),
+    );
     while let Some(entry) = tree.next_entry() {
         ctx.check()?;
         // How far below the search's start the directory holding it is.
@@ -930,7 +955,10 @@ fn walk_subtree(subtree: Subtree, shared: &Shared, searcher: &mut Searcher) -> R
                 continue;
             }
             if tree.descend().is_ok() {
-                ignores.extend(own_ignore(&mut tree, depth + 1).map(Arc::new));
+                ignores.extend(
+                    ignores::own(&mut tree, depth + 1, shared.start, &path, shared.budget)
+                        .map(Arc::new),
+                );
             }
             continue;
         }
@@ -948,7 +976,13 @@ fn walk_subtree(subtree: Subtree, shared: &Shared, searcher: &mut Searcher) -> R
         let Ok(file) = walk::open_file_at(dir, &entry.name) else {
             continue;
         };
-        let hits = search_file(searcher, query, &file, ctx);
+        // The length of the path as the answer shows it (the start's, a separator, then this
+        // one), without building it for every file searched.
+        let shown = match shared.start.relative.as_os_str().len() {
+            0 => path.as_os_str().len(),
+            start => start + 1 + path.as_os_str().len(),
+        };
+        let hits = search_file(searcher, query, &file, shown, ctx);
         if !hits.lines.is_empty() {
             shared.add(path, hits);
         }

@@ -9,10 +9,11 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use super::batch::{self, Parsed};
 use super::executor::{BatchItem, CallJob, InFlight, Job};
 use super::message::{self, classify, code, Incoming, RequestId};
 use super::peer::{ClientEvent, Peer};
-use super::protocol::{self, ClientInfo, Revision, CACHE_TTL_MS};
+use super::protocol::{self, ClientInfo, Revision, CACHE_TTL_MS, META_PROTOCOL_VERSION};
 use super::schedule::Lane;
 use super::wire::{Frame, Framing};
 use crate::toolset::{ToolDef, Toolset};
@@ -21,6 +22,8 @@ use crate::toolset::{ToolDef, Toolset};
 pub enum Step {
     /// Send this message now.
     Reply(Value),
+    /// Send this message, already serialised, now (a batch's answer, written member by member).
+    Frame(Vec<u8>),
     /// Queue this job for the workers; its reply comes from them.
     Run(Job),
     /// Nothing to answer (a notification, a response).
@@ -101,9 +104,10 @@ impl Dispatcher {
                 return Step::Reply(message::error(&Value::Null, code::PARSE_ERROR, why, None))
             }
         };
-        match serde_json::from_slice(&bytes) {
-            Ok(Value::Array(items)) => self.batch(items, framing),
-            Ok(single) => self.dispatch(single, framing),
+        match batch::parse(&bytes) {
+            Ok(Parsed::Batch(items)) => self.batch(Ok(items), framing),
+            Ok(Parsed::TooLong(count)) => self.batch(Err(count), framing),
+            Ok(Parsed::Single(single)) => self.dispatch(single, framing),
             Err(e) => Step::Reply(message::error(
                 &Value::Null,
                 code::PARSE_ERROR,
@@ -143,8 +147,11 @@ impl Dispatcher {
 
     /// JSON-RPC batches exist only in protocol 2025-03-26; every other revision forbids them. A
     /// batch whose members need no tool is answered at once; one with calls becomes a job, so its
-    /// calls take effect in their turn after what was received before it.
-    fn batch(&mut self, items: Vec<Value>, framing: Framing) -> Step {
+    /// calls take effect in their turn after what was received before it. `items` is `Err` with
+    /// the count of a batch longer than [`batch::MAX_MEMBERS`], refused whole. Replies known now
+    /// are serialised at once and counted against [`batch::MAX_REPLY_BYTES`], so a batch of many
+    /// `tools/list` holds its answer, not a tree per member.
+    fn batch(&mut self, items: Result<Vec<Value>, usize>, framing: Framing) -> Step {
         if self.session.as_ref().map(|s| s.revision) != Some(Revision::V2025_03_26) {
             return Step::Reply(message::error(
                 &Value::Null,
@@ -153,6 +160,10 @@ impl Dispatcher {
                 None,
             ));
         }
+        let items = match items {
+            Ok(items) => items,
+            Err(count) => return Step::Reply(batch::too_long(count)),
+        };
         if items.is_empty() {
             return Step::Reply(message::error(
                 &Value::Null,
@@ -162,39 +173,57 @@ impl Dispatcher {
             ));
         }
         let mut members = Vec::new();
+        // The bytes of the replies known so far: past the bound, the rest are refused here too.
+        let mut ready = 0usize;
         for item in items {
-            let is_initialize = item.get("method") == Some(&json!("initialize"));
-            if is_initialize {
-                let id = item.get("id").cloned().unwrap_or(Value::Null);
-                members.push(BatchItem::Ready(message::error(
+            let id = item.get("id").cloned().unwrap_or(Value::Null);
+            let step = if item.get("method") == Some(&json!("initialize")) {
+                Step::Reply(message::error(
                     &id,
                     code::INVALID_REQUEST,
                     "initialize must not be part of a batch",
                     None,
-                )));
+                ))
+            } else if ready >= batch::MAX_REPLY_BYTES
+                && item.get("id").is_some()
+                && item.get("method").is_some()
+            {
+                // A request not even dispatched (a call would be registered, a list built).
+                // Notifications and responses still go through: they have no reply to bound.
+                members.push(BatchItem::Refused(id));
                 continue;
-            }
-            match self.dispatch(item, framing) {
-                Step::Reply(r) => members.push(BatchItem::Ready(r)),
-                Step::Run(Job::Call(job)) => members.push(BatchItem::Call(job)),
+            } else {
+                self.dispatch(item, framing)
+            };
+            let reply = match step {
+                Step::Reply(r) => serde_json::to_vec(&r).unwrap_or_default(),
+                Step::Frame(bytes) => bytes,
+                Step::Run(Job::Call(job)) => {
+                    members.push(BatchItem::Call(job));
+                    continue;
+                }
                 // Batches do not nest: dispatch of a single member never yields one.
-                Step::Run(Job::Batch(..)) | Step::Nothing => {}
-            }
+                Step::Run(Job::Batch(..)) | Step::Nothing => continue,
+            };
+            ready += reply.len();
+            members.push(BatchItem::Ready(id, reply));
         }
         if members.iter().any(|m| matches!(m, BatchItem::Call(_))) {
             return Step::Run(Job::Batch(members, framing));
         }
-        let replies: Vec<Value> = members
-            .into_iter()
-            .filter_map(|m| match m {
-                BatchItem::Ready(r) => Some(r),
-                BatchItem::Call(_) => None,
-            })
-            .collect();
-        if replies.is_empty() {
-            Step::Nothing
+        let mut out = Vec::new();
+        let mut answer = batch::Answer::new(&mut out);
+        for member in members {
+            match member {
+                BatchItem::Ready(id, reply) => answer.push(&id, &reply),
+                BatchItem::Refused(id) => answer.refuse(&id),
+                BatchItem::Call(_) => {}
+            }
+        }
+        if answer.finish() {
+            Step::Frame(out)
         } else {
-            Step::Reply(Value::Array(replies))
+            Step::Nothing
         }
     }
 
@@ -274,7 +303,7 @@ impl Dispatcher {
         let Some(client) = client else {
             return err(
                 code::INVALID_REQUEST,
-                format!("'{method}' sent before initialize: open the session with an initialize request first (or, for protocol {}, send the protocol version in each request's _meta)", Revision::STATELESS),
+                format!("'{method}' sent before initialize: open the session with an initialize request first (or, for protocol {0}, send \"{0}\" in each request's params._meta[\"{META_PROTOCOL_VERSION}\"])", Revision::STATELESS),
                 None,
             );
         };
@@ -465,7 +494,7 @@ mod tests {
         assert_eq!(
             session(input),
             wire(&[
-                r#"{"error":{"code":-32600,"message":"'resources/list' sent before initialize: open the session with an initialize request first (or, for protocol 2026-07-28, send the protocol version in each request's _meta)"},"id":1,"jsonrpc":"2.0"}"#
+                r#"{"error":{"code":-32600,"message":"'resources/list' sent before initialize: open the session with an initialize request first (or, for protocol 2026-07-28, send \"2026-07-28\" in each request's params._meta[\"io.modelcontextprotocol/protocolVersion\"])"},"id":1,"jsonrpc":"2.0"}"#
             ]),
         );
     }
@@ -497,7 +526,7 @@ mod tests {
         assert_eq!(
             after_initialize("2025-03-26", batch),
             wire(&[
-                r#"[{"id":1,"jsonrpc":"2.0","result":{}},{"id":2,"jsonrpc":"2.0","result":{"content":[{"text":"hi","type":"text"}],"isError":false}},{"error":{"code":-32600,"message":"initialize must not be part of a batch"},"id":3,"jsonrpc":"2.0"}]"#
+                r#"[{"id":1,"jsonrpc":"2.0","result":{}},{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"hi"}],"isError":false}},{"error":{"code":-32600,"message":"initialize must not be part of a batch"},"id":3,"jsonrpc":"2.0"}]"#
             ]),
         );
         // Without calls it is answered by the reader, at once.

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+use super::batch::Answer;
 use super::message::{self, code, RequestId};
 use super::output::{Out, Outbox};
 use super::protocol::ClientInfo;
@@ -68,8 +69,11 @@ pub struct CallJob {
 
 /// One member of a JSON-RPC batch: answered while dispatching, or a call to run in its turn.
 pub enum BatchItem {
-    /// The member's reply, already known (a ping, an error).
-    Ready(Value),
+    /// The member's id and its reply, already known (a ping, an error) and serialised.
+    Ready(Value, Vec<u8>),
+    /// The id of a member refused unread: the answer had already reached its bound (see
+    /// [`batch`](super::batch)).
+    Refused(Value),
     /// A call whose reply comes from running it.
     Call(Box<CallJob>),
 }
@@ -185,23 +189,27 @@ impl Executor {
         out.len() > start
     }
 
-    /// Runs a batch's calls in order and writes the array of its replies; false when nothing is
-    /// left to answer (every call in it was cancelled).
+    /// Runs a batch's calls in order and writes the array of their replies, each straight into
+    /// `out` as it finishes; false when nothing is left to answer (every call in it was
+    /// cancelled). Once the answer has reached [`MAX_REPLY_BYTES`](super::batch::MAX_REPLY_BYTES)
+    /// the calls after it are not run and are answered with an error saying to send them alone.
     fn run_batch(&self, items: Vec<BatchItem>, out: &mut Vec<u8>) -> bool {
-        let mut replies = Vec::with_capacity(items.len());
-        let mut bytes = Vec::new();
+        let mut answer = Answer::new(out);
         for item in items {
             match item {
-                BatchItem::Ready(reply) => replies.push(reply),
-                BatchItem::Call(job) => {
-                    bytes.clear();
-                    if self.run(&job, &mut bytes) {
-                        replies.extend(serde_json::from_slice::<Value>(&bytes).ok());
+                BatchItem::Ready(id, reply) => answer.push(&id, &reply),
+                BatchItem::Refused(id) => answer.refuse(&id),
+                BatchItem::Call(job) if answer.full() => {
+                    self.in_flight.forget(&job.id);
+                    // A cancelled request gets no reply at all (MCP forbids one).
+                    if !job.cancel.is_cancelled() {
+                        answer.refuse(&job.id.to_json());
                     }
                 }
+                BatchItem::Call(job) => answer.push_with(|out| self.run(&job, out)),
             }
         }
-        !replies.is_empty() && serde_json::to_writer(&mut *out, &Value::Array(replies)).is_ok()
+        answer.finish()
     }
 
     /// A worker thread: runs jobs as the queue hands them out and puts their replies in the

@@ -4,12 +4,13 @@
 //!
 //! One job per module, in the order a message meets them: [`wire`] splits the byte stream into
 //! frames, [`message`] classifies JSON-RPC messages, [`dispatch`] decides what each method does
-//! (with [`protocol`] settling the revision), [`schedule`] orders tool calls into lanes,
+//! (with [`protocol`] settling the revision, and [`batch`] bounding 2025-03-26's batches), [`schedule`] orders tool calls into lanes,
 //! [`executor`] runs them on worker threads, [`reply`] writes a call's result, and [`output`]
 //! batches replies and writes them after the call log has them; [`peer`] sends the server's own
 //! requests to the client (`roots/list`) and routes their answers. [`server`] starts the threads
 //! and joins them with channels.
 
+pub mod batch;
 pub mod buffer;
 pub mod dispatch;
 pub mod executor;

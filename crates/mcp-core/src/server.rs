@@ -16,8 +16,6 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::dispatch::{Dispatcher, Step};
 use super::executor::{Executor, InFlight, Job};
 use super::output::{write_loop, Out, Outbox};
@@ -120,6 +118,11 @@ where
             match dispatcher.handle_frame(frame, framing) {
                 Step::Reply(reply) => {
                     let body = serde_json::to_vec(&reply).map_err(io::Error::other)?;
+                    write_frame(&mut output, framing, &body)?;
+                    output.flush()?;
+                    None
+                }
+                Step::Frame(body) => {
                     write_frame(&mut output, framing, &body)?;
                     output.flush()?;
                     None
@@ -241,7 +244,14 @@ fn read_loop<R: BufRead>(
         };
         match step {
             Step::Reply(reply) => {
-                if !send(out, framing, &reply) {
+                // Serialising a Value cannot fail.
+                let body = serde_json::to_vec(&reply).unwrap_or_default();
+                if !send(out, framing, &body) {
+                    return Ok(());
+                }
+            }
+            Step::Frame(body) => {
+                if !send(out, framing, &body) {
                     return Ok(());
                 }
             }
@@ -256,14 +266,10 @@ fn read_loop<R: BufRead>(
     }
 }
 
-/// Frames one message and queues it for the writer; false when the writer is gone.
-fn send(tx: &mpsc::SyncSender<Out>, framing: Framing, value: &Value) -> bool {
-    // Serialising a Value cannot fail.
-    let Ok(body) = serde_json::to_vec(value) else {
-        return true;
-    };
+/// Frames one serialised message and queues it for the writer; false when the writer is gone.
+fn send(tx: &mpsc::SyncSender<Out>, framing: Framing, body: &[u8]) -> bool {
     let mut framed = Vec::with_capacity(body.len() + 32);
-    if write_frame(&mut framed, framing, &body).is_err() {
+    if write_frame(&mut framed, framing, body).is_err() {
         return true;
     }
     tx.send(Out::Frame(framed)).is_ok()
