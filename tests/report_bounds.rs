@@ -158,6 +158,12 @@ fn a_line_past_the_bound_is_skipped_and_counted_without_being_held() {
             .arg(dir.path())
             .args(["--format", "json"]),
     );
+    // Generous: the line bound is 8 MiB, the binary itself a few; holding the line whole would
+    // be 52 MB before any parsing.
+    assert!(
+        peak_kib < 40 * 1024,
+        "peak {peak_kib} KiB for a line that should never be held"
+    );
     let json = json_of(&ran);
     let inputs = &json["transcripts"]["inputs"];
     assert_eq!(inputs["lines"], 43, "{inputs}");
@@ -170,12 +176,6 @@ fn a_line_past_the_bound_is_skipped_and_counted_without_being_held() {
         .and_then(|s| s.iter().find(|s| s["id"] == "big"))
         .expect("the big file's session");
     assert_eq!(big["calls"], 1, "{big}");
-    // Generous: the line bound is 8 MiB, the binary itself a few; holding the line whole would
-    // be 52 MB before any parsing.
-    assert!(
-        peak_kib < 40 * 1024,
-        "peak {peak_kib} KiB for a line that should never be held"
-    );
 }
 
 #[test]
@@ -206,7 +206,8 @@ fn a_call_log_line_past_the_bound_is_skipped_and_counted() {
 }
 
 /// A command of `len` characters from a fixed pseudo-random sequence: no two seeds share
-/// long runs, which is what makes a character diff of two of them slow.
+/// long runs, which is what makes a character diff of two of them slow. It is one word, so
+/// two of them are not the same stage commands, and their texts must be compared.
 fn noise(seed: u64, len: usize) -> String {
     let mut x = seed;
     (0..len)
@@ -224,29 +225,13 @@ fn telling_a_retry_of_two_long_commands_finishes() {
     let dir = temp_dir();
     let path = dir.path().join("s.jsonl");
     let lines = [
-        tool_use(
-            "t1",
-            "Bash",
-            json!({"command": format!("echo {}", noise(1, 128_000))}),
-        ),
+        tool_use("t1", "Bash", json!({"command": noise(1, 128_000)})),
         tool_result("t1", true),
-        tool_use(
-            "t2",
-            "Bash",
-            json!({"command": format!("echo {}", noise(2, 128_000))}),
-        ),
+        tool_use("t2", "Bash", json!({"command": noise(2, 128_000)})),
         tool_result("t2", false),
-        tool_use(
-            "t3",
-            "Bash",
-            json!({"command": format!("echo {}", noise(3, 1_000_000))}),
-        ),
+        tool_use("t3", "Bash", json!({"command": noise(3, 1_000_000)})),
         tool_result("t3", true),
-        tool_use(
-            "t4",
-            "Bash",
-            json!({"command": format!("echo {}", noise(4, 1_000_000))}),
-        ),
+        tool_use("t4", "Bash", json!({"command": noise(4, 1_000_000)})),
         tool_result("t4", false),
     ];
     std::fs::write(&path, lines.join("\n")).expect("transcript");
@@ -260,12 +245,22 @@ fn telling_a_retry_of_two_long_commands_finishes() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
+    // Read while it runs: its output names the commands, and is longer than a pipe holds.
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            r.read_to_end(&mut v).expect("read");
+            v
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("stderr")));
     // A cap, not a speed test: a comparison bounded in its input takes well under a second; a
     // character diff of these commands takes from minutes to hours.
     let cap = Instant::now() + Duration::from_secs(20);
-    loop {
-        if child.try_wait().expect("try_wait").is_some() {
-            break;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
         }
         if Instant::now() > cap {
             let _ = child.kill();
@@ -273,8 +268,12 @@ fn telling_a_retry_of_two_long_commands_finishes() {
             panic!("the report was still comparing two long commands after 20 s");
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().expect("output");
+    };
+    let out = std::process::Output {
+        status,
+        stdout: stdout.join().expect("stdout"),
+        stderr: stderr.join().expect("stderr"),
+    };
     assert!(
         out.status.success(),
         "{}",
@@ -387,28 +386,16 @@ fn an_unreadable_transcript_is_skipped_and_the_rest_counted() {
         open(&tree.join(f), 0o644);
     }
     open(&tree.join("b.jsonl"), 0o000);
+    // A folder that cannot be listed, whose name would drive the terminal if printed raw.
+    let folder = tree.join("\u{1b}[2J\u{1b}]0;pwned\u{7}");
+    std::fs::create_dir(&folder).expect("mkdir");
+    open(&folder, 0o000);
     let mut cmd = command();
     cmd.arg("report")
         .arg("--transcripts")
         .arg(&tree)
         .args(["--format", "json"]);
-    // Permissions do not stop root: run the report as nobody when the test is root.
-    // SAFETY: geteuid takes nothing and cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        // SAFETY: setgroups, setgid and setuid are async-signal-safe, and nothing else runs
-        // between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setgroups(0, std::ptr::null()) != 0
-                    || libc::setgid(65534) != 0
-                    || libc::setuid(65534) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    }
+    unprivileged(&mut cmd);
     let ran = run(&mut cmd);
     let json = json_of(&ran);
     let inputs = &json["transcripts"]["inputs"];
@@ -423,4 +410,36 @@ fn an_unreadable_transcript_is_skipped_and_the_rest_counted() {
         "the warning names the file and why: {}",
         ran.stderr
     );
+    assert!(
+        ran.stderr
+            .contains("\\u{1b}[2J\\u{1b}]0;pwned\\u{7}': it cannot be listed"),
+        "the folder's warning shows its name escaped: {}",
+        ran.stderr
+    );
+    assert!(
+        !ran.stderr.contains('\u{1b}') && !ran.stderr.contains('\u{7}'),
+        "a raw escape reached stderr: {:?}",
+        ran.stderr
+    );
+}
+
+/// Makes `cmd` run as nobody when the test runs as root, whom permissions do not stop.
+fn unprivileged(cmd: &mut Command) {
+    // SAFETY: geteuid takes nothing and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    // SAFETY: setgroups, setgid and setuid are async-signal-safe, and nothing else runs
+    // between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(65534) != 0
+                || libc::setuid(65534) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
