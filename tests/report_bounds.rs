@@ -202,7 +202,7 @@ fn a_call_log_line_past_the_bound_is_skipped_and_counted() {
         .output()
         .expect("run");
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("1 lines over 8 MiB skipped"), "{text}");
+    assert!(text.contains("1 line(s) over 8 MiB skipped"), "{text}");
 }
 
 /// A command of `len` characters from a fixed pseudo-random sequence: no two seeds share

@@ -46,13 +46,13 @@ fn text_section(out: &mut String, name: &str, s: &Section) {
     if i.long_lines > 0 {
         let _ = write!(
             unread,
-            "; {} lines over {} MiB skipped",
+            "; {} line(s) over {} MiB skipped",
             i.long_lines,
             MAX_LINE_BYTES >> 20
         );
     }
     if i.unreadable_files > 0 {
-        let _ = write!(unread, "; {} unreadable files skipped", i.unreadable_files);
+        let _ = write!(unread, "; {} unreadable file(s) skipped", i.unreadable_files);
     }
     let _ = writeln!(
         out,
