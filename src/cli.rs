@@ -764,11 +764,14 @@ fn call_once(cli: &Options, tool: &str, raw_args: &str) -> i32 {
     // A one-off call has the same wall-clock limit as a served one.
     let ctx = CallContext::with_timeout(Default::default(), cli.call_timeout());
     let output = toolset.call(tool, &args, &ctx);
+    // The answer carries file contents and names an agent may have written: shown on a
+    // terminal, their control characters are escaped so they cannot drive it.
+    let shown = workspace::terminal::escape_text(&output.text);
     if output.is_error {
-        eprintln!("{}", output.text);
+        eprintln!("{shown}");
         1
     } else {
-        let mut text = output.text;
+        let mut text = shown.into_owned();
         if !text.ends_with('\n') {
             text.push('\n');
         }

@@ -62,3 +62,204 @@ fn a_person_at_a_terminal_is_told_what_the_server_is_waiting_for() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+// ---- Text from files never reaches a terminal raw ----
+//
+// Each test below plants an escape sequence where a file's text (a name, a line type, a
+// command an agent chose, a record's content) reaches stdout or stderr, runs the real binary,
+// and checks that what it printed carries no raw control character, and shows the planted text
+// escaped (so the check is not passing because the text was never printed).
+
+/// The planted sequence: set the window title, clear the screen, return to the line's start,
+/// and a direction override.
+const EVIL: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\rX\u{202e}";
+/// How the planted sequence reads once escaped.
+const EVIL_SHOWN: &str = "\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\rX\\u{202e}";
+
+/// The first raw control character or direction override in `text`, if any (line feeds and
+/// tabs, which cannot hide or rewrite text, are allowed).
+fn raw_control(text: &str) -> Option<char> {
+    text.chars().find(|&c| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    })
+}
+
+fn assert_escaped(what: &str, text: &str) {
+    if let Some(c) = raw_control(text) {
+        panic!("{what} printed the raw control character {c:?}: {text:?}");
+    }
+    assert!(
+        text.contains(EVIL_SHOWN),
+        "{what} did not show the planted text: {text:?}"
+    );
+}
+
+fn output_of(cmd: &mut std::process::Command) -> (bool, String, String) {
+    let out = cmd.stdin(Stdio::null()).output().expect("run filesystem");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn report_shows_skipped_line_types_escaped() {
+    let dir = temp_dir();
+    let line = serde_json::json!({"type": EVIL, "message": "x"});
+    std::fs::write(dir.path().join("s.jsonl"), format!("{line}\n")).expect("transcript");
+    let (ok, out, err) = output_of(command().arg("report").arg("--transcripts").arg(dir.path()));
+    assert!(ok, "{err}");
+    assert!(out.contains("skipped line types"), "{out}");
+    assert_escaped("report's skipped line types", &out);
+}
+
+#[test]
+fn report_warnings_and_errors_show_file_and_folder_names_escaped() {
+    let dir = temp_dir();
+    // A transcript over the report's size bound (sparse: it takes no room) is skipped with a
+    // warning that names it.
+    let big = std::fs::File::create(dir.path().join(format!("{EVIL}.jsonl"))).expect("create");
+    big.set_len(report::input::MAX_INPUT_BYTES + 1)
+        .expect("set_len");
+    let (ok, _, err) = output_of(command().arg("report").arg("--transcripts").arg(dir.path()));
+    assert!(ok, "{err}");
+    assert!(err.contains("warning"), "{err}");
+    assert_escaped("report's warning", &err);
+
+    // A log that does not exist is an error that names it.
+    let missing = dir.path().join(format!("{EVIL}-calls.jsonl"));
+    let (ok, _, err) = output_of(command().arg("report").arg("--log").arg(&missing));
+    assert!(!ok);
+    assert_escaped("report's error", &err);
+}
+
+#[test]
+fn study_report_shows_pipe_command_names_escaped() {
+    use study::record::{End, ProcessEnd, TrialPaths, TrialRecord, TRIALS_FILE};
+    let dir = temp_dir();
+    let id = "000-fix-pipe";
+    let ended = |code| ProcessEnd {
+        end: End::Exited,
+        code: Some(code),
+        signal: None,
+        secs: 1.0,
+        error: None,
+    };
+    let record = TrialRecord {
+        id: id.into(),
+        task: "fix".into(),
+        arm: "pipe".into(),
+        rep: 0,
+        seed: 1,
+        order: 0,
+        started: "2026-12-01T13:00:00Z".into(),
+        agent: ended(0),
+        verify: ended(0),
+        success: true,
+    };
+    std::fs::write(
+        dir.path().join(TRIALS_FILE),
+        format!("{}\n", serde_json::to_string(&record).expect("record")),
+    )
+    .expect("trials.jsonl");
+    let paths = TrialPaths::new(dir.path(), id);
+    std::fs::create_dir_all(&paths.dir).expect("trial dir");
+    // The call log as the server writes it, with a stage command the agent named.
+    let line = serde_json::json!({"ts": "2026-12-01T13:00:01.000Z", "session": "s", "mode": "legacy-pipe",
+        "tool": "shelpa_pipe", "outcome": "ok", "stage_count": 2, "stages": ["cat", EVIL]});
+    std::fs::write(&paths.call_log, format!("{line}\n")).expect("call log");
+    for format in ["text", "csv"] {
+        let (ok, out, err) = output_of(
+            command()
+                .args(["study", "report"])
+                .arg(dir.path())
+                .args(["--format", format]),
+        );
+        assert!(ok, "{err}");
+        assert_escaped(&format!("study report --format {format}"), &out);
+    }
+}
+
+#[test]
+fn audit_diff_shows_a_records_lines_escaped() {
+    let dir = temp_dir();
+    let root = dir.path().canonicalize().expect("canonical");
+    std::fs::create_dir_all(root.join(".shelpa")).expect("mkdir");
+    // The second record carries a line that, printed raw, would move up and erase the line
+    // before it, hiding it from whoever reviews the diff before `audit restore --force`.
+    let hidden = format!("rm -rf ~\n\u{1b}[1A\u{1b}[2K{EVIL}\n");
+    std::fs::write(
+        root.join(".shelpa").join("notes.txt"),
+        format!(
+            "--- shelpa:overwrite ts=2026-01-01T00:00:00Z record_id=1767225600000000000 ---\nsafe\n\
+             --- shelpa:overwrite ts=2026-01-01T00:00:01Z record_id=1767225601000000000 ---\n{hidden}"
+        ),
+    )
+    .expect("mirror");
+    std::fs::write(root.join("notes.txt"), "safe\n").expect("workspace file");
+    let (ok, out, err) = output_of(
+        command()
+            .args(["audit", "diff", "notes.txt", "#1", "#2", "--root"])
+            .arg(&root),
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("+rm -rf ~\n"), "{out}");
+    // (The diff splits lines at the CR too, so the planted text is checked up to it.)
+    assert!(
+        out.contains("+\\u{1b}[1A\\u{1b}[2K\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\r"),
+        "{out}"
+    );
+    assert!(
+        raw_control(&out).is_none(),
+        "audit diff printed a raw control: {out:?}"
+    );
+}
+
+#[test]
+fn filesystem_call_shows_file_contents_escaped() {
+    let dir = temp_dir();
+    let root = dir.path().canonicalize().expect("canonical");
+    std::fs::write(root.join("a.txt"), format!("line one\n\tindented {EVIL}\n")).expect("file");
+    std::fs::write(root.join(format!("{EVIL}.txt")), "x").expect("file");
+    let call = |tool: &str, args: &str| {
+        output_of(
+            command()
+                .args(["call", tool, args, "--no-call-log", "--root"])
+                .arg(&root),
+        )
+    };
+    let (ok, out, err) = call("read_text_file", r#"{"path":"a.txt"}"#);
+    assert!(ok, "{err}");
+    assert!(out.starts_with("line one\n\tindented "), "{out:?}");
+    assert_escaped("call read_text_file", &out);
+    let (ok, out, err) = call("list_directory", r#"{"path":"."}"#);
+    assert!(ok, "{err}");
+    assert_escaped("call list_directory", &out);
+    // A failed call's message names the path given: on stderr, escaped too.
+    let (ok, _, err) = call(
+        "read_text_file",
+        &serde_json::json!({"path": format!("{EVIL}/none")}).to_string(),
+    );
+    assert!(!ok);
+    assert_escaped("a failed call", &err);
+}
+
+#[test]
+fn report_text_prints_a_table_cell_longer_than_a_format_width() {
+    let dir = temp_dir();
+    let name = format!("{}{EVIL}", "T".repeat(70_000));
+    let call = serde_json::json!({"type": "assistant", "message": {"content": [
+        {"type": "tool_use", "id": "t1", "name": name, "input": {}}]}});
+    std::fs::write(dir.path().join("s.jsonl"), format!("{call}\n")).expect("transcript");
+    let (ok, out, err) = output_of(command().arg("report").arg("--transcripts").arg(dir.path()));
+    assert!(ok, "report failed: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.contains("Calls by tool"), "{out}");
+    assert!(
+        out.lines().all(|l| l.chars().count() < 1_000),
+        "a cell is cut"
+    );
+    assert!(raw_control(&out).is_none(), "{out:?}");
+}

@@ -11,6 +11,8 @@ pub mod call_log_reader;
 pub mod call_log_record;
 pub mod chart;
 pub mod classify;
+pub mod input;
+pub mod lines;
 pub mod model;
 pub mod pipeline;
 pub mod reason;
@@ -79,13 +81,15 @@ pub enum ReportError {
         /// The cause.
         source: std::io::Error,
     },
-    /// A file could not be read.
-    #[error("cannot read '{path}': {source}; check the path and its permissions")]
-    ReadFile {
-        /// The file.
+    /// A file or directory named on the command line could not be read.
+    #[error("cannot read '{}' given to {flag}: {source}; {}", .path.display(), .source.advice(*.flag))]
+    Input {
+        /// The path as given.
         path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
+        /// The option that named it.
+        flag: input::Flag,
+        /// Why.
+        source: input::InputError,
     },
     /// The chart could not be drawn or written.
     #[error("cannot draw the chart into '{path}': {detail}; choose a writable --svg path")]
@@ -134,10 +138,23 @@ pub fn run(args: &ReportArgs) -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("filesystem report: {e}");
+            // The message names the paths given, which may hold any character.
+            eprintln!(
+                "filesystem report: {}",
+                workspace::terminal::escape_controls(&e.to_string())
+            );
             2
         }
     }
+}
+
+/// Prints a warning about input that was skipped, on stderr; the names in it (file and folder
+/// names, which anyone may have chosen) are shown escaped, so they cannot drive the terminal.
+pub(crate) fn warn(message: std::fmt::Arguments<'_>) {
+    eprintln!(
+        "filesystem report: warning: {}",
+        workspace::terminal::escape_controls(&message.to_string())
+    );
 }
 
 fn run_inner(args: &ReportArgs) -> Result<String, ReportError> {

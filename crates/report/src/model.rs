@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::classify::Interface;
+use super::retry::InputKey;
 
 /// How a call ended, as far as the input tells.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,9 +31,10 @@ pub struct Call {
     pub outcome: Outcome,
     /// Command names of its pipeline stages, for calls that carry a command line.
     pub stages: Vec<String>,
-    /// Its arguments, when the input has them (transcripts always; call logs only with
-    /// `--call-log-args`). Used only to tell a retry from a new call.
-    pub input: Option<Value>,
+    /// What of its arguments tells a retry from a new call, when the input has them
+    /// (transcripts always; call logs only with `--call-log-args`). The arguments themselves
+    /// are not kept: they hold whole files, and the report's memory would grow with them.
+    pub input: Option<InputKey>,
     /// For a pipe refusal, the token the guard refused (`-i`, `rm`…), when the input names it.
     pub refused_token: Option<String>,
 }
@@ -52,13 +53,18 @@ pub struct Session {
 /// What was read and what was skipped; reported so that skipped input is never silent.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct InputStats {
-    /// Files read.
+    /// Files read to their end.
     pub files: usize,
     /// Lines read (including blank and skipped ones).
     pub lines: usize,
     /// Lines that were not a JSON object of the expected shape (and `tool_use` blocks without
     /// an id or a name).
     pub malformed_lines: usize,
+    /// Lines longer than [`crate::lines::MAX_LINE_BYTES`], skipped without being read whole.
+    pub long_lines: usize,
+    /// Files that could not be read, or not to their end, each named in a warning with the
+    /// reason (a file that failed part-way keeps the lines read before the failure).
+    pub unreadable_files: usize,
     /// Lines of a type that carries no tool calls, by type (transcripts only).
     pub skipped_line_types: BTreeMap<String, usize>,
     /// `tool_use` blocks whose id had been seen already (transcripts repeat lines).

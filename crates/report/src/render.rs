@@ -2,7 +2,13 @@
 
 use std::fmt::Write as _;
 
+use super::lines::MAX_LINE_BYTES;
 use super::stats::{Breakdown, Report, Section};
+
+/// The most characters a text table shows of one cell; a longer cell is cut, its end marked
+/// with `…` (the JSON and CSV outputs carry it whole). A model names its tools: one name of a
+/// megabyte would otherwise widen its column, and every line of the table, to a megabyte.
+pub const MAX_CELL_CHARS: usize = 200;
 
 /// The report as readable text: one block per input kind, aligned tables within.
 pub fn text(report: &Report) -> String {
@@ -30,14 +36,27 @@ fn percent(share: Option<f64>) -> String {
 
 fn text_section(out: &mut String, name: &str, s: &Section) {
     let i = &s.inputs;
+    // Line types are the transcript writer's text: shown like every other name.
     let skipped: Vec<String> = i
         .skipped_line_types
         .iter()
-        .map(|(k, v)| format!("{k} {v}"))
+        .map(|(k, v)| format!("{} {v}", printable(k)))
         .collect();
+    let mut unread = String::new();
+    if i.long_lines > 0 {
+        let _ = write!(
+            unread,
+            "; {} line(s) over {} MiB skipped",
+            i.long_lines,
+            MAX_LINE_BYTES >> 20
+        );
+    }
+    if i.unreadable_files > 0 {
+        let _ = write!(unread, "; {} unreadable file(s) skipped", i.unreadable_files);
+    }
     let _ = writeln!(
         out,
-        "== {name}: {} files, {} lines; {} malformed, {} duplicate tool uses, {} results without a call{}",
+        "== {name}: {} files, {} lines; {} malformed, {} duplicate tool uses, {} results without a call{unread}{}",
         i.files,
         i.lines,
         i.malformed_lines,
@@ -203,10 +222,11 @@ impl Table {
     }
 
     /// Adds a row. Names come from transcripts a model wrote: control characters (terminal
-    /// escape sequences among them) are shown escaped, never sent to the terminal.
+    /// escape sequences among them) are shown escaped, never sent to the terminal, and a cell
+    /// is cut to [`MAX_CELL_CHARS`].
     fn row(&mut self, cells: Vec<String>) {
         self.rows
-            .push(cells.into_iter().map(|c| printable(&c)).collect());
+            .push(cells.into_iter().map(|c| cell_text(&c)).collect());
     }
 
     fn print(&self, out: &mut String, title: &str) {
@@ -239,12 +259,17 @@ impl Table {
             .collect();
         for r in std::iter::once(&self.headers).chain(&self.rows) {
             let mut line = String::from(" ");
-            for (c, w) in widths.iter().enumerate() {
+            for (c, &w) in widths.iter().enumerate() {
                 let cell = r.get(c).map_or("", String::as_str);
+                // Padded by hand: a width given to `format!` must fit in 16 bits.
+                let pad = " ".repeat(w.saturating_sub(cell.chars().count()));
+                line.push(' ');
                 if numeric[c] {
-                    let _ = write!(line, " {cell:>w$}");
+                    line.push_str(&pad);
+                    line.push_str(cell);
                 } else {
-                    let _ = write!(line, " {cell:<w$}");
+                    line.push_str(cell);
+                    line.push_str(&pad);
                 }
             }
             let _ = writeln!(out, "{}", line.trim_end());
@@ -255,6 +280,15 @@ impl Table {
 
 fn printable(s: &str) -> String {
     workspace::terminal::escape_controls(s).into_owned()
+}
+
+/// A table cell: [`printable`], cut to [`MAX_CELL_CHARS`].
+fn cell_text(s: &str) -> String {
+    let shown = printable(s);
+    match shown.char_indices().nth(MAX_CELL_CHARS) {
+        Some((cut, _)) => format!("{}…", &shown[..cut]),
+        None => shown,
+    }
 }
 
 /// The report as long-format CSV: `section,session,interface,metric,key,value`, one number a
@@ -273,6 +307,14 @@ pub fn csv(report: &Report) -> String {
         row("", "", "input_files", "", i.files.to_string());
         row("", "", "input_lines", "", i.lines.to_string());
         row("", "", "malformed_lines", "", i.malformed_lines.to_string());
+        row("", "", "long_lines", "", i.long_lines.to_string());
+        row(
+            "",
+            "",
+            "unreadable_files",
+            "",
+            i.unreadable_files.to_string(),
+        );
         row(
             "",
             "",

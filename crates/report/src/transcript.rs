@@ -12,19 +12,23 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader};
+use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{Dir, FileType, Mode, OFlags};
+use rustix::fs::FileType;
 use serde_json::Value;
 
 use workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
 
 use super::classify::{classify_transcript_name, is_write, Interface, ServerFilter};
+use super::input::{check_file, not_regular, open_named, Flag, InputError, Named, MAX_INPUT_BYTES};
+use super::lines::{Line, Lines};
 use super::model::{Call, InputStats, Outcome, Session};
 use super::pipeline::stage_commands;
-use super::reason::{reason_from_text, token_from_text};
-use super::ReportError;
+use super::reason::{clip_token, reason_from_text, token_from_text};
+use super::retry::InputKey;
+use super::{warn, ReportError};
 
 /// The directory component under which Claude Code stores a session's subagent transcripts.
 const SUBAGENTS_DIR: &str = "subagents";
@@ -32,9 +36,11 @@ const SUBAGENTS_DIR: &str = "subagents";
 /// Reads every `*.jsonl` file under each directory (recursively, not following symlinks) into
 /// sessions, in path order. A path that is itself a file is read as one transcript.
 ///
-/// A folder that cannot be listed, or that lies more than [`MAX_DEPTH`] levels below the
-/// directory given, is skipped with a warning on stderr and the rest is reported: one odd folder
-/// must not cost the whole report.
+/// A path given that cannot be read is an error (the name is likely wrong). Below it, a folder
+/// that cannot be listed or lies more than [`MAX_DEPTH`] levels down, and a transcript that
+/// cannot be read (or not to its end), are skipped with a warning on stderr (unreadable files
+/// are counted, [`InputStats::unreadable_files`]) and the rest is reported: one odd file must
+/// not cost the whole report.
 pub fn read_transcripts(
     dirs: &[PathBuf],
     servers: &ServerFilter,
@@ -47,16 +53,20 @@ pub fn read_transcripts(
         by_id: HashMap::new(),
     };
     for dir in dirs {
-        if dir.is_file() {
-            let name = dir.file_name().map(PathBuf::from).unwrap_or_default();
-            let file = std::fs::File::open(dir).map_err(|source| ReportError::ReadFile {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-            reader.read_file(file, dir, &name)?;
-            continue;
+        match open_named(dir) {
+            Ok(Named::File(file)) => {
+                let name = dir.file_name().map(PathBuf::from).unwrap_or_default();
+                reader.read_file(file, dir, &name);
+            }
+            Ok(Named::Directory(fd)) => reader.read_tree(dir, fd)?,
+            Err(source) => {
+                return Err(ReportError::Input {
+                    path: dir.clone(),
+                    flag: Flag::Transcripts,
+                    source,
+                })
+            }
         }
-        reader.read_tree(dir)?;
     }
     Ok((reader.sessions, reader.stats))
 }
@@ -66,22 +76,13 @@ fn is_transcript(name: &OsStr) -> bool {
     Path::new(name).extension().is_some_and(|e| e == "jsonl")
 }
 
-/// Opens the transcript `name` in `dir` without following a symlink or blocking on a FIFO;
-/// `None` when it is no longer a regular file.
-fn open_transcript(dir: &Dir, name: &OsStr) -> std::io::Result<Option<std::fs::File>> {
-    let fd = rustix::fs::openat(
-        dir.fd()?,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-        Mode::empty(),
-    );
-    let fd = match fd {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::LOOP) | Err(rustix::io::Errno::NOENT) => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
-    let file = std::fs::File::from(fd);
-    Ok(file.metadata()?.is_file().then_some(file))
+/// True when an open failed because the entry is no longer the regular file the walk listed
+/// (removed, or swapped for a symlink, a FIFO or a directory since): nothing to read, and
+/// nothing to warn about.
+fn swapped_since_listed(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound
+        || e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+        || not_regular(e).is_some()
 }
 
 /// The session name of a transcript file and, for a subagent file, its parent's name: paths
@@ -118,28 +119,21 @@ impl TranscriptReader<'_> {
     /// order, which is the order of their paths: no recursion, a bounded number of open
     /// directories, and files opened relative to their directory, so a transcript deeper than
     /// any path the kernel accepts is still read.
-    fn read_tree(&mut self, dir: &Path) -> Result<(), ReportError> {
-        let unlisted = |source: std::io::Error| ReportError::ReadDir {
+    fn read_tree(&mut self, dir: &Path, fd: OwnedFd) -> Result<(), ReportError> {
+        let mut tree = Tree::new(fd).map_err(|source| ReportError::ReadDir {
             path: dir.to_path_buf(),
             source,
-        };
-        let fd = rustix::fs::open(
-            dir,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| unlisted(e.into()))?;
-        let mut tree = Tree::new(fd).map_err(unlisted)?;
+        })?;
         let mut too_deep: Vec<PathBuf> = Vec::new();
         while let Some(found) = tree.next_entry() {
             match found.kind {
                 FileType::Directory => match tree.descend() {
                     Ok(()) => {}
                     Err(DescendError::TooDeep) => too_deep.push(found.path),
-                    Err(e) => eprintln!(
-                        "filesystem report: warning: skipped '{}': it cannot be listed ({e}); the rest is reported",
+                    Err(e) => warn(format_args!(
+                        "skipped '{}': it cannot be listed ({e}); the rest is reported",
                         walk::shorten(&dir.join(&found.path))
-                    ),
+                    )),
                 },
                 // A symlink is never followed: it cannot lead the walk in circles or out of the
                 // directory the user named.
@@ -148,35 +142,44 @@ impl TranscriptReader<'_> {
                     let file = tree
                         .current()
                         .ok_or_else(|| std::io::Error::other(DescendError::Lost))
-                        .and_then(|d| open_transcript(d, &found.name));
+                        .and_then(|d| walk::open_file_at(d, &found.name));
                     match file {
-                        Ok(Some(file)) => self.read_file(file, &path, &found.path)?,
-                        // Swapped for something else since it was listed.
-                        Ok(None) => {}
-                        Err(source) => return Err(ReportError::ReadFile { path, source }),
+                        Ok(file) => self.read_file(file, &path, &found.path),
+                        Err(e) if swapped_since_listed(&e) => {}
+                        Err(e) => self.skip(&path, &InputError::Open(e)),
                     }
                 }
                 _ => {}
             }
         }
         if let Some(first) = too_deep.first() {
-            eprintln!(
-                "filesystem report: warning: skipped {} folder(s) under '{}' that lie more than {MAX_DEPTH} levels deep (the depth limit of every walk), the first at '{}'; the rest is reported",
+            warn(format_args!(
+                "skipped {} folder(s) under '{}' that lie more than {MAX_DEPTH} levels deep (the depth limit of every walk), the first at '{}'; the rest is reported",
                 too_deep.len(),
                 dir.display(),
                 walk::shorten(first)
-            );
+            ));
         }
         Ok(())
     }
 
-    fn read_file(
-        &mut self,
-        file: std::fs::File,
-        path: &Path,
-        relative: &Path,
-    ) -> Result<(), ReportError> {
-        self.stats.files += 1;
+    /// A transcript that cannot be read (or not to its end), warned and counted.
+    fn skip(&mut self, path: &Path, why: &InputError) {
+        self.stats.unreadable_files += 1;
+        warn(format_args!(
+            "skipped the transcript '{}': {why}; {}; the rest is reported",
+            walk::shorten(path),
+            why.advice(Flag::Transcripts)
+        ));
+    }
+
+    /// Reads one transcript, a line at a time, each line at most
+    /// [`crate::lines::MAX_LINE_BYTES`] long (a longer one is counted and skipped unread).
+    fn read_file(&mut self, file: std::fs::File, path: &Path, relative: &Path) {
+        if let Err(why) = check_file(&file) {
+            self.skip(path, &why);
+            return;
+        }
         let (id, parent) = session_names(relative);
         self.sessions.push(Session {
             id,
@@ -184,21 +187,33 @@ impl TranscriptReader<'_> {
             calls: Vec::new(),
         });
         let session = self.sessions.len() - 1;
-        for line in BufReader::new(file).split(b'\n') {
-            let line = line.map_err(|source| ReportError::ReadFile {
-                path: path.to_path_buf(),
-                source,
-            })?;
+        let mut lines = Lines::new(file.take(MAX_INPUT_BYTES));
+        loop {
+            let line = match lines.next_line() {
+                Ok(Some(line)) => line,
+                Ok(None) => break,
+                Err(e) => {
+                    self.skip(path, &InputError::Read(e));
+                    return;
+                }
+            };
             self.stats.lines += 1;
+            let line = match line {
+                Line::Text(line) => line,
+                Line::TooLong => {
+                    self.stats.long_lines += 1;
+                    continue;
+                }
+            };
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match serde_json::from_slice::<Value>(&line) {
+            match serde_json::from_slice::<Value>(line) {
                 Ok(Value::Object(obj)) => self.read_line(session, &Value::Object(obj)),
                 _ => self.stats.malformed_lines += 1,
             }
         }
-        Ok(())
+        self.stats.files += 1;
     }
 
     fn read_line(&mut self, session: usize, line: &Value) {
@@ -221,10 +236,12 @@ impl TranscriptReader<'_> {
                 }
             }
             other => {
+                // The type is the writer's text: cut like a refused token, it only needs
+                // to be recognised.
                 *self
                     .stats
                     .skipped_line_types
-                    .entry(other.to_string())
+                    .entry(clip_token(other))
                     .or_default() += 1;
             }
         }
@@ -243,8 +260,8 @@ impl TranscriptReader<'_> {
             return;
         }
         let name = classify_transcript_name(name, self.servers);
-        let input = block.get("input").cloned();
-        let stages = match (name.interface, &input) {
+        let input = block.get("input");
+        let stages = match (name.interface, input) {
             (Interface::Pipe | Interface::Builtin, Some(input)) => input
                 .get("command")
                 .and_then(Value::as_str)
@@ -260,7 +277,7 @@ impl TranscriptReader<'_> {
             write,
             outcome: Outcome::NoResult,
             stages,
-            input,
+            input: input.map(InputKey::of),
             refused_token: None,
         });
         self.by_id

@@ -429,7 +429,8 @@ pub fn diff(
             format!("{old_shown} and {new_shown} are identical\n").as_bytes(),
         )?;
     } else {
-        write_out(out, unified.as_bytes())?;
+        // The body is the records' own text: shown escaped, so that one cannot hide its lines.
+        write_out(out, render::body(&unified).as_bytes())?;
     }
     Ok(0)
 }

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Local, Utc};
 
-use workspace::terminal::escape_controls;
+use workspace::terminal::{escape_controls, escape_text};
 
 /// Shows a record time in local time (people read their own clock).
 pub fn local(ts: Option<DateTime<Utc>>) -> String {
@@ -37,6 +37,13 @@ pub fn cell_text(bytes: &[u8], max_chars: usize) -> String {
 /// direction overrides escaped by the one function every printed name goes through.
 pub fn name(s: &str) -> std::borrow::Cow<'_, str> {
     escape_controls(s)
+}
+
+/// Text of many lines taken from records (a diff's body) made safe to print: control
+/// characters escaped as in [`name`], so a record cannot erase or rewrite a line of the review
+/// it is shown in; line feeds and tabs kept, so the lines and columns read as they are.
+pub fn body(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_text(text)
 }
 
 /// A message for people that names mirrored paths: each of its lines shown through [`name`],

@@ -1,6 +1,8 @@
 //! The study report as aligned text tables and as long-format CSV (JSON is the serde form of
 //! [`StudyReport`]).
 
+use workspace::terminal::escape_controls;
+
 use super::compare::COMPARED;
 use super::metrics::ArmNumbers;
 use super::stats::{Difference, Mean, Rate};
@@ -250,7 +252,9 @@ pub fn text(report: &StudyReport) -> String {
                 } else {
                     p.top_commands
                         .iter()
-                        .map(|c| format!("{} {}", c.command, c.count))
+                        // The agent chose the command names: escaped, they cannot drive the
+                        // terminal the table is read in.
+                        .map(|c| format!("{} {}", escape_controls(&c.command), c.count))
                         .collect::<Vec<_>>()
                         .join(", ")
                 },
@@ -444,7 +448,7 @@ pub fn csv(report: &StudyReport) -> String {
             Row {
                 count: Some(c.count),
                 total: Some(p.stages),
-                ..blank(&format!("pipe_command:{}", c.command))
+                ..blank(&format!("pipe_command:{}", escape_controls(&c.command)))
             }
             .write(&mut out);
         }
