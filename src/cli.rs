@@ -765,13 +765,22 @@ fn call_once(cli: &Options, tool: &str, raw_args: &str) -> i32 {
     let ctx = CallContext::with_timeout(Default::default(), cli.call_timeout());
     let output = toolset.call(tool, &args, &ctx);
     // The answer carries file contents and names an agent may have written: shown on a
-    // terminal, their control characters are escaped so they cannot drive it.
-    let shown = workspace::terminal::escape_text(&output.text);
+    // terminal, their control characters are escaped so they cannot drive it. Sent anywhere else
+    // (a pipe, a file) it stays byte for byte what the tool answered, so a script gets the file's
+    // contents and pipe mode's JSON stays JSON.
+    let shown = |text: &str, to_terminal: bool| -> String {
+        if to_terminal {
+            workspace::terminal::escape_text(text).into_owned()
+        } else {
+            text.to_owned()
+        }
+    };
+    use std::io::IsTerminal;
     if output.is_error {
-        eprintln!("{shown}");
+        eprintln!("{}", shown(&output.text, std::io::stderr().is_terminal()));
         1
     } else {
-        let mut text = shown.into_owned();
+        let mut text = shown(&output.text, std::io::stdout().is_terminal());
         if !text.ends_with('\n') {
             text.push('\n');
         }

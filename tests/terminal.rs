@@ -217,33 +217,102 @@ fn audit_diff_shows_a_records_lines_escaped() {
     );
 }
 
+/// Runs the binary with `args`, its stdout and stderr on a new pseudo-terminal as when a user
+/// runs it at a terminal, and returns whether it succeeded and all it printed. Output processing
+/// is off on the terminal, so the bytes read are the bytes the program wrote.
+fn on_terminal(args: &[&std::ffi::OsStr]) -> (bool, String) {
+    use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
+    use rustix::termios::{tcgetattr, tcsetattr, OptionalActions, OutputModes};
+    use std::io::Read;
+    use std::os::unix::ffi::OsStrExt;
+    let master =
+        openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("openpt");
+    grantpt(&master).expect("grantpt");
+    unlockpt(&master).expect("unlockpt");
+    let name = ptsname(&master, Vec::new()).expect("ptsname");
+    let terminal = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(std::ffi::OsStr::from_bytes(name.as_bytes()))
+        .expect("open the terminal");
+    let mut modes = tcgetattr(&terminal).expect("tcgetattr");
+    modes.output_modes.remove(OutputModes::OPOST);
+    tcsetattr(&terminal, OptionalActions::Now, &modes).expect("tcsetattr");
+    let mut cmd = command();
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(terminal.try_clone().expect("dup"))
+        .stderr(terminal);
+    let mut child = cmd.spawn().expect("run filesystem");
+    // The child holds the only ends of the terminal now, so reading ends (EIO) when it exits.
+    drop(cmd);
+    let mut printed = Vec::new();
+    let mut master = std::fs::File::from(master);
+    let mut chunk = [0u8; 4096];
+    loop {
+        match master.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => printed.extend_from_slice(&chunk[..n]),
+            Err(e) if e.raw_os_error() == Some(libc_eio()) => break,
+            Err(e) => panic!("reading the terminal: {e}"),
+        }
+    }
+    let status = child.wait().expect("wait");
+    (
+        status.success(),
+        String::from_utf8_lossy(&printed).into_owned(),
+    )
+}
+
+/// EIO, what reading a pseudo-terminal whose other side has closed returns on Linux.
+fn libc_eio() -> i32 {
+    rustix::io::Errno::IO.raw_os_error()
+}
+
 #[test]
-fn filesystem_call_shows_file_contents_escaped() {
+fn filesystem_call_shows_file_contents_escaped_on_a_terminal_and_unchanged_elsewhere() {
     let dir = temp_dir();
     let root = dir.path().canonicalize().expect("canonical");
-    std::fs::write(root.join("a.txt"), format!("line one\n\tindented {EVIL}\n")).expect("file");
+    let content = format!("line one\n\tindented {EVIL}\n");
+    std::fs::write(root.join("a.txt"), &content).expect("file");
     std::fs::write(root.join(format!("{EVIL}.txt")), "x").expect("file");
     let call = |tool: &str, args: &str| {
-        output_of(
-            command()
-                .args(["call", tool, args, "--no-call-log", "--root"])
-                .arg(&root),
-        )
+        let args: Vec<&std::ffi::OsStr> = ["call", tool, args, "--no-call-log", "--root"]
+            .into_iter()
+            .map(std::ffi::OsStr::new)
+            .chain([root.as_os_str()])
+            .collect();
+        on_terminal(&args)
     };
-    let (ok, out, err) = call("read_text_file", r#"{"path":"a.txt"}"#);
-    assert!(ok, "{err}");
+    let (ok, out) = call("read_text_file", r#"{"path":"a.txt"}"#);
+    assert!(ok, "{out}");
     assert!(out.starts_with("line one\n\tindented "), "{out:?}");
     assert_escaped("call read_text_file", &out);
-    let (ok, out, err) = call("list_directory", r#"{"path":"."}"#);
-    assert!(ok, "{err}");
+    let (ok, out) = call("list_directory", r#"{"path":"."}"#);
+    assert!(ok, "{out}");
     assert_escaped("call list_directory", &out);
-    // A failed call's message names the path given: on stderr, escaped too.
-    let (ok, _, err) = call(
+    // A failed call's message names the path given: on the terminal's stderr, escaped too.
+    let (ok, err) = call(
         "read_text_file",
         &serde_json::json!({"path": format!("{EVIL}/none")}).to_string(),
     );
     assert!(!ok);
     assert_escaped("a failed call", &err);
+    // Into a pipe the answer is what the tool gave, byte for byte: a script reading a file through
+    // `filesystem call` gets the file, and pipe mode's JSON stays JSON.
+    let (ok, out, err) = output_of(
+        command()
+            .args([
+                "call",
+                "read_text_file",
+                r#"{"path":"a.txt"}"#,
+                "--no-call-log",
+                "--root",
+            ])
+            .arg(&root),
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out, content, "a piped answer was changed");
 }
 
 #[test]

@@ -52,7 +52,11 @@ fn text_section(out: &mut String, name: &str, s: &Section) {
         );
     }
     if i.unreadable_files > 0 {
-        let _ = write!(unread, "; {} unreadable file(s) skipped", i.unreadable_files);
+        let _ = write!(
+            unread,
+            "; {} unreadable file(s) skipped",
+            i.unreadable_files
+        );
     }
     let _ = writeln!(
         out,
