@@ -456,6 +456,8 @@ fn passwd_home() -> Option<PathBuf> {
 }
 
 #[cfg(test)]
+// Tests build their fixtures by name in a temporary directory of their own, as a user would.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

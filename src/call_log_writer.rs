@@ -578,6 +578,8 @@ fn session_id() -> String {
 }
 
 #[cfg(test)]
+// Tests build their fixtures by name in a temporary directory of their own, as a user would.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use mcp_core::server::ClientInfo;

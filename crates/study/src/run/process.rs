@@ -95,6 +95,15 @@ pub struct Job {
     pub limit: Duration,
 }
 
+/// Makes `cmd` start in `dir`, a trial's workspace or task directory.
+// By name, and safe here: the runner made `dir` itself inside its own output directory (or it is
+// the study's own task directory), and the agent is handed the same path in `{workspace}` anyway;
+// agents are not sandboxed by the runner (README), so a descriptor would confine nothing more.
+#[allow(clippy::disallowed_methods)]
+fn starts_in(cmd: &mut Command, dir: &std::path::Path) {
+    cmd.current_dir(dir);
+}
+
 /// The run was interrupted (Ctrl-C): the process was killed and nothing is to be recorded.
 #[derive(Debug)]
 pub struct Interrupted;
@@ -114,8 +123,8 @@ pub fn run(job: &Job, stop: &AtomicBool) -> Result<ProcessEnd, Interrupted> {
         return Ok(failed("no program given".into()));
     };
     let mut cmd = Command::new(program);
+    starts_in(&mut cmd, &job.cwd);
     cmd.args(args)
-        .current_dir(&job.cwd)
         .envs(job.env.iter().map(|(k, v)| (k, v)))
         .env(job.marker.0, &job.marker.1)
         .process_group(0);
