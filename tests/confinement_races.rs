@@ -598,7 +598,7 @@ fn two_session_race(raid: Raid, walk: bool) {
     let mut rest_in: Option<(u64, std::time::Duration)> = None;
     until_met(|i| {
         let step = turns.steps();
-        if raid == Raid::Plant && step % 2 == 0 {
+        if raid == Raid::Plant && step.is_multiple_of(2) {
             match rest_in {
                 Some((s, rest)) if s == step => {
                     rest_in = Some((s, turns.rest_until_step_after(s, rest)));
