@@ -130,7 +130,10 @@ impl Goal {
 
     /// True once every operation reached its count.
     pub fn met(&self, tally: &Tally) -> bool {
-        self.missing(tally).is_empty()
+        self.succeed
+            .iter()
+            .all(|op| tally.successes(op) >= MIN_EACH)
+            && self.refuse.iter().all(|op| tally.refusals(op) >= MIN_EACH)
     }
 
     /// Fails unless the goal was met, naming each shortfall and the whole tally.
@@ -378,5 +381,41 @@ impl Turns {
             std::thread::sleep(Duration::from_micros(200));
         }
         (rest * 2).min(race_cap())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_goal_needs_every_success_and_every_refusal_it_names() {
+        let goal = Goal::raced(&["raced"]).and_succeeded(&["read"]);
+        let mut tally = Tally::default();
+        for _ in 0..MIN_EACH {
+            tally.record("raced", true);
+            tally.record("read", true);
+        }
+        assert!(!goal.met(&tally), "no refusal of 'raced' was seen yet");
+        assert_eq!(goal.missing(&tally).len(), 1);
+        for _ in 1..MIN_EACH {
+            tally.record_reply("raced", false, "NotFound: d is a link");
+        }
+        assert!(!goal.met(&tally), "one refusal short");
+        tally.record("raced", false);
+        assert!(goal.met(&tally));
+        assert!(goal.missing(&tally).is_empty());
+        // A read that is never refused does not hold the goal back.
+        assert_eq!(tally.refusals("read"), 0);
+    }
+
+    #[test]
+    fn a_goal_short_of_successes_says_why_the_operation_was_refused() {
+        let goal = Goal::raced(&["rg over d"]);
+        let mut tally = Tally::default();
+        tally.record_reply("rg over d", false, "'rg' is allowed but not installed");
+        let missing = goal.missing(&tally).join("; ");
+        assert!(missing.contains("succeeded only 0 times"), "{missing}");
+        assert!(missing.contains("not installed"), "{missing}");
     }
 }
