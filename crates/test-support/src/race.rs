@@ -1,6 +1,7 @@
 //! Racing a server: a [`Swapper`] thread that exchanges two names as fast as it can, helpers that
 //! work in a directory by descriptor whatever name it has at the moment, a [`Tally`] of outcomes
-//! and the [`Goal`] it must reach before a race may end, and how long races run.
+//! and the [`Goal`] it must reach before a race may end, the [`Turns`] two racing sessions hand
+//! over with, and how long races run.
 //!
 //! A race ends on what it has seen, not on the clock alone: it keeps going until every raced
 //! operation has succeeded, and been refused, [`MIN_EACH`] times (so each was both done and hit
