@@ -5,12 +5,14 @@
 //! and inode for inode as it was, no reply shows its path, names or content, and nothing of it is
 //! copied into the workspace.
 //!
-//! Each race runs for `FILESYSTEM_RACE_SECS` seconds (default 2). Long runs: `scripts/race`, or
-//! `FILESYSTEM_RACE_SECS=300 cargo test --test confinement_races -- --test-threads=1`.
+//! Each race runs for at least `FILESYSTEM_RACE_SECS` seconds (default 2), and on until it has
+//! seen what makes it count (below), giving up only at its cap (a minute more). Long runs:
+//! `scripts/race`, or `FILESYSTEM_RACE_SECS=300 cargo test --test confinement_races --
+//! --test-threads=1`.
 //!
 //! Every race also proves it was not vacuous: the swapper really exchanged the names (hundreds of
-//! times at least), and every operation it raced succeeded at least once, so a success could have
-//! been a redirected one.
+//! times at least), and every operation it raced both succeeded and was refused several times
+//! (`race::MIN_EACH`), so a success could have been a redirected one and the race did hit it.
 
 use std::os::fd::OwnedFd;
 use std::time::Duration;
@@ -21,7 +23,7 @@ use test_support::arena::{Arena, Screen, Snapshot};
 use test_support::cli;
 use test_support::mcp::{Client, Reply};
 use test_support::race::{
-    exists_at, for_duration, open_dir, race_duration, write_at, Swapper, Tally,
+    exists_at, open_dir, race_cap, until_met, write_at, Goal, Swapper, Tally, Turns, MIN_EACH,
 };
 
 /// Fewest exchanges a race must have seen to count.
@@ -75,13 +77,18 @@ impl Rig {
     fn cli(&mut self, op: &str, args: &[&str]) -> (bool, String) {
         let (ok, text) = cli::run(&self.arena.root, args);
         self.screen.check(op, &text);
-        self.tally.record(op, ok);
+        self.tally.record_reply(op, ok, &text);
         (ok, text)
+    }
+
+    /// True once the race has seen enough to end: the swapper's exchanges and the goal.
+    fn met(&self, swapper: &Swapper, goal: &Goal) -> bool {
+        swapper.swaps() >= MIN_SWAPS && goal.met(&self.tally)
     }
 
     /// Stops the swapper and checks, in order of importance: the canary is untouched, no reply
     /// leaked it, nothing of it was copied in; then that the race was real.
-    fn finish(self, swapper: Swapper, ops: &[&str]) {
+    fn finish(self, swapper: Swapper, goal: &Goal) {
         let swaps = swapper.finish();
         self.arena.assert_canary_unchanged(&self.before);
         self.screen.assert_clean();
@@ -90,7 +97,7 @@ impl Rig {
             swaps >= MIN_SWAPS,
             "the swapper made only {swaps} exchanges, so the race proved nothing"
         );
-        self.tally.assert_each_succeeded(ops);
+        goal.assert_met(&self.tally);
     }
 }
 
@@ -116,7 +123,8 @@ fn write_file_race(walk: bool) {
     let mut rig = Rig::new();
     let mut c = Client::start_with(&rig.arena.root, &[], walk);
     let swapper = rig.swap();
-    for_duration(race_duration(), |i| {
+    let goal = Goal::raced(&["write_file d/f"]);
+    until_met(|i| {
         let content = format!("EDIT-ME\nw{i}\n");
         rig.call(
             &mut c,
@@ -124,8 +132,9 @@ fn write_file_race(walk: bool) {
             "write_file",
             json!({"path": "d/f", "content": content}),
         );
+        rig.met(&swapper, &goal)
     });
-    rig.finish(swapper, &["write_file d/f"]);
+    rig.finish(swapper, &goal);
 }
 
 #[test]
@@ -133,15 +142,17 @@ fn create_file_in_a_swapped_directory_never_creates_outside() {
     let mut rig = Rig::new();
     let mut c = Client::start(&rig.arena.root, &[]);
     let swapper = rig.swap();
-    for_duration(race_duration(), |i| {
+    let goal = Goal::raced(&["create_file d/newN"]);
+    until_met(|i| {
         rig.call(
             &mut c,
             "create_file d/newN",
             "create_file",
             json!({"path": format!("d/new{i}"), "content": "new\n"}),
         );
+        rig.met(&swapper, &goal)
     });
-    rig.finish(swapper, &["create_file d/newN"]);
+    rig.finish(swapper, &goal);
 }
 
 #[test]
@@ -149,7 +160,8 @@ fn edit_file_in_a_swapped_directory_never_edits_outside() {
     let mut rig = Rig::new();
     let mut c = Client::start(&rig.arena.root, &[]);
     let swapper = rig.swap();
-    for_duration(race_duration(), |i| {
+    let goal = Goal::raced(&["edit_file d/f"]);
+    until_met(|i| {
         // The canary's files hold EDIT-ME too, so a redirected edit would match and change them.
         rig.call(
             &mut c,
@@ -157,8 +169,9 @@ fn edit_file_in_a_swapped_directory_never_edits_outside() {
             "edit_file",
             json!({"path": "d/f", "edits": [{"oldText": "EDIT-ME", "newText": format!("EDIT-ME\ne{i}")}]}),
         );
+        rig.met(&swapper, &goal)
     });
-    rig.finish(swapper, &["edit_file d/f"]);
+    rig.finish(swapper, &goal);
 }
 
 #[test]
@@ -166,7 +179,12 @@ fn moves_in_out_of_and_within_a_swapped_directory_never_move_outside_files() {
     let mut rig = Rig::new();
     let mut c = Client::start(&rig.arena.root, &[]);
     let swapper = rig.swap();
-    for_duration(race_duration(), |i| {
+    let goal = Goal::raced(&[
+        "move_file within d",
+        "move_file d/o -> top",
+        "move_file p.txt -> d/inN",
+    ]);
+    until_met(|i| {
         // Within d: f <-> g (the canary has f but no g, so a redirected move changes it).
         if !exists_at(&rig.dir, "f") && !exists_at(&rig.dir, "g") {
             write_at(&rig.dir, "f", b"EDIT-ME\nrecreated\n");
@@ -203,15 +221,9 @@ fn moves_in_out_of_and_within_a_swapped_directory_never_move_outside_files() {
             "move_file",
             json!({"source": "p.txt", "destination": format!("d/in{i}.txt")}),
         );
+        rig.met(&swapper, &goal)
     });
-    rig.finish(
-        swapper,
-        &[
-            "move_file within d",
-            "move_file d/o -> top",
-            "move_file p.txt -> d/inN",
-        ],
-    );
+    rig.finish(swapper, &goal);
 }
 
 #[test]
@@ -220,7 +232,8 @@ fn delete_and_restore_in_a_swapped_directory_never_take_or_put_outside_files() {
     let mut c = Client::start(&rig.arena.root, &[]);
     let swapper = rig.swap();
     let mut pending: Vec<u64> = Vec::new();
-    for_duration(race_duration(), |i| {
+    let goal = Goal::raced(&["delete_file d/x", "restore_file to d/yN"]);
+    until_met(|i| {
         if let Some(&id) = pending.first() {
             // To a fresh name: the canary has none, so a redirected restore shows.
             let r = rig.call(
@@ -246,8 +259,9 @@ fn delete_and_restore_in_a_swapped_directory_never_take_or_put_outside_files() {
                 pending.push(trash_id(&r.text));
             }
         }
+        rig.met(&swapper, &goal)
     });
-    rig.finish(swapper, &["delete_file d/x", "restore_file to d/yN"]);
+    rig.finish(swapper, &goal);
 }
 
 /// The id in `... to the trash as id 7; ...`.
@@ -269,7 +283,8 @@ fn write_and_undo_with_history_in_a_swapped_directory_never_write_outside() {
     let mut rig = Rig::new();
     let mut c = Client::start(&rig.arena.root, &["--backup"]);
     let swapper = rig.swap();
-    for_duration(race_duration(), |i| {
+    let goal = Goal::raced(&["write_file d/f (backup)", "undo_file d/f"]);
+    until_met(|i| {
         rig.call(
             &mut c,
             "write_file d/f (backup)",
@@ -277,8 +292,9 @@ fn write_and_undo_with_history_in_a_swapped_directory_never_write_outside() {
             json!({"path": "d/f", "content": format!("EDIT-ME\nv{i}\n")}),
         );
         rig.call(&mut c, "undo_file d/f", "undo_file", json!({"path": "d/f"}));
+        rig.met(&swapper, &goal)
     });
-    rig.finish(swapper, &["write_file d/f (backup)", "undo_file d/f"]);
+    rig.finish(swapper, &goal);
 }
 
 #[test]
@@ -286,7 +302,8 @@ fn reads_and_listings_of_a_swapped_directory_never_show_outside() {
     let mut rig = Rig::new();
     let mut c = Client::start(&rig.arena.root, &[]);
     let swapper = rig.swap();
-    for_duration(race_duration(), |_| {
+    let goal = Goal::raced(&["read_text_file d/f", "list_directory d", "directory_tree d"]);
+    until_met(|_| {
         rig.call(
             &mut c,
             "read_text_file d/f",
@@ -305,11 +322,9 @@ fn reads_and_listings_of_a_swapped_directory_never_show_outside() {
             "directory_tree",
             json!({"path": "d"}),
         );
+        rig.met(&swapper, &goal)
     });
-    rig.finish(
-        swapper,
-        &["read_text_file d/f", "list_directory d", "directory_tree d"],
-    );
+    rig.finish(swapper, &goal);
 }
 
 #[test]
@@ -317,7 +332,16 @@ fn pipelines_on_a_swapped_directory_never_show_outside() {
     let mut rig = Rig::new();
     let mut c = Client::start(&rig.arena.root, &["--legacy-pipe"]);
     let swapper = rig.swap_with_rests();
-    for_duration(race_duration(), |_| {
+    let goal = Goal::raced(&[
+        "ls -l d",
+        "ls with cwd d",
+        "head -n 5 f with cwd d",
+        "head | sort with cwd d",
+        "head -n 5 d/f",
+        "rg over d",
+        "fd in d",
+    ]);
+    until_met(|_| {
         rig.call(&mut c, "ls -l d", "shelpa_pipe", pipe("ls -l d"));
         rig.call(&mut c, "ls with cwd d", "shelpa_pipe", pipe_in("ls", "d"));
         rig.call(
@@ -345,19 +369,9 @@ fn pipelines_on_a_swapped_directory_never_show_outside() {
             pipe("rg -n 'EDIT|SECRET' d"),
         );
         rig.call(&mut c, "fd in d", "shelpa_pipe", pipe("fd . d"));
+        rig.met(&swapper, &goal)
     });
-    rig.finish(
-        swapper,
-        &[
-            "ls -l d",
-            "ls with cwd d",
-            "head -n 5 f with cwd d",
-            "head | sort with cwd d",
-            "head -n 5 d/f",
-            "rg over d",
-            "fd in d",
-        ],
-    );
+    rig.finish(swapper, &goal);
 }
 
 #[test]
@@ -365,7 +379,13 @@ fn a_session_inside_a_swapped_directory_never_lists_or_reads_outside() {
     let mut rig = Rig::new();
     let mut c = Client::start(&rig.arena.root, &["--legacy-pipe"]);
     let swapper = rig.swap();
-    for_duration(race_duration(), |_| {
+    let goal = Goal::raced(&[
+        "cd d",
+        "ls after cd d",
+        "ls -l after cd d",
+        "head after cd d",
+    ]);
+    until_met(|_| {
         if rig.call(&mut c, "cd d", "shelpa_pipe", pipe("cd d")).ok {
             rig.call(&mut c, "ls after cd d", "shelpa_pipe", pipe("ls"));
             rig.call(&mut c, "ls -l after cd d", "shelpa_pipe", pipe("ls -l"));
@@ -378,25 +398,18 @@ fn a_session_inside_a_swapped_directory_never_lists_or_reads_outside() {
         }
         // Back to the root by absolute path, so the next round starts from a known place. A
         // server may refuse while the session directory's name is a link; it must not refuse
-        // forever.
+        // forever (a refusal for as long as a race's cap means it never will).
         let root = rig.arena.root.display().to_string();
-        let back = (0..1000)
-            .map(|_| c.call("shelpa_pipe", pipe(&format!("cd {root}"))))
-            .find(|r| r.ok);
-        assert!(
-            back.is_some(),
-            "the session cannot return to the root, so its directory left the workspace"
-        );
+        let giving_up = std::time::Instant::now() + race_cap();
+        while !c.call("shelpa_pipe", pipe(&format!("cd {root}"))).ok {
+            assert!(
+                std::time::Instant::now() < giving_up,
+                "the session cannot return to the root, so its directory left the workspace"
+            );
+        }
+        rig.met(&swapper, &goal)
     });
-    rig.finish(
-        swapper,
-        &[
-            "cd d",
-            "ls after cd d",
-            "ls -l after cd d",
-            "head after cd d",
-        ],
-    );
+    rig.finish(swapper, &goal);
 }
 
 #[test]
@@ -404,7 +417,14 @@ fn tee_and_shelpa_write_into_a_swapped_directory_never_write_outside() {
     let mut rig = Rig::new();
     let mut c = Client::start(&rig.arena.root, &["--legacy-pipe"]);
     let swapper = rig.swap();
-    for_duration(race_duration(), |i| {
+    let goal = Goal::raced(&[
+        "shelpa_write d/f",
+        "shelpa_write append d/t.txt",
+        "head | tee d/f",
+        "head | tee -a d/t.txt",
+        "tee with cwd d",
+    ]);
+    until_met(|i| {
         rig.call(
             &mut c,
             "shelpa_write d/f",
@@ -435,17 +455,9 @@ fn tee_and_shelpa_write_into_a_swapped_directory_never_write_outside() {
             "shelpa_pipe",
             pipe_in("head -n 1 ../a.txt | tee f", "d"),
         );
+        rig.met(&swapper, &goal)
     });
-    rig.finish(
-        swapper,
-        &[
-            "shelpa_write d/f",
-            "shelpa_write append d/t.txt",
-            "head | tee d/f",
-            "head | tee -a d/t.txt",
-            "tee with cwd d",
-        ],
-    );
+    rig.finish(swapper, &goal);
 }
 
 /// Gives `d/f` a `.shelpa/` mirror with two records, through the real tee.
@@ -466,7 +478,8 @@ fn audit_restore_into_a_swapped_directory_never_writes_outside() {
     let mut rig = Rig::new();
     mirror_d_f(&mut rig);
     let swapper = rig.swap_with_rests();
-    for_duration(race_duration(), |i| {
+    let goal = Goal::raced(&["audit restore d/f", "audit restore --to d/rN"]);
+    until_met(|i| {
         let record = if i % 2 == 0 { "#1" } else { "#2" };
         rig.cli(
             "audit restore d/f",
@@ -477,8 +490,9 @@ fn audit_restore_into_a_swapped_directory_never_writes_outside() {
             "audit restore --to d/rN",
             &["audit", "restore", "d/f", "#1", "--to", &to],
         );
+        rig.met(&swapper, &goal)
     });
-    rig.finish(swapper, &["audit restore d/f", "audit restore --to d/rN"]);
+    rig.finish(swapper, &goal);
 }
 
 #[test]
@@ -487,7 +501,8 @@ fn audit_import_over_a_swapped_directory_never_reads_or_writes_outside() {
     mirror_d_f(&mut rig);
     let mut c = Client::start(&rig.arena.root, &["--legacy-pipe"]);
     let swapper = rig.swap_with_rests();
-    for_duration(race_duration(), |i| {
+    let goal = Goal::raced(&["shelpa_write d/f", "audit import"]);
+    until_met(|i| {
         // A new record each round, so every import has something to take in.
         rig.call(
             &mut c,
@@ -496,36 +511,39 @@ fn audit_import_over_a_swapped_directory_never_reads_or_writes_outside() {
             json!({"path": "d/f", "content": format!("EDIT-ME\nimport {i}\n")}),
         );
         rig.cli("audit import", &["audit", "import"]);
+        rig.met(&swapper, &goal)
     });
-    rig.finish(swapper, &["shelpa_write d/f", "audit import"]);
+    rig.finish(swapper, &goal);
 }
 
 /// What the second session does while the first keeps moving `L` (a link to the canary) and `R`
 /// (a real directory) in and out of the name `d`.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 enum Raid {
     /// Move `d/secret.txt` out of `d` and read it.
     Steal,
-    /// Move a workspace file into `d`.
+    /// Move a workspace file into `d` (creating `d` when it is missing).
     Plant,
 }
 
-/// Session one: L -> d, d -> L, R -> d, d -> R, round and round, until `stop`. A real `d` the
-/// other session's move made (move_file creates missing parents) is moved aside to `spillN`.
+/// The juggler's steps, round and round: after an even number of steps `d` is missing.
+const STEPS: [(&str, &str); 4] = [("L", "d"), ("d", "L"), ("R", "d"), ("d", "R")];
+
+/// Session one: L -> d, d -> L, R -> d, d -> R, round and round, until told to stop. A real `d`
+/// the other session's move made (move_file creates missing parents) is moved aside to `spillN`.
+/// After each step it hands over ([`Turns::stepped`]), so the raider sees every state.
 fn juggle(
     root: std::path::PathBuf,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    turns: &Turns,
     mut screen: Screen,
     walk: bool,
 ) -> (Screen, Tally) {
     let mut c = Client::start_with(&root, &[], walk);
     let mut tally = Tally::default();
     let root_fd = open_dir(&root);
-    let steps = [("L", "d"), ("d", "L"), ("R", "d"), ("d", "R")];
-    let mut phase = 0;
     let mut spill = 0;
-    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        let (from, to) = steps[phase];
+    while !turns.stopped() {
+        let (from, to) = STEPS[(turns.steps() % 4) as usize];
         if to == "d" && exists_at(&root_fd, "d") {
             spill += 1;
             c.run(
@@ -546,7 +564,7 @@ fn juggle(
         )
         .ok
         {
-            phase = (phase + 1) % steps.len();
+            turns.stepped();
         }
     }
     (screen, tally)
@@ -561,69 +579,88 @@ fn two_session_race(raid: Raid, walk: bool) {
     let r_fd = open_dir(&arena.path("R"));
     let before = Snapshot::of(&arena.canary);
 
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let turns = Turns::new();
     let juggler = {
-        let (root, stop, screen) = (arena.root.clone(), stop.clone(), arena.screen());
-        std::thread::spawn(move || juggle(root, stop, screen, walk))
+        let (root, turns, screen) = (arena.root.clone(), turns.clone(), arena.screen());
+        std::thread::spawn(move || juggle(root, &turns, screen, walk))
     };
     let mut c = Client::start_with(&arena.root, &[], walk);
     let mut screen = arena.screen();
     let mut tally = Tally::default();
-    for_duration(race_duration(), |i| match raid {
+    let goal = match raid {
         Raid::Steal => {
-            if !exists_at(&r_fd, "secret.txt") {
-                write_at(&r_fd, "secret.txt", decoy.as_bytes());
+            Goal::raced(&["move d/secret.txt -> stolenN"]).and_succeeded(&["read stolenN"])
+        }
+        Raid::Plant => Goal::raced(&["move p.txt -> d/plantedN"]),
+    };
+    // A plant into a missing `d` makes `d`, which the juggler must move aside before its next
+    // step: while `d` should be missing the planter rests between tries, longer each time,
+    // until the juggler has stepped.
+    let mut rest_in: Option<(u64, std::time::Duration)> = None;
+    until_met(|i| {
+        let step = turns.steps();
+        if raid == Raid::Plant && step.is_multiple_of(2) {
+            match rest_in {
+                Some((s, rest)) if s == step => {
+                    rest_in = Some((s, turns.rest_until_step_after(s, rest)));
+                }
+                _ => rest_in = Some((step, std::time::Duration::from_millis(1))),
             }
-            let name = format!("stolen{i}.txt");
-            let moved = c.run(
-                "move d/secret.txt -> stolenN",
-                "move_file",
-                json!({"source": "d/secret.txt", "destination": name}),
-                &mut screen,
-                &mut tally,
-            );
-            if moved.ok {
+        }
+        turns.raid(|| match raid {
+            Raid::Steal => {
+                if !exists_at(&r_fd, "secret.txt") {
+                    write_at(&r_fd, "secret.txt", decoy.as_bytes());
+                }
+                let name = format!("stolen{i}.txt");
+                let moved = c.run(
+                    "move d/secret.txt -> stolenN",
+                    "move_file",
+                    json!({"source": "d/secret.txt", "destination": name}),
+                    &mut screen,
+                    &mut tally,
+                );
+                if moved.ok {
+                    c.run(
+                        "read stolenN",
+                        "read_text_file",
+                        json!({"path": name}),
+                        &mut screen,
+                        &mut tally,
+                    );
+                }
+            }
+            Raid::Plant => {
+                if !arena.path("p.txt").exists() {
+                    arena.write("p.txt", "planted\n");
+                }
                 c.run(
-                    "read stolenN",
-                    "read_text_file",
-                    json!({"path": name}),
+                    "move p.txt -> d/plantedN",
+                    "move_file",
+                    json!({"source": "p.txt", "destination": format!("d/planted{i}.txt")}),
                     &mut screen,
                     &mut tally,
                 );
             }
-        }
-        Raid::Plant => {
-            if !arena.path("p.txt").exists() {
-                arena.write("p.txt", "planted\n");
-            }
-            c.run(
-                "move p.txt -> d/plantedN",
-                "move_file",
-                json!({"source": "p.txt", "destination": format!("d/planted{i}.txt")}),
-                &mut screen,
-                &mut tally,
-            );
-        }
+        });
+        turns.steps() >= STEPS.len() as u64 * MIN_EACH && goal.met(&tally)
     });
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    turns.stop();
     let (juggler_screen, juggler_tally) = juggler.join().expect("juggler");
 
     arena.assert_canary_unchanged(&before);
     screen.assert_clean();
     juggler_screen.assert_clean();
     arena.assert_no_secret_inside();
-    juggler_tally.assert_each_succeeded(&[
-        "move L -> d",
-        "move d -> L",
-        "move R -> d",
-        "move d -> R",
-    ]);
-    match raid {
-        Raid::Steal => {
-            tally.assert_each_succeeded(&["move d/secret.txt -> stolenN", "read stolenN"])
-        }
-        Raid::Plant => tally.assert_each_succeeded(&["move p.txt -> d/plantedN"]),
-    }
+    let steps: Vec<String> = STEPS
+        .iter()
+        .map(|(f, t)| format!("move {f} -> {t}"))
+        .collect();
+    let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
+    Goal::default()
+        .and_succeeded(&steps)
+        .assert_met(&juggler_tally);
+    goal.assert_met(&tally);
 }
 
 #[test]

@@ -70,8 +70,14 @@ fn a_server_killed_mid_write_leaves_nothing_once_the_next_one_starts() {
     std::fs::create_dir(root.join("big")).expect("mkdir");
     // Large enough that writing and syncing it takes a while; caught by polling the directory.
     let content = "x".repeat(48 * 1024 * 1024);
+    // Each try kills the server as soon as its temporary shows; it may have renamed it by then.
+    // Try until one kill lands before the rename, for up to two minutes (on a working machine
+    // the first few tries do).
     let mut caught = None;
-    for attempt in 0..8 {
+    let giving_up = Instant::now() + Duration::from_secs(120);
+    let mut attempt = 0;
+    while caught.is_none() && Instant::now() < giving_up {
+        attempt += 1;
         let mut s = Session::start_in(&root, &["--no-call-log"]);
         s.initialize("2025-11-25");
         s.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -93,14 +99,14 @@ fn a_server_killed_mid_write_leaves_nothing_once_the_next_one_starts() {
             // Still there after the kill (the write had not finished renaming it)?
             if temps.iter().any(|t| t.exists()) {
                 caught = Some(attempt);
-                break;
+                continue;
             }
         }
         let _ = std::fs::remove_file(root.join("big/file.bin"));
     }
     assert!(
         caught.is_some(),
-        "never caught the server between creating its temporary and renaming it"
+        "never caught the server between creating its temporary and renaming it ({attempt} tries)"
     );
     assert!(!temporaries(&root.join("big")).is_empty());
     assert_eq!(registries(&root).len(), 1, "the dead server's registry");

@@ -43,6 +43,28 @@ fn wait_exit(child: &mut std::process::Child, limit: Duration) -> std::process::
     }
 }
 
+/// Waits until the process has a child (a pipeline stage it started), failing after `limit`.
+fn wait_for_a_child(parent: &std::process::Child, limit: Duration) {
+    let parent = parent.id().to_string();
+    let has_child = || {
+        test_support::procs::proc_entries().iter().any(|(_, dir)| {
+            let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+            // The fields after the command name (which may hold spaces) in parentheses: state, ppid.
+            stat.rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+                .is_some_and(|ppid| ppid == parent)
+        })
+    };
+    let deadline = Instant::now() + limit;
+    while !has_child() {
+        assert!(
+            Instant::now() < deadline,
+            "the call never started its stage"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// A `/proc/PID/status` field in KiB.
 fn status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -101,7 +123,8 @@ fn a_cancel_reaches_a_batched_call_and_it_gets_no_reply() {
         "shelpa_pipe",
         json!({"command": BUSY})
     )]));
-    std::thread::sleep(Duration::from_millis(300));
+    // Cancel it while it runs: once its stage is seen as the server's child.
+    wait_for_a_child(&s.child, Duration::from_secs(20));
     s.send(cancel_msg(10));
     // Behind the batch in the queue: answered only once the batch is over.
     s.send(call_msg(11, "list_directory", json!({"path": "."})));

@@ -490,7 +490,10 @@ const HANG_ARMS: &str = "\
 
 #[test]
 fn a_hung_trial_is_killed_at_its_limit_and_recorded() {
-    let s = Study::new(3, 2, &[("summarize-log", 2)], HANG_ARMS, HANG_POLICY);
+    // The limit applies to both arms, and the filesystem arm must finish inside it: 10 s is far
+    // more than its trials take even on a loaded machine (a fraction of a second), so only the
+    // hang reaches it.
+    let s = Study::new(3, 2, &[("summarize-log", 10)], HANG_ARMS, HANG_POLICY);
     let out = s.out("run");
     s.run(&out, &["--jobs", "2", "--quiet"]);
     let recs = records(&out);

@@ -260,7 +260,7 @@ impl Client {
     ) -> Reply {
         let reply = self.call(tool, args);
         screen.check(op, &reply.raw);
-        tally.record(op, reply.ok);
+        tally.record_reply(op, reply.ok, &reply.text);
         reply
     }
 }

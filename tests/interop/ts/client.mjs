@@ -225,8 +225,10 @@ async function runRoots() {
     await client.sendRootsListChanged();
     const want = JSON.stringify([realpathSync(second), realpathSync(first)]);
     let seen = "";
-    // The switch happens when the server's roots/list is answered: look until it shows.
-    for (let i = 0; i < 100 && seen !== want; i += 1) {
+    // The switch happens when the server's roots/list is answered: look until it shows (for up
+    // to a minute: a loaded machine may take a while, a broken server never shows it).
+    const givingUp = Date.now() + 60_000;
+    while (seen !== want && Date.now() < givingUp) {
       seen = JSON.stringify(await allowed());
       if (seen !== want) await new Promise((r) => setTimeout(r, 50));
     }
