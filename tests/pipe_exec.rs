@@ -561,8 +561,14 @@ fn cancelling_a_call_kills_its_pipeline() {
     let command = format!(r#"awk 'BEGIN {{ m = "{marker}"; while (1) {{}} }}' | wc -l"#);
     mcp.send(json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
         "params": {"name": "shelpa_pipe", "arguments": {"command": command}}}));
-    // Wait until the stage really runs before cancelling it.
+    // Wait until the stage really runs before cancelling it; a stage not seen within a minute
+    // means the call never started it, which is a failure, not a reason to wait on.
+    let started = std::time::Instant::now();
     while processes_with(&marker).is_empty() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the endless stage was never seen running"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     mcp.send(
