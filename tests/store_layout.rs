@@ -454,8 +454,16 @@ fn a_conversion_killed_after_clearing_the_old_tree_keeps_the_history_of_a_folder
             let again = run(&root, &["call", "list_trash", "{}"], None);
             assert!(again.status.success(), "step {n}: the store does not open");
         }
-        assert_eq!(read(&root, ".filesystem/files/x.txt/.head"), "2\n", "step {n}");
-        assert_eq!(read(&root, ".filesystem/files/x.txt/00001"), "fx 1", "step {n}");
+        assert_eq!(
+            read(&root, ".filesystem/files/x.txt/.head"),
+            "2\n",
+            "step {n}"
+        );
+        assert_eq!(
+            read(&root, ".filesystem/files/x.txt/00001"),
+            "fx 1",
+            "step {n}"
+        );
         assert_eq!(read(&root, ".filesystem/a.txt/00001"), "a 1", "step {n}");
         assert!(
             !root.join(".filesystem/.converted").exists()
