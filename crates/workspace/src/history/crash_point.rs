@@ -5,12 +5,15 @@
 //! With [`STOP_AFTER_ENV`] set to `OP:N` (`convert`, `move`, `delete` or `restore`, then a
 //! count), the process SIGKILLs itself right after the Nth change to the disk made by operations
 //! of kind `OP` (the finishing of one a crash cut short included), counted from the start of the
-//! process. Without the variable every [`Steps::done`] is one relaxed load.
+//! process. `OP:N:park` parks the process there instead (it sleeps, holding the store lock,
+//! until it is killed), so a test can have a real server hold the lock mid-operation by
+//! construction. Without the variable every [`Steps::done`] is one relaxed load.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-/// Test hook: `OP:N` makes the process SIGKILL itself after the Nth write of operations `OP`.
+/// Test hook: `OP:N` makes the process SIGKILL itself after the Nth write of operations `OP`;
+/// `OP:N:park` makes it sleep there until it is killed.
 pub const STOP_AFTER_ENV: &str = "FILESYSTEM_TEST_STOP_AFTER";
 
 /// The kinds of operation whose writes the hook counts.
@@ -37,16 +40,30 @@ impl Op {
     }
 }
 
-/// The operation and count the environment asked for, read once.
-fn plan() -> Option<(Op, u64)> {
-    static PLAN: OnceLock<Option<(Op, u64)>> = OnceLock::new();
+/// What the hook does once the count is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    Kill,
+    Park,
+}
+
+/// The operation, count and action the environment asked for, read once.
+fn plan() -> Option<(Op, u64, Then)> {
+    static PLAN: OnceLock<Option<(Op, u64, Then)>> = OnceLock::new();
     *PLAN.get_or_init(|| {
         let text = std::env::var(STOP_AFTER_ENV).ok()?;
-        let (op, n) = text.split_once(':')?;
+        let mut parts = text.split(':');
+        let op = parts.next()?;
         let op = [Op::Convert, Op::Move, Op::Delete, Op::Restore]
             .into_iter()
             .find(|o| o.name() == op)?;
-        Some((op, n.parse().ok()?))
+        let n = parts.next()?.parse().ok()?;
+        let then = match parts.next() {
+            None => Then::Kill,
+            Some("park") => Then::Park,
+            Some(_) => return None,
+        };
+        Some((op, n, then))
     })
 }
 
@@ -65,13 +82,21 @@ impl Steps {
 
     /// One change to the disk was made; the process dies here if the hook says so.
     pub fn done(self) {
-        let Some((op, n)) = plan() else {
+        let Some((op, n, then)) = plan() else {
             return;
         };
         if op != self.0 {
             return;
         }
-        if DONE.fetch_add(1, Ordering::Relaxed) + 1 == n {
+        if DONE.fetch_add(1, Ordering::Relaxed) + 1 != n {
+            return;
+        }
+        if then == Then::Park {
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+            }
+        }
+        {
             // SIGKILL, exactly what the crash tests simulate: no destructor, no flush.
             let _ = rustix::process::kill_process(
                 rustix::process::getpid(),
