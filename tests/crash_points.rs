@@ -37,12 +37,6 @@ fn ok(root: &Path, tool: &str, args: Value) -> String {
     text
 }
 
-fn put(root: &Path, rel: &str, content: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-    std::fs::write(p, content).expect("write");
-}
-
 fn read(root: &Path, rel: &str) -> Option<String> {
     std::fs::read_to_string(root.join(rel)).ok()
 }
@@ -298,7 +292,7 @@ fn a_move_delete_or_restore_killed_after_any_of_its_writes_loses_nothing() {
             );
             // The next open finishes it, killed once more after its first write if it has one;
             // every other time that open is `check --repair`'s, which must leave no error.
-            let again = if n % 2 == 0 {
+            let again = if n.is_multiple_of(2) {
                 run(&root, &["check", "--repair"], None)
             } else {
                 run(
