@@ -784,16 +784,19 @@ impl Walk<'_> {
     /// A pending note the store could not finish and set aside (see
     /// `workspace::history::Store::lock`): the operation it names is half done.
     fn stuck_note(&mut self, rel: &Path) {
-        let text = self
+        // Its first 600 bytes: a note is one short line, and a planted large file is not read.
+        let mut head = Vec::new();
+        let _ = self
             .fixer
             .workspace()
-            .read(&store_dir().join(rel))
-            .map(|t| {
-                String::from_utf8_lossy(&t[..t.len().min(600)])
-                    .trim_end()
-                    .replace('\t', " -> ")
-            })
-            .unwrap_or_default();
+            .open_regular(&store_dir().join(rel), OFlags::RDONLY, Mode::empty())
+            .and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, 600), &mut head));
+        let text: String = String::from_utf8_lossy(&head)
+            .trim_end()
+            .replace('\t', " -> ")
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
         self.report.push(
             CheckSeverity::Warning,
             Self::place(rel),
