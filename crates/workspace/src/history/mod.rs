@@ -176,7 +176,9 @@ impl<'a> LockWait<'a> {
     }
 }
 
-/// Who holds the lock, as `.lock` says: `pid command`, printable ASCII only, a line at most.
+/// Who holds the lock, as `.lock` says: `pid command`, printable ASCII only, a line at most;
+/// `None` when it names no live process (the holder is then one that does not write its name,
+/// such as an older build, and the name left there is a previous holder's).
 fn lock_holder(ws: &Workspace, lock: &Path) -> Option<String> {
     use std::io::Read;
     let file = ws
@@ -196,14 +198,22 @@ fn lock_holder(ws: &Workspace, lock: &Path) -> Option<String> {
         })
         .collect();
     let (pid, command) = shown.split_once(' ')?;
-    pid.parse::<u32>().ok()?;
-    Some(format!("process {pid} ({command})"))
+    let alive = pid
+        .parse::<i32>()
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .is_some_and(|p| {
+            !matches!(
+                rustix::process::test_kill_process(p),
+                Err(rustix::io::Errno::SRCH)
+            )
+        });
+    alive.then(|| format!("process {pid} ({command})"))
 }
 
 /// Writes who holds the lock into `.lock` (`pid command`), for a caller that gives up waiting.
 /// Skipped when the file has a second hard link: it must not write through to another file.
 fn note_holder(file: &File) {
-    use std::io::Write;
     use std::os::unix::fs::{FileExt, MetadataExt};
     if !file.metadata().is_ok_and(|m| m.nlink() == 1) {
         return;
@@ -223,7 +233,6 @@ fn note_holder(file: &File) {
     line.push('\n');
     let _ = file.set_len(0);
     let _ = file.write_all_at(line.as_bytes(), 0);
-    let _ = (&*file).flush();
 }
 
 /// The history store of one workspace root.
