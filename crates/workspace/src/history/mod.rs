@@ -452,6 +452,13 @@ impl Store {
         steps: Steps,
         finish: impl FnOnce(&[u8], &[u8]) -> Result<(), HistoryError>,
     ) -> Result<(), HistoryError> {
+        // Only a regular file is a note: a directory there is the history of a workspace file of
+        // that name written before the name was reserved, which `check` reports.
+        match self.ws.stat(&state.join(name)) {
+            Ok(Some(m)) if m.is_file() => {}
+            Ok(_) => return Ok(()),
+            Err(e) => return Err(io_err(format!("cannot read the pending-{what} note"))(e)),
+        }
         let note = self.note(state, name);
         let Some(fields) = note
             .read()
@@ -974,6 +981,26 @@ mod tests {
         s.undo(&lock, Path::new("a"), 1)
             .expect("its history came along");
         assert_eq!(std::fs::read(dir.path().join("a")).expect("read"), b"one");
+    }
+
+    #[test]
+    fn a_directory_or_fifo_where_a_pending_note_goes_does_not_stop_the_lock() {
+        let (dir, s) = store_with_two_versions_of_a();
+        let state = dir.path().join(".filesystem");
+        // The history of a workspace file `.pending-restore` from before the name was reserved.
+        std::fs::create_dir_all(state.join(layout::PENDING_RESTORE)).expect("mkdir");
+        std::fs::write(state.join(layout::PENDING_RESTORE).join("00001"), "v").expect("write");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &state.join(layout::PENDING_MOVE),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        let lock = s.lock().expect("lock");
+        s.undo(&lock, Path::new("a"), 1).expect("the store works");
+        assert!(state.join(layout::PENDING_RESTORE).join("00001").exists());
     }
 
     #[test]
