@@ -992,7 +992,7 @@ mod tests {
         std::fs::write(state.join(layout::PENDING_RESTORE).join("00001"), "v").expect("write");
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &state.join(layout::PENDING_MOVE),
+            state.join(layout::PENDING_MOVE),
             rustix::fs::FileType::Fifo,
             rustix::fs::Mode::from_raw_mode(0o600),
             0,
