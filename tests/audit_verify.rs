@@ -245,3 +245,59 @@ fn a_shelpa_directory_that_is_itself_a_link_is_not_followed() {
     assert_ne!(show.code, 0);
     assert!(!show.text().contains("TOP-SECRET"));
 }
+
+/// `filesystem ARGS --root ROOT` under an address-space limit of `kib` KiB: (exit code, stdout).
+fn within(root: &std::path::Path, kib: u64, args: &[&str]) -> (Option<i32>, String) {
+    let bin = test_support::bin::command().get_program().to_owned();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(bin)
+        .args(args)
+        .arg("--root")
+        .arg(root)
+        .env_remove("FILESYSTEM_ROOT")
+        .output()
+        .expect("run filesystem");
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[test]
+fn a_mirror_of_lines_that_look_like_separators_is_verified_in_memory_bounded_by_a_line() {
+    let (_d, root) = test_support::temp::canonical_temp_dir();
+    std::fs::create_dir_all(root.join(".shelpa")).expect("mkdir");
+    std::fs::write(root.join("notes.md"), "notes\n").expect("file");
+    // 64 MiB of near-miss separators: a message per line would need gigabytes.
+    let line = b"--- shelpa:x\n";
+    let mut mirror = Vec::with_capacity(64 << 20);
+    while mirror.len() + line.len() <= 64 << 20 {
+        mirror.extend_from_slice(line);
+    }
+    let lines = mirror.len() / line.len();
+    std::fs::write(root.join(".shelpa/notes.md"), &mirror).expect("mirror");
+    drop(mirror);
+    let limit = 256 * 1024;
+    let (code, text) = within(&root, limit, &["audit", "verify", "--json"]);
+    assert_eq!(code, Some(0), "warnings only: {text}");
+    let v: Value = serde_json::from_str(&text).expect("json");
+    let found = findings(&v);
+    assert_eq!(found.len(), 51, "{found:#?}");
+    assert!(
+        found[50].3.contains(&format!("{} more", lines - 50)),
+        "{:?}",
+        found[50]
+    );
+    let (code, text) = within(&root, limit, &["check"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("more findings about separator lines"),
+        "{text}"
+    );
+}

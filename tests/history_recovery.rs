@@ -550,3 +550,95 @@ fn a_file_restored_to_its_own_path_is_not_something_else() {
     assert!(story.contains("now at b.txt"), "{story}");
     assert!(story.contains("Something else is at a.txt"), "{story}");
 }
+
+impl Ws {
+    /// `filesystem check FLAGS` on this root: (exit code, what it printed).
+    fn check(&self, flags: &[&str]) -> (Option<i32>, String) {
+        let out = command()
+            .arg("check")
+            .args(flags)
+            .arg("--root")
+            .arg(&self.root)
+            .env_remove("FILESYSTEM_ROOT")
+            .output()
+            .expect("run filesystem check");
+        (
+            out.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    }
+}
+
+#[test]
+fn a_versioned_write_to_a_name_too_long_for_the_store_s_escape_is_refused_before_it_is_written() {
+    let ws = Ws::new();
+    // 255 bytes beginning with the escape: the store would have to keep it as 256.
+    let long = format!("%{}", "a".repeat(254));
+    let msg = ws.err(
+        "write_file",
+        &args(serde_json::json!({"path": long, "content": "x"})),
+        "InvalidArgument",
+    );
+    assert!(msg.contains("255") && msg.contains("shorter"), "{msg}");
+    assert!(!ws.path(&long).exists(), "nothing was written");
+}
+
+#[test]
+fn a_name_too_long_for_the_store_s_escape_never_disables_the_store() {
+    let ws = Ws::new();
+    let long = format!("%{}", "a".repeat(254));
+    // Made outside the server, it deletes and restores like any file, and the store goes on.
+    std::fs::write(ws.path(&long), "outside").expect("write");
+    ws.ok("delete_file", &args(serde_json::json!({"path": long})));
+    ws.write("other.txt", "one");
+    ws.ok("restore_file", &args(serde_json::json!({"id": 1})));
+    assert_eq!(ws.read(&long), "outside");
+
+    // A file with a history is not moved where its history could not follow.
+    ws.write("h.txt", "v1");
+    ws.write("h.txt", "v2");
+    let dest = format!("d/{long}");
+    let msg = ws.err(
+        "move_file",
+        &args(serde_json::json!({"source": "h.txt", "destination": dest})),
+        "InvalidArgument",
+    );
+    assert!(msg.contains("shorter"), "{msg}");
+    assert!(!ws.path("d").exists(), "nothing moved, nothing was created");
+    ws.ok("undo_file", &args(serde_json::json!({"path": "h.txt"})));
+    assert_eq!(ws.read("h.txt"), "v1");
+    // One without a history moves there.
+    ws.ok(
+        "move_file",
+        &args(serde_json::json!({"source": long, "destination": dest})),
+    );
+    assert_eq!(ws.read(&dest), "outside");
+
+    // A pending note that can never be finished (its history cannot follow to that name), as a
+    // crash would leave it: set aside, reported, and the store keeps working.
+    ws.write("g.txt", "g1");
+    std::fs::rename(ws.path("g.txt"), ws.path(&long)).expect("rename");
+    std::fs::write(
+        ws.path(".filesystem/.pending-move"),
+        format!("g.txt\t{long}\n"),
+    )
+    .expect("plant");
+    ws.write("other.txt", "two");
+    assert!(!ws.path(".filesystem/.pending-move").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.path(".filesystem/g.txt/00001")).expect("kept"),
+        "g1",
+        "the history stays where it was"
+    );
+    let (code, text) = ws.check(&["--repair"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains(".filesystem/.orphans/pending-move-")
+            && text.contains("could not be finished"),
+        "{text}"
+    );
+}

@@ -15,14 +15,15 @@ use test_support::cli::in_root;
 use test_support::cli::printed;
 use test_support::temp::canonical_temp_dir;
 
-/// The conversion's test hook (see `crates/workspace/src/history/convert.rs`).
-const STOP_AFTER: &str = "FILESYSTEM_TEST_CONVERSION_STOP_AFTER";
+/// The store's crash-point hook (see `crates/workspace/src/history/crash_point.rs`), counting
+/// the conversion's writes.
+const STOP_AFTER: &str = "FILESYSTEM_TEST_STOP_AFTER";
 
 fn run(root: &Path, args: &[&str], stop_after: Option<u64>) -> Output {
     let mut cmd = in_root(root, args);
     cmd.env_remove(STOP_AFTER);
     if let Some(n) = stop_after {
-        cmd.env(STOP_AFTER, n.to_string());
+        cmd.env(STOP_AFTER, format!("convert:{n}"));
     }
     cmd.output().expect("run filesystem")
 }
@@ -218,6 +219,11 @@ fn old_store(root: &Path) {
     put(root, &format!("{f}/s/#versions/00002"), "s stray");
     put(root, &format!("{f}/s/#versions/head"), "1 1\n");
     put(root, "s", "s 1");
+    // A workspace folder named `files`, like the old layout's own subtree: `files/files/…`.
+    put(root, &format!("{f}/files/x.txt/#versions/00001"), "fx 1");
+    put(root, &format!("{f}/files/x.txt/#versions/00002"), "fx 2");
+    put(root, &format!("{f}/files/x.txt/#versions/head"), "2 2\n");
+    put(root, "files/x.txt", "fx 2");
     // The history tree of a trashed file's old parent, left behind empty.
     std::fs::create_dir_all(root.join(format!("{f}/gone"))).expect("mkdir");
     // A deleted file (its history is its #versions itself) and a deleted directory (a tree).
@@ -264,7 +270,19 @@ fn assert_converted(root: &Path) {
             "{rel} is still there"
         )
     };
-    absent("files");
+    // `files/` is now the history of the workspace folder of that name, and nothing else.
+    let names = |rel: &str| {
+        let mut n: Vec<String> = std::fs::read_dir(root.join(".filesystem").join(rel))
+            .unwrap_or_else(|e| panic!("{rel}: {e}"))
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(names("files"), ["x.txt"]);
+    assert_eq!(names("files/x.txt"), [".head", "00001", "00002"]);
+    assert_eq!(f("files/x.txt/.head"), "2\n");
+    assert_eq!(f("files/x.txt/00001"), "fx 1");
     absent(".converting");
     absent(".converted");
     assert_eq!(f(".layout"), "2\n");
@@ -346,6 +364,8 @@ fn a_store_in_the_previous_layout_converts_on_first_open_and_keeps_working() {
     assert_eq!(read(&root, "p"), "p 3");
     ok(&root, "undo_file", json!({"path": "d/00001"}));
     assert_eq!(read(&root, "d/00001"), "d0 1");
+    ok(&root, "undo_file", json!({"path": "files/x.txt"}));
+    assert_eq!(read(&root, "files/x.txt"), "fx 1");
     // Restores bring the converted histories back.
     ok(&root, "restore_file", json!({"id": 1}));
     ok(&root, "undo_file", json!({"path": "gone/file.txt"}));
@@ -396,5 +416,74 @@ fn a_conversion_killed_at_any_step_converts_on_the_next_open_and_loses_nothing()
         assert_converted(&root);
         n += 1;
         assert!(n < 1000, "the conversion never finished");
+    }
+}
+
+/// A previous-layout store the old layout explains completely (no stray snapshot, so the
+/// conversion empties `.converted/` to the last entry), with a workspace folder named `files`.
+fn clean_old_store(root: &Path) {
+    let f = ".filesystem/files";
+    put(root, &format!("{f}/files/x.txt/#versions/00001"), "fx 1");
+    put(root, &format!("{f}/files/x.txt/#versions/00002"), "fx 2");
+    put(root, &format!("{f}/files/x.txt/#versions/head"), "2 2\n");
+    put(root, "files/x.txt", "fx 2");
+    put(root, &format!("{f}/a.txt/#versions/00001"), "a 1");
+    put(root, &format!("{f}/a.txt/#versions/head"), "1 1\n");
+    put(root, "a.txt", "a 1");
+}
+
+#[test]
+fn a_conversion_killed_after_clearing_the_old_tree_keeps_the_history_of_a_folder_named_files() {
+    let mut n = 1u64;
+    loop {
+        let (_d, root) = canonical_temp_dir();
+        clean_old_store(&root);
+        let first = run(&root, &["call", "list_trash", "{}"], Some(n));
+        let killed = first.status.code().is_none();
+        assert!(
+            killed || first.status.success(),
+            "step {n}: failed without being killed: {}",
+            String::from_utf8_lossy(&first.stderr)
+        );
+        if killed {
+            let checked = run(&root, &["check"], None);
+            assert!(
+                checked.status.success(),
+                "step {n}: {}",
+                String::from_utf8_lossy(&checked.stdout)
+            );
+            let again = run(&root, &["call", "list_trash", "{}"], None);
+            assert!(again.status.success(), "step {n}: the store does not open");
+        }
+        assert_eq!(
+            read(&root, ".filesystem/files/x.txt/.head"),
+            "2\n",
+            "step {n}"
+        );
+        assert_eq!(
+            read(&root, ".filesystem/files/x.txt/00001"),
+            "fx 1",
+            "step {n}"
+        );
+        assert_eq!(read(&root, ".filesystem/a.txt/00001"), "a 1", "step {n}");
+        assert!(
+            !root.join(".filesystem/.converted").exists()
+                && !root.join(".filesystem/.orphans").exists(),
+            "step {n}: nothing is left over or set aside"
+        );
+        ok(&root, "undo_file", json!({"path": "files/x.txt"}));
+        assert_eq!(read(&root, "files/x.txt"), "fx 1", "step {n}");
+        let clean = run(&root, &["check", "--strict"], None);
+        assert!(
+            clean.status.success(),
+            "step {n}: {}",
+            String::from_utf8_lossy(&clean.stdout)
+        );
+        if !killed {
+            assert!(n > 10, "the conversion took only {n} steps");
+            break;
+        }
+        n += 1;
+        assert!(n < 500, "the conversion never finished");
     }
 }

@@ -5,7 +5,10 @@
 //! else did not come from a crash of this server — the store's appends cut a torn line before
 //! writing — so it is reported and left for a person.
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
+
+use rustix::fs::{Mode, OFlags};
 
 use workspace::history::layout::{self, DELETES_LOG, IMPORTS_LOG, MOVES_LOG};
 use workspace::history::log::unescape;
@@ -40,31 +43,46 @@ pub(crate) fn check(state: &Path, fixer: &mut Fixer, report: &mut CheckReport) {
 
 fn check_one(state: &Path, name: &str, grammar: Grammar, fixer: &Fixer, report: &mut CheckReport) {
     let path = state.join(name);
+    let rel = Path::new(workspace::guard::STATE_DIRS[0]).join(name);
     let place = format!(".filesystem/{name}");
-    match std::fs::symlink_metadata(&path) {
-        Ok(m) if m.file_type().is_file() => {}
+    let ws = fixer.workspace();
+    match ws.stat(&rel) {
+        Ok(Some(m)) if m.is_file() => {}
         // Links and other odd types at these names are reported by the store walk.
-        Ok(_) | Err(_) => return,
+        _ => return,
     }
-    let data = match std::fs::read(&path) {
-        Ok(d) => d,
-        Err(e) => {
-            report.push(
-                CheckSeverity::Error,
-                place,
-                format!("cannot be read: {e}"),
-                Fix::Manual("check its permissions".into()),
-            );
-            return;
+    let cannot_read = |report: &mut CheckReport, e: std::io::Error| {
+        report.push(
+            CheckSeverity::Error,
+            place.clone(),
+            format!("cannot be read: {e}"),
+            Fix::Manual("check its permissions".into()),
+        )
+    };
+    let file = match ws.open_regular(&rel, OFlags::RDONLY, Mode::empty()) {
+        Ok(f) => f,
+        Err(e) => return cannot_read(report, e),
+    };
+    // One line at a time: a log can be large, and only its longest line is ever held.
+    let mut reader = BufReader::new(file);
+    let mut line = Vec::new();
+    let (mut lines, mut complete, mut torn) = (0usize, 0u64, 0u64);
+    loop {
+        line.clear();
+        let n = match reader.read_until(b'\n', &mut line) {
+            Ok(n) => n,
+            Err(e) => return cannot_read(report, e),
+        };
+        if n == 0 {
+            break;
         }
-    };
-    let complete = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let lines: Vec<&[u8]> = match data[..complete].strip_suffix(b"\n") {
-        Some(body) => body.split(|&b| b == b'\n').collect(),
-        None => Vec::new(),
-    };
-    for (i, line) in lines.iter().enumerate() {
-        if let Err(why) = parse_line(line, grammar) {
+        let Some(body) = line.strip_suffix(b"\n") else {
+            torn = n as u64;
+            break;
+        };
+        lines += 1;
+        complete += n as u64;
+        if let Err(why) = parse_line(body, grammar) {
             // The call log is written without cutting a torn line first, so a line glued onto a
             // torn one is a known (harmless) leftover there; in the store's logs it is not.
             let severity = match grammar {
@@ -73,7 +91,7 @@ fn check_one(state: &Path, name: &str, grammar: Grammar, fixer: &Fixer, report: 
             };
             report.push(
                 severity,
-                format!("{place}:{}", i + 1),
+                format!("{place}:{lines}"),
                 format!("line does not parse ({why}); readers skip it"),
                 Fix::Manual(
                     "inspect it by hand; it did not come from an interrupted append of this server"
@@ -82,16 +100,11 @@ fn check_one(state: &Path, name: &str, grammar: Grammar, fixer: &Fixer, report: 
             );
         }
     }
-    if complete < data.len() {
-        let torn = data.len() - complete;
-        let fix = fixer.truncate(
-            &path,
-            complete as u64,
-            format!("cut the {torn} torn byte(s) off"),
-        );
+    if torn > 0 {
+        let fix = fixer.truncate(&path, complete, format!("cut the {torn} torn byte(s) off"));
         report.push(
             CheckSeverity::Warning,
-            format!("{place}:{}", lines.len() + 1),
+            format!("{place}:{}", lines + 1),
             "the last line is torn (an append cut short by a crash; it was never acknowledged, and readers ignore it)".into(),
             fix,
         );

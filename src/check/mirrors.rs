@@ -11,8 +11,13 @@ use workspace::mirror::MIRROR_DIR;
 use super::{CheckReport, CheckSeverity, Fix};
 
 /// Adds the verifier's findings about the mirrors under `root` to `report`.
-pub(crate) fn check(root: &Path, allow_root_slash: bool, report: &mut CheckReport) {
-    if std::fs::symlink_metadata(root.join(MIRROR_DIR)).is_err() {
+pub(crate) fn check(
+    root: &Path,
+    ws: &workspace::Workspace,
+    allow_root_slash: bool,
+    report: &mut CheckReport,
+) {
+    if !matches!(ws.stat(Path::new(MIRROR_DIR)), Ok(Some(_))) {
         return;
     }
     let result = Audit::open(Some(root), allow_root_slash).and_then(|a| verify::problems(&a));

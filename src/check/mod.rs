@@ -215,7 +215,9 @@ pub fn check(root: &Path, allow_root_slash: bool, repair: bool) -> Result<CheckR
         what: "cannot open the workspace root".into(),
         source,
     })?;
-    let has_store = std::fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir());
+    let store_dir = Path::new(workspace::guard::STATE_DIRS[0]);
+    let found = ws.stat(store_dir);
+    let has_store = matches!(&found, Ok(Some(m)) if m.is_dir());
     // Holding the lock means no server is between the steps of a mutation, so a temporary file
     // older than this moment cannot belong to a write still in progress.
     let _lock = if repair && has_store {
@@ -227,22 +229,22 @@ pub fn check(root: &Path, allow_root_slash: bool, repair: bool) -> Result<CheckR
     } else {
         None
     };
-    let mut fixer = repair::Fixer::new(ws, repair);
-    match std::fs::symlink_metadata(&state) {
-        Ok(m) if m.is_dir() => {
+    let mut fixer = repair::Fixer::new(ws.clone(), repair);
+    match found {
+        Ok(Some(m)) if m.is_dir() => {
             logs::check(&state, &mut fixer, &mut report);
             store::check(&state, &mut fixer, &mut report)?;
         }
-        Ok(_) => report.push(
+        Ok(Some(_)) => report.push(
             CheckSeverity::Error,
             ".filesystem".into(),
             "is not a plain directory (a symlink or a file); the server refuses to use it".into(),
             Fix::Manual("move it out of the workspace so the server can create its own".into()),
         ),
-        Err(_) => {}
+        Ok(None) | Err(_) => {}
     }
     leftovers::check(root, &mut fixer, &mut report)?;
-    mirrors::check(root, allow_root_slash, &mut report);
+    mirrors::check(root, &ws, allow_root_slash, &mut report);
     Ok(report)
 }
 
@@ -275,7 +277,9 @@ pub fn run(root: Option<&Path>, allow_root_slash: bool, args: &CheckArgs) -> i32
     }
 }
 
+// The tests build their fixtures by path inside their own temporary directories.
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use std::path::PathBuf;

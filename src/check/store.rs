@@ -22,7 +22,8 @@ use workspace::history::durable::is_temp_name;
 use workspace::history::layout::{
     self, old, snapshot_version, undone_version, CONVERTED_DIR, CONVERTING_DIR, DELETES_LOG,
     HEAD_FILE, IMPORTS_LOG, LAYOUT_MARK, LOCK_FILE, MOVES_LOG, ORPHANS_DIR, PENDING_DELETE,
-    PENDING_MOVE, TRASH_COUNTER, TRASH_DIR, TRASH_HISTORY_SUFFIX,
+    PENDING_MOVE, PENDING_RESTORE, STUCK_NOTE_PREFIX, TRASH_COUNTER, TRASH_DIR,
+    TRASH_HISTORY_SUFFIX,
 };
 use workspace::history::versions::Versions;
 
@@ -44,18 +45,6 @@ enum Kind {
 }
 
 impl Kind {
-    fn of(t: std::fs::FileType) -> Kind {
-        if t.is_symlink() {
-            Kind::Link
-        } else if t.is_dir() {
-            Kind::Dir
-        } else if t.is_file() {
-            Kind::File
-        } else {
-            Kind::Special
-        }
-    }
-
     /// The kind of an entry a [`Tree`] walk came to.
     fn of_entry(t: FileType) -> Kind {
         match t {
@@ -89,15 +78,10 @@ struct Walk<'a> {
     layout: Found,
 }
 
-/// The entries of a directory (names and kinds, not followed), sorted by name.
-fn entries(dir: &Path) -> io::Result<Vec<(std::ffi::OsString, Kind)>> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir)? {
-        let e = e?;
-        out.push((e.file_name(), Kind::of(e.file_type()?)));
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out)
+/// The store directory, root-relative: every read of the store goes through the workspace
+/// layer, relative to the root's descriptor, never by its absolute path.
+fn store_dir() -> &'static Path {
+    Path::new(workspace::guard::STATE_DIRS[0])
 }
 
 /// Checks everything inside `.filesystem/` at `state` except the logs' lines.
@@ -133,6 +117,19 @@ pub(crate) fn check(
 }
 
 impl Walk<'_> {
+    /// The entries of the store directory `rel` (names and kinds, not followed), sorted by name.
+    fn entries(&self, rel: &Path) -> io::Result<Vec<(OsString, Kind)>> {
+        let mut out: Vec<(OsString, Kind)> = self
+            .fixer
+            .workspace()
+            .entries(&store_dir().join(rel))?
+            .into_iter()
+            .map(|e| (e.name, Kind::of_entry(e.stat.kind)))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
     fn place(rel: &Path) -> String {
         format!(".filesystem/{}", rel.display())
     }
@@ -211,10 +208,12 @@ impl Walk<'_> {
     /// The fixed names at the top of the store; returns the history trees found there (the
     /// store path of each and the workspace path it stands for).
     fn top_level(&mut self) -> Result<Vec<(PathBuf, PathBuf)>, CheckError> {
-        let list = entries(self.state).map_err(|source| CheckError::Io {
-            what: "cannot list .filesystem/".into(),
-            source,
-        })?;
+        let list = self
+            .entries(Path::new(""))
+            .map_err(|source| CheckError::Io {
+                what: "cannot list .filesystem/".into(),
+                source,
+            })?;
         let mut trees = Vec::new();
         for (name, kind) in list {
             let rel = PathBuf::from(&name);
@@ -234,6 +233,7 @@ impl Walk<'_> {
                     | IMPORTS_LOG
                     | PENDING_MOVE
                     | PENDING_DELETE
+                    | PENDING_RESTORE
                     | TRASH_COUNTER
                     | LOCK_FILE
                     | LAYOUT_MARK
@@ -242,11 +242,15 @@ impl Walk<'_> {
                 ) => Some(Kind::File),
                 _ => None,
             };
-            if (name == PENDING_MOVE || name == PENDING_DELETE) && kind == Kind::File {
+            if [PENDING_MOVE, PENDING_DELETE, PENDING_RESTORE]
+                .iter()
+                .any(|p| name == *p)
+                && kind == Kind::File
+            {
                 self.report.push(
                     CheckSeverity::Info,
                     Self::place(&rel),
-                    "a move or delete was cut short; the next change to the store finishes it (or finds it never happened)".to_string(),
+                    "a move, delete or restore was cut short; the next change to the store finishes it (or finds it never happened)".to_string(),
                     Fix::Nothing,
                 );
             }
@@ -436,7 +440,7 @@ impl Walk<'_> {
     /// `.head` and second names. A directory's tree with no snapshots and no head is no file's
     /// history and is not counted.
     fn versions(&mut self, dir: &Path, workspace: &Path) {
-        let list = match entries(&self.state.join(dir)) {
+        let list = match self.entries(dir) {
             Ok(l) => l,
             Err(e) => return self.unreadable(dir, e),
         };
@@ -540,14 +544,14 @@ impl Walk<'_> {
             .next_back()
             .copied()
             .unwrap_or(0);
-        let gaps: BTreeSet<u64> = (1..below).filter(|v| !snapshots.contains(v)).collect();
+        let gaps = missing_runs(&snapshots, below);
         if !gaps.is_empty() {
             self.report.push(
                 CheckSeverity::Error,
                 Self::place(dir),
                 format!(
                     "the history of {shown} is missing snapshot(s) {} below its head; undo cannot step past them",
-                    list_numbers(&gaps)
+                    list_runs(&gaps)
                 ),
                 Fix::Manual("restore them from a backup if one exists; otherwise only the versions above the gap can be undone to".into()),
             );
@@ -575,7 +579,7 @@ impl Walk<'_> {
     /// `.trash/`: entries, their histories, and their agreement with `.deletes` and the counter.
     fn trash(&mut self) {
         let dir = Path::new(TRASH_DIR);
-        let list = match entries(&self.state.join(dir)) {
+        let list = match self.entries(dir) {
             Ok(l) => l,
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return self.unreadable(dir, e),
@@ -678,9 +682,19 @@ impl Walk<'_> {
                 );
             }
         }
+        let restoring = self.pending_restore();
         for id in histories.difference(&slots) {
             let name = format!("{}{TRASH_HISTORY_SUFFIX}", layout::trash_name(*id));
             let rel = dir.join(name);
+            if restoring == Some(*id) {
+                self.report.push(
+                    CheckSeverity::Info,
+                    Self::place(&rel),
+                    format!("the history of trash entry {id}, whose restore was cut short after the entry left the trash; the next change to the store brings it back with the entry"),
+                    Fix::Nothing,
+                );
+                continue;
+            }
             self.debris(&rel, Kind::Dir, "the history of a trash entry that is no longer in the trash: its restore was cut short before the history followed");
         }
         let largest = slots
@@ -694,16 +708,28 @@ impl Walk<'_> {
         self.counter(largest);
     }
 
+    /// The trash id of the restore a crash cut short, as `.pending-restore` names it.
+    fn pending_restore(&self) -> Option<u64> {
+        let note = workspace::history::log::PendingNote::new(
+            self.fixer.workspace().clone(),
+            store_dir().join(PENDING_RESTORE),
+        );
+        let fields = note.read().ok()??;
+        std::str::from_utf8(fields.first()?).ok()?.parse().ok()
+    }
+
     /// `.next-trash-id` must be above every id in use, or an id could be handed out twice.
     fn counter(&mut self, largest: u64) {
         let rel = Path::new(TRASH_COUNTER);
         let path = self.state.join(rel);
-        let saved = match std::fs::symlink_metadata(&path) {
-            Ok(m) if !m.file_type().is_file() => return,
-            Ok(_) => std::fs::read_to_string(&path)
+        let ws = self.fixer.workspace();
+        let saved = match ws.stat(&store_dir().join(rel)) {
+            Ok(Some(m)) if !m.is_file() => return,
+            Ok(Some(_)) => ws
+                .read(&store_dir().join(rel))
                 .ok()
-                .map(|t| t.trim().parse::<u64>().ok()),
-            Err(_) => None,
+                .map(|t| String::from_utf8_lossy(&t).trim().parse::<u64>().ok()),
+            Ok(None) | Err(_) => None,
         };
         let needed = largest + 1;
         let problem = match saved {
@@ -741,9 +767,42 @@ impl Walk<'_> {
                 Kind::Dir => {
                     self.descend(&mut tree, &child);
                 }
+                Kind::File
+                    if found.depth == 0
+                        && found
+                            .name
+                            .as_bytes()
+                            .starts_with(STUCK_NOTE_PREFIX.as_bytes()) =>
+                {
+                    self.stuck_note(&child)
+                }
                 Kind::File => {}
             }
         }
+    }
+
+    /// A pending note the store could not finish and set aside (see
+    /// `workspace::history::Store::lock`): the operation it names is half done.
+    fn stuck_note(&mut self, rel: &Path) {
+        // Its first 600 bytes: a note is one short line, and a planted large file is not read.
+        let mut head = Vec::new();
+        let _ = self
+            .fixer
+            .workspace()
+            .open_regular(&store_dir().join(rel), OFlags::RDONLY, Mode::empty())
+            .and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, 600), &mut head));
+        let text: String = String::from_utf8_lossy(&head)
+            .trim_end()
+            .replace('\t', " -> ")
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
+        self.report.push(
+            CheckSeverity::Warning,
+            Self::place(rel),
+            format!("a move, delete or restore cut short by a crash could not be finished when the store was next opened, so its note ({text}) was set aside here: the entry is where the crash left it, and its version history may still be under its old path in .filesystem/"),
+            Fix::Manual("look where the note's paths lead; move the history directory by hand if it did not follow, then remove this file".into()),
+        );
     }
 }
 
@@ -755,6 +814,46 @@ fn is_version_file(name: &std::ffi::OsStr) -> bool {
         || snapshot_version(b).is_some()
         || undone_version(b).is_some()
         || is_temp_name(b)
+}
+
+/// The runs of numbers in `1..below` missing from `present`, as `(first, last)`: as many as
+/// there are gaps (at most one more than the snapshots present), however large the numbers.
+fn missing_runs(present: &BTreeSet<u64>, below: u64) -> Vec<(u64, u64)> {
+    let mut runs = Vec::new();
+    let mut next = 1u64;
+    for &v in present.range(..below) {
+        if v > next {
+            runs.push((next, v - 1));
+        }
+        next = v.saturating_add(1);
+    }
+    if next < below {
+        runs.push((next, below - 1));
+    }
+    runs
+}
+
+/// `1-4, 7, 9-12` — at most ten runs, then how many more, and how many numbers in all.
+fn list_runs(runs: &[(u64, u64)]) -> String {
+    let mut parts: Vec<String> = runs
+        .iter()
+        .take(10)
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect();
+    if runs.len() > 10 {
+        parts.push(format!("and {} more runs", runs.len() - 10));
+    }
+    let total: u64 = runs.iter().map(|&(a, b)| b - a + 1).sum();
+    if runs.len() > 10 || runs.iter().any(|&(a, b)| a != b) {
+        parts.push(format!("({total} in all)"));
+    }
+    parts.join(", ")
 }
 
 /// `1, 2, 5` — at most ten numbers, then how many more.

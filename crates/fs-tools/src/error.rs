@@ -91,6 +91,7 @@ impl From<HistoryError> for FsError {
             HistoryError::NotFound(m) => FsError::NotFound(m),
             HistoryError::AlreadyExists(m) => FsError::AlreadyExists(m),
             HistoryError::InvalidArgument(m) => FsError::InvalidArgument(m),
+            HistoryError::Busy(m) => FsError::IoError(m),
             HistoryError::Io { .. } => FsError::IoError(e.to_string()),
         }
     }

@@ -343,7 +343,11 @@ fn type_name(kind: FileType) -> &'static str {
 }
 
 /// `get_file_info`.
-pub fn get_file_info(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
+pub fn get_file_info(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolOutput, FsError> {
     reject_unknown(args, &["path"])?;
     let path = Args(args).str("path")?;
     // Links on the way are followed (and checked); a final link is described as itself.
@@ -376,7 +380,10 @@ pub fn get_file_info(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOu
         info.mode & 0o777,
     ));
     if cx.options.backup && info.kind == FileType::RegularFile {
-        out.push_str(&format!("\nversions: {}", versions_line(cx, &resolved)?));
+        out.push_str(&format!(
+            "\nversions: {}",
+            versions_line(cx, &resolved, ctx)?
+        ));
     }
     Ok(ToolOutput::text(out))
 }
@@ -394,8 +401,12 @@ fn link_target(cx: &FsContext, path: &str) -> String {
 }
 
 /// `N (current: C)` for a file with version history, `none` for one without.
-fn versions_line(cx: &FsContext, resolved: &Resolved) -> Result<String, FsError> {
-    let Some(lock) = cx.store.lock_for_reading()? else {
+fn versions_line(
+    cx: &FsContext,
+    resolved: &Resolved,
+    ctx: &CallContext,
+) -> Result<String, FsError> {
+    let Some(lock) = cx.lock_for_reading(ctx)? else {
         return Ok("none".into());
     };
     Ok(

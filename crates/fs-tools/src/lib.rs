@@ -23,6 +23,7 @@ use error::FsError;
 use mcp_core::toolset::{Args, CallContext, ToolDef, ToolOutput, Toolset, ToolsetFactory};
 use serde_json::{Map, Value};
 use workspace::guard::PathGuard;
+use workspace::history::{LockWait, StoreLock};
 
 pub use allowed::ListedRoots;
 pub use tools::TOOLS;
@@ -50,6 +51,37 @@ pub struct FsContext {
     pub store: workspace::history::Store,
     /// The mode's settings.
     pub options: FsOptions,
+}
+
+impl FsContext {
+    /// The store's lock for the call `ctx`: waits no longer than the call may run and stops
+    /// waiting when the client cancels it, so a call queued behind another process's long hold
+    /// (a conversion, `audit import`, `check --repair`) fails in time instead of hanging its lane.
+    pub(crate) fn lock(&self, ctx: &CallContext) -> Result<StoreLock, FsError> {
+        let gave_up = || ctx.cancel.is_cancelled();
+        self.store
+            .lock_within(&LockWait::new(ctx.deadline, &gave_up))
+            .map_err(|e| lock_error(e, ctx))
+    }
+
+    /// [`FsContext::lock`] for a call that only reads the store (`None` when there is none).
+    pub(crate) fn lock_for_reading(&self, ctx: &CallContext) -> Result<Option<StoreLock>, FsError> {
+        let gave_up = || ctx.cancel.is_cancelled();
+        self.store
+            .lock_for_reading_within(&LockWait::new(ctx.deadline, &gave_up))
+            .map_err(|e| lock_error(e, ctx))
+    }
+}
+
+/// A cancelled wait for the lock is a cancelled call; any other failure says what it was.
+fn lock_error(e: workspace::history::HistoryError, ctx: &CallContext) -> FsError {
+    match ctx.stopped() {
+        Some(stop @ mcp_core::toolset::Stop::Cancelled) => FsError::Stopped {
+            stop,
+            what: "waiting for the history store's lock".into(),
+        },
+        _ => e.into(),
+    }
 }
 
 /// What the model is told about this toolset, so it knows when to prefer it over a shell.
@@ -216,7 +248,7 @@ impl Toolset for FsToolset {
         }
         let result = match name {
             tools::READ_MULTIPLE_FILES => extra::read_multiple_files(cx, args, ctx),
-            tools::GET_FILE_INFO => extra::get_file_info(cx, args),
+            tools::GET_FILE_INFO => extra::get_file_info(cx, args, ctx),
             tools::LIST_DIRECTORY_WITH_SIZES => list::list_directory_with_sizes(cx, args),
             tools::FIND_FILES => extra::find_files(cx, args, ctx),
             tools::READ_MEDIA_FILE => media::read_media_file(cx, args, ctx),
@@ -229,7 +261,7 @@ impl Toolset for FsToolset {
             tools::CREATE_DIRECTORY => write::create_directory(cx, args, ctx),
             tools::LIST_DIRECTORY => list::list_directory(cx, args),
             tools::DIRECTORY_TREE => list::directory_tree(cx, args, ctx),
-            _ => match recovery::call(cx, name, args) {
+            _ => match recovery::call(cx, name, args, ctx) {
                 Some(output) => return output,
                 None => Err(FsError::InvalidArgument(format!(
                     "unknown tool '{name}'; call tools/list for the tools of this mode"

@@ -12,7 +12,7 @@ use super::{reject_unknown, FsContext, FsOptions};
 use crate::tools::{
     DELETE_FILE, LIST_TRASH, MOVE_FILE, REDO_FILE, RESTORE_FILE, SEARCH_FILE, UNDO_FILE,
 };
-use mcp_core::toolset::{Args, Effects, ToolDef, ToolOutput};
+use mcp_core::toolset::{Args, CallContext, Effects, ToolDef, ToolOutput};
 use workspace::guard::{display_relative, Resolved};
 use workspace::history::{Story, StoryEvent, TrashEntry, Whereabouts};
 
@@ -119,14 +119,19 @@ pub fn definitions(options: &FsOptions) -> Vec<ToolDef> {
 
 /// Runs `name` if it is one of the recovery tools; `None` otherwise, so the caller can try its
 /// own tools.
-pub fn call(cx: &FsContext, name: &str, args: &Map<String, Value>) -> Option<ToolOutput> {
+pub fn call(
+    cx: &FsContext,
+    name: &str,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> Option<ToolOutput> {
     let result = match name {
-        MOVE_FILE => move_file(cx, args),
-        DELETE_FILE => delete_file(cx, args),
-        LIST_TRASH => list_trash(cx, args),
-        RESTORE_FILE => restore_file(cx, args),
-        SEARCH_FILE => search_file(cx, args),
-        UNDO_FILE | REDO_FILE if cx.options.backup => step(cx, args, name == REDO_FILE),
+        MOVE_FILE => move_file(cx, args, ctx),
+        DELETE_FILE => delete_file(cx, args, ctx),
+        LIST_TRASH => list_trash(cx, args, ctx),
+        RESTORE_FILE => restore_file(cx, args, ctx),
+        SEARCH_FILE => search_file(cx, args, ctx),
+        UNDO_FILE | REDO_FILE if cx.options.backup => step(cx, args, ctx, name == REDO_FILE),
         _ => return None,
     };
     Some(result.unwrap_or_else(FsError::into_output))
@@ -146,9 +151,13 @@ fn target(cx: &FsContext, args: &Map<String, Value>, name: &str) -> Result<Resol
     Ok(resolved)
 }
 
-fn move_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
+fn move_file(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolOutput, FsError> {
     reject_unknown(args, &["source", "destination"])?;
-    let lock = cx.store.lock()?;
+    let lock = cx.lock(ctx)?;
     let from = target(cx, args, "source")?;
     let to = target(cx, args, "destination")?;
     let report = cx.store.rename(&lock, &from.relative, &to.relative)?;
@@ -165,9 +174,13 @@ fn move_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, Fs
     )))
 }
 
-fn delete_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
+fn delete_file(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolOutput, FsError> {
     reject_unknown(args, &["path"])?;
-    let lock = cx.store.lock()?;
+    let lock = cx.lock(ctx)?;
     let path = target(cx, args, "path")?;
     let entry = cx.store.trash(&lock, &path.relative)?;
     Ok(ToolOutput::text(format!(
@@ -204,9 +217,13 @@ fn trash_entry_json(e: &TrashEntry) -> Value {
     })
 }
 
-fn list_trash(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
+fn list_trash(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolOutput, FsError> {
     reject_unknown(args, &[])?;
-    let _lock = cx.store.lock_for_reading()?;
+    let _lock = cx.lock_for_reading(ctx)?;
     let entries = cx.store.list_trash()?;
     let text = if entries.is_empty() {
         "The trash is empty.".to_string()
@@ -255,10 +272,14 @@ fn trash_id(args: &Map<String, Value>) -> Result<u64, FsError> {
     }
 }
 
-fn restore_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
+fn restore_file(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolOutput, FsError> {
     reject_unknown(args, &["id", "destination"])?;
     let id = trash_id(args)?;
-    let lock = cx.store.lock()?;
+    let lock = cx.lock(ctx)?;
     let destination = match Args(args).opt_str("destination")? {
         Some(_) => Some(target(cx, args, "destination")?),
         None => None,
@@ -408,9 +429,13 @@ fn story_output(story: &Story) -> ToolOutput {
     ToolOutput::structured(text, structured)
 }
 
-fn search_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
+fn search_file(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolOutput, FsError> {
     reject_unknown(args, &["path"])?;
-    let _lock = cx.store.lock_for_reading()?;
+    let _lock = cx.lock_for_reading(ctx)?;
     // A question, not a change: a path inside .git/ may be asked about.
     let path = cx.guard.resolve_no_follow(Args(args).str("path")?)?;
     if path.is_root() {
@@ -422,10 +447,15 @@ fn search_file(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, 
     Ok(story_output(&story))
 }
 
-fn step(cx: &FsContext, args: &Map<String, Value>, forward: bool) -> Result<ToolOutput, FsError> {
+fn step(
+    cx: &FsContext,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+    forward: bool,
+) -> Result<ToolOutput, FsError> {
     reject_unknown(args, &["path", "steps"])?;
     let steps = Args(args).opt_u64("steps")?.unwrap_or(1);
-    let lock = cx.store.lock()?;
+    let lock = cx.lock(ctx)?;
     let path = target(cx, args, "path")?;
     let report = if forward {
         cx.store.redo(&lock, &path.relative, steps)?

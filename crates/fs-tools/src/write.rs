@@ -61,7 +61,7 @@ pub fn create_file(
     ctx: &CallContext,
 ) -> Result<ToolOutput, FsError> {
     let (path, content) = path_and_content(args)?;
-    let lock = cx.store.lock()?;
+    let lock = cx.lock(ctx)?;
     let resolved = cx.guard.resolve_for_change(path)?;
     if let Some(meta) = target::inspect(&cx.guard, &resolved)? {
         return Err(FsError::AlreadyExists(format!(
@@ -95,7 +95,7 @@ pub fn write_file(
     ctx: &CallContext,
 ) -> Result<ToolOutput, FsError> {
     let (path, content) = path_and_content(args)?;
-    let lock = cx.store.lock()?;
+    let lock = cx.lock(ctx)?;
     let target = target::writable(cx, path)?;
     // The last moment to stop: from here on the call changes the workspace.
     FsError::check(ctx, || {
@@ -127,7 +127,7 @@ pub fn create_directory(
 ) -> Result<ToolOutput, FsError> {
     reject_unknown(args, &["path"])?;
     let path = Args(args).str("path")?;
-    let _lock = cx.store.lock()?;
+    let _lock = cx.lock(ctx)?;
     let resolved = cx.guard.resolve_for_change(path)?;
     if resolved.is_root() {
         return Ok(ToolOutput::text(

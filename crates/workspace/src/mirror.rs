@@ -16,6 +16,7 @@
 //! numbers its records.
 
 pub mod append;
+pub mod findings;
 pub mod record_id;
 
 use std::fmt;
@@ -25,6 +26,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use regex::bytes::Regex;
 
 pub use append::{AppendError, MirrorAppender};
+pub use findings::verify;
 
 /// The directory, at the top of the root, that holds one mirror per file written through `tee`
 /// (`.shelpa/<path relative to the root>`).
@@ -209,13 +211,20 @@ pub fn parse_separator(line: &[u8]) -> Result<Option<Separator>, String> {
     Ok(None)
 }
 
-/// Lines close enough to a separator that a reader should be told they are not one.
+/// Lines close enough to a separator that a reader should be told they are not one. Asked of
+/// every line of every mirror, so it allocates nothing.
 fn looks_like_separator(line: &[u8]) -> bool {
-    let lower = String::from_utf8_lossy(line).to_ascii_lowercase();
-    lower.trim_start().starts_with("--- shelpa")
-        || lower.trim_start().starts_with("---shelpa")
-        || lower.contains("shelpa:overwrite")
-        || lower.contains("shelpa:baseline")
+    let start = line
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(line.len());
+    let trimmed = &line[start..];
+    let starts = |p: &[u8]| trimmed.len() >= p.len() && trimmed[..p.len()].eq_ignore_ascii_case(p);
+    let contains = |p: &[u8]| line.windows(p.len()).any(|w| w.eq_ignore_ascii_case(p));
+    starts(b"--- shelpa")
+        || starts(b"---shelpa")
+        || contains(b"shelpa:overwrite")
+        || contains(b"shelpa:baseline")
 }
 
 /// Says which part of a near-miss line breaks the grammar.
@@ -291,69 +300,29 @@ fn excerpt(line: &[u8]) -> String {
 
 impl Mirror {
     /// Splits a mirror into records. Never fails: whatever cannot be a separator is content, and
-    /// everything unusual becomes a [`Finding`].
+    /// everything unusual becomes a [`Finding`] (the same ones [`verify`] finds, capped the same).
     pub fn parse(bytes: &[u8]) -> Mirror {
         let mut mirror = Mirror::default();
-        // (kind, id, ts, utc, separator line number, content start)
+        let mut scanner = findings::Scanner::default();
+        // (separator, its line number, content start)
         let mut open: Option<(Separator, usize, usize)> = None;
         let mut leading_end: Option<usize> = None;
-        let mut last_id: Option<u64> = None;
         let mut pos = 0;
         let mut line_no = 0;
         while pos < bytes.len() {
             line_no += 1;
-            let (end, next) = match bytes[pos..].iter().position(|&b| b == b'\n') {
+            let (end, next) = match memchr::memchr(b'\n', &bytes[pos..]) {
                 Some(i) => (pos + i, pos + i + 1),
                 None => (bytes.len(), bytes.len()),
             };
-            let line = &bytes[pos..end];
-            match parse_separator(line) {
-                Ok(Some(sep)) => {
-                    if end == bytes.len() {
-                        mirror.findings.push(Finding {
-                            severity: Severity::Error,
-                            line: line_no,
-                            message: "the mirror ends inside this separator line (no newline after it): the file was truncated while a write was being recorded".into(),
-                        });
+            if let Some(sep) = scanner.line(&bytes[pos..end], next > end) {
+                match open.take() {
+                    Some((prev, prev_line, start)) => {
+                        mirror.push(prev, prev_line, &bytes[start..pos])
                     }
-                    if let Some(prev) = last_id {
-                        if sep.id <= prev {
-                            mirror.findings.push(Finding {
-                                severity: Severity::Error,
-                                line: line_no,
-                                message: format!(
-                                    "record_id {} is not greater than the previous record_id {prev}: ids go backwards, so records were reordered, spliced or forged",
-                                    sep.id
-                                ),
-                            });
-                        }
-                    }
-                    last_id = Some(sep.id);
-                    match open.take() {
-                        Some((prev, prev_line, start)) => {
-                            mirror.push(prev, prev_line, &bytes[start..pos])
-                        }
-                        None => leading_end = Some(pos),
-                    }
-                    open = Some((sep, line_no, next));
+                    None => leading_end = Some(pos),
                 }
-                Ok(None) => {}
-                Err(why) => {
-                    let truncated_tail = end == bytes.len();
-                    mirror.findings.push(Finding {
-                        severity: if truncated_tail {
-                            Severity::Error
-                        } else {
-                            Severity::Warning
-                        },
-                        line: line_no,
-                        message: if truncated_tail {
-                            format!("the mirror ends in an incomplete separator-like line \"{}\" ({why}): the file looks truncated; it is kept as content", excerpt(line))
-                        } else {
-                            format!("\"{}\" looks like a separator but is not one ({why}); it is read as content", excerpt(line))
-                        },
-                    });
-                }
+                open = Some((sep, line_no, next));
             }
             pos = next;
         }
@@ -374,8 +343,7 @@ impl Mirror {
         if let Some((sep, line, start)) = open {
             mirror.push(sep, line, &bytes[start..]);
         }
-        mirror.check_tail(bytes);
-        mirror.check_utf8();
+        mirror.findings = scanner.finish();
         mirror
     }
 
@@ -388,42 +356,6 @@ impl Mirror {
             line,
             content: content.to_vec(),
         });
-    }
-
-    /// A crash can leave a file's tail zero-filled, and an empty mirror was never written by tee.
-    fn check_tail(&mut self, bytes: &[u8]) {
-        if bytes.is_empty() {
-            self.findings.push(Finding {
-                severity: Severity::Warning,
-                line: 0,
-                message: "the mirror is empty: it holds no record of any write".into(),
-            });
-            return;
-        }
-        let zeros = bytes.iter().rev().take_while(|&&b| b == 0).count();
-        if zeros > 0 {
-            self.findings.push(Finding {
-                severity: Severity::Error,
-                line: 0,
-                message: format!("the mirror ends with {zeros} NUL byte(s), the usual trace of a crash before data reached the disk: the newest record is probably truncated"),
-            });
-        }
-    }
-
-    fn check_utf8(&mut self) {
-        for record in &self.records {
-            if let Err(e) = std::str::from_utf8(&record.content) {
-                let name = match record.id {
-                    Some(id) => format!("record {id}"),
-                    None => "the leading appends record".into(),
-                };
-                self.findings.push(Finding {
-                    severity: Severity::Warning,
-                    line: record.line,
-                    message: format!("{name} is not valid UTF-8 (first bad byte at offset {}): it is restored byte for byte, but shown lossily", e.valid_up_to()),
-                });
-            }
-        }
     }
 
     /// The largest record id in the mirror; a new record must use a larger one.
@@ -620,6 +552,7 @@ mod tests {
         let cut = Mirror::parse(b"a\n--- shelpa:overwrite ts=2026-02-25T13:17:30Z record_id=9 ---");
         assert_eq!(cut.records.len(), 2);
         assert!(cut.findings[0].message.contains("truncated"));
+        assert_eq!(verify(&bytes[..]).expect("verify"), m.findings);
         let zeros = Mirror::parse(b"abc\0\0\0");
         assert!(zeros.findings[0].message.contains("3 NUL"));
         assert!(Mirror::parse(b"").findings[0].message.contains("empty"));
@@ -739,6 +672,8 @@ mod tests {
                 .findings
                 .iter()
                 .all(|f| !f.message.contains("backwards") && !f.message.contains("truncated")));
+            // Verified as a stream, it gives the same findings.
+            assert_eq!(verify(&bytes[..]).expect("verify"), parsed.findings);
             // Streamed, the same mirror gives the same records, line by line.
             let mut streamed = Collect::default();
             stream(&bytes[..], &mut streamed).expect("stream");
@@ -786,6 +721,30 @@ mod tests {
             self.records.last_mut().expect("a record").2 = size;
             Ok(())
         }
+    }
+
+    #[test]
+    fn a_flood_of_near_miss_lines_is_listed_up_to_the_cap_and_counted_after_it() {
+        let mut bytes = Vec::new();
+        for _ in 0..10_000 {
+            bytes.extend_from_slice(b"--- shelpa: not a separator\n");
+        }
+        bytes.extend_from_slice(b"\xff\n");
+        let parsed = Mirror::parse(&bytes);
+        assert_eq!(parsed.findings.len(), findings::MAX_LISTED + 2);
+        let summary = &parsed.findings[findings::MAX_LISTED];
+        assert_eq!(summary.line, findings::MAX_LISTED + 1);
+        assert!(
+            summary
+                .message
+                .contains(&format!("{} more", 10_000 - findings::MAX_LISTED)),
+            "{}",
+            summary.message
+        );
+        assert!(parsed.findings[findings::MAX_LISTED + 1]
+            .message
+            .contains("not valid UTF-8"));
+        assert_eq!(verify(&bytes[..]).expect("verify"), parsed.findings);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `audit verify`: reporting damage and tampering in `.shelpa/` instead of tripping over it.
 //!
 //! Checks, per mirror: separator-like lines that break the grammar, record ids that do not grow,
-//! truncated tails, non-UTF-8 content (all from [`Mirror::parse`](workspace::mirror::Mirror::parse));
+//! truncated tails, non-UTF-8 content (all from [`workspace::mirror::verify`], which finds what
+//! `Mirror::parse` finds while holding one line at a time);
 //! and across the tree: links and special files inside `.shelpa/`, and mirrors whose workspace
 //! path would resolve outside the root or into the server's own state. Nothing found is ever
 //! followed or opened beyond what is safe. An error makes the exit status 1; warnings (near-miss
@@ -57,8 +58,16 @@ pub fn problems(audit: &Audit) -> Result<(usize, Vec<Problem>), AuditError> {
                 message: format!("its workspace path would not be accepted by the guard ({e}); audit commands will not read or write that workspace path"),
             });
         }
-        let bytes = match tree::read_mirror(audit.workspace(), &m.relative) {
-            Ok(b) => b,
+        // Read as a stream: memory is bounded by the longest line, whatever the mirror's size.
+        let findings = tree::open_file_nofollow(
+            audit.workspace(),
+            &std::path::Path::new(MIRROR_DIR).join(&m.relative),
+        )
+        .and_then(|f| {
+            workspace::mirror::verify(std::io::BufReader::new(f)).map_err(tree::OpenError::Io)
+        });
+        let findings = match findings {
+            Ok(f) => f,
             Err(e) => {
                 problems.push(Problem {
                     severity: Severity::Error,
@@ -70,7 +79,7 @@ pub fn problems(audit: &Audit) -> Result<(usize, Vec<Problem>), AuditError> {
             }
         };
         checked += 1;
-        for f in workspace::mirror::Mirror::parse(&bytes).findings {
+        for f in findings {
             problems.push(Problem {
                 severity: f.severity,
                 path: shown.clone(),

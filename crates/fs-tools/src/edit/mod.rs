@@ -93,11 +93,7 @@ pub fn edit_file(
 
     // The lock spans read-modify-write so a concurrent writer cannot be overwritten unseen; a dry
     // run changes nothing and must not even create the store.
-    let lock = if dry_run {
-        None
-    } else {
-        Some(cx.store.lock()?)
-    };
+    let lock = if dry_run { None } else { Some(cx.lock(ctx)?) };
     let target = target::writable(cx, path)?;
     let shown = target.resolved.display();
     let stopped = |stop| FsError::Stopped {

@@ -27,24 +27,26 @@
 //!    temporary; what is left (anything the old layout did not explain, such as a stray
 //!    snapshot) is moved to `.orphans/old-layout-<time>-<pid>/` rather than deleted.
 //!
-//! For tests, the environment variable [`STOP_AFTER_ENV`] set to N makes the process SIGKILL
-//! itself (no clean-up runs) right after the conversion's Nth change to the disk, so a
-//! crash at every point can be tried deterministically.
+//! Once [`LAYOUT_MARK`] is written every tree is in place, so a resumed phase 3 that finds the
+//! mark only empties `.converted/`: a `files/` at the top is then the new layout's history of a
+//! workspace folder named `files`, never the old tree, and is left where it is.
+//!
+//! For tests, [`super::crash_point`] with `convert:N` makes the process SIGKILL itself (no
+//! clean-up runs) right after the conversion's Nth change to the disk, so a crash at every
+//! point can be tried deterministically.
 
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use super::crash_point::{Op, Steps};
 use super::layout::{
     self, old, CONVERTED_DIR, CONVERTING_DIR, HEAD_FILE, LAYOUT_MARK, LAYOUT_MARK_TEXT,
     ORPHANS_DIR, TRASH_DIR, TRASH_HISTORY_SUFFIX,
 };
 use super::{io_err, HistoryError};
 use crate::{Entry, Workspace};
-
-/// Test hook: SIGKILL the process right after the conversion's Nth change to the disk (see the module doc).
-pub const STOP_AFTER_ENV: &str = "FILESYSTEM_TEST_CONVERSION_STOP_AFTER";
 
 /// Names of `.orphans/` entries made by `filesystem check --repair`: debris it set aside, not
 /// histories, so they are left as they are.
@@ -87,10 +89,7 @@ pub fn ensure(ws: &Workspace, state: &Path) -> Result<(), HistoryError> {
     let mut c = Conversion {
         ws,
         state,
-        effects: 0,
-        stop_after: std::env::var(STOP_AFTER_ENV)
-            .ok()
-            .and_then(|v| v.parse().ok()),
+        steps: Steps::new(Op::Convert),
     };
     match inspect(ws, state).map_err(io_err(ctx))? {
         Found::Current => {
@@ -133,9 +132,8 @@ fn mark_ignored(ws: &Workspace, state: &Path) -> io::Result<()> {
 struct Conversion<'a> {
     ws: &'a Workspace,
     state: &'a Path,
-    /// Changes made to the disk so far (for [`STOP_AFTER_ENV`]).
-    effects: u64,
-    stop_after: Option<u64>,
+    /// Where each change to the disk is reported (the crash tests' hook).
+    steps: Steps,
 }
 
 /// The head of a previous-layout versions directory.
@@ -151,15 +149,7 @@ enum OldHead {
 impl Conversion<'_> {
     /// Counts one change to the disk, and stops the process there when the test hook says so.
     fn effect(&mut self) {
-        self.effects += 1;
-        if self.stop_after == Some(self.effects) {
-            // SIGKILL, exactly what the crash test simulates: no destructor, no flush.
-            let _ = rustix::process::kill_process(
-                rustix::process::getpid(),
-                rustix::process::Signal::KILL,
-            );
-            std::process::abort();
-        }
+        self.steps.done();
     }
 
     fn at(&self, name: &str) -> PathBuf {
@@ -291,7 +281,9 @@ impl Conversion<'_> {
         let s = String::from_utf8_lossy(&text);
         let mut nums = s.split_whitespace().map(str::parse::<u64>);
         Ok(match (nums.next(), nums.next(), nums.next()) {
-            (Some(Ok(current)), Some(Ok(newest)), None) if current >= 1 && current <= newest => {
+            (Some(Ok(current)), Some(Ok(newest)), None)
+                if current >= 1 && current <= newest && newest <= layout::MAX_VERSION =>
+            {
                 OldHead::Sound { current, newest }
             }
             _ => OldHead::Damaged(text),
@@ -346,6 +338,12 @@ impl Conversion<'_> {
     /// Phase 3: moves the committed trees into place, marks the store, clears the old tree.
     fn place(&mut self) -> io::Result<()> {
         let done = self.at(CONVERTED_DIR);
+        // The mark is written only once every tree is in place: what is left is emptying
+        // `.converted/`. Going through the moves again would take the new layout's `files/` (the
+        // history of a workspace folder of that name) for the old tree and clear it away.
+        if self.ws.exists(&self.at(LAYOUT_MARK))? {
+            return self.clear_old(&done);
+        }
         for (new, live, aside) in [
             ("trash", TRASH_DIR, "old-trash"),
             ("orphans", ORPHANS_DIR, "old-orphans"),
@@ -373,9 +371,8 @@ impl Conversion<'_> {
             self.swap_in(&n, &l, &a)?;
         }
         self.sync(self.state)?;
-        if !self.ws.exists(&self.at(LAYOUT_MARK))? {
-            self.mark()?;
-        }
+        self.mark()?;
+        self.sync(self.state)?;
         self.clear_old(&done)
     }
 

@@ -61,6 +61,13 @@ pub const PENDING_MOVE: &str = ".pending-move";
 /// the entry went into the trash also takes its history there, instead of leaving it behind for
 /// whatever is next created at that path.
 pub const PENDING_DELETE: &str = ".pending-delete";
+/// A restore in progress (`id \t path`): like [`PENDING_MOVE`], so that a restore cut short after
+/// the entry left the trash also brings its history back and is logged, instead of leaving the
+/// history behind in the trash and the entry listed as still deleted.
+pub const PENDING_RESTORE: &str = ".pending-restore";
+/// How the name of a pending note that could not be finished begins once it is set aside into
+/// [`ORPHANS_DIR`] (`pending-move-<time>-<pid>`), for `check` to report.
+pub const STUCK_NOTE_PREFIX: &str = "pending-";
 /// Says the store is in this layout (`2`); a store without it and with a `files/` directory is
 /// in the previous one and is converted on open (see [`super::convert`]).
 pub const LAYOUT_MARK: &str = ".layout";
@@ -86,6 +93,7 @@ pub const RESERVED_NAMES: &[&str] = &[
     TRASH_COUNTER,
     PENDING_MOVE,
     PENDING_DELETE,
+    PENDING_RESTORE,
     LAYOUT_MARK,
     CONVERTING_DIR,
     CONVERTED_DIR,
@@ -142,6 +150,24 @@ pub fn decode(name: &OsStr) -> Option<OsString> {
     }
 }
 
+/// The longest name one directory entry can have (Linux `NAME_MAX`, in bytes).
+pub const NAME_MAX: usize = 255;
+
+/// The history tree of root-relative `rel`, or `None` when one of its names, as stored, would be
+/// longer than [`NAME_MAX`] (a 255-byte name that needs the `%` escape): no history can exist
+/// there, so there is none to move, and none can be made.
+pub fn stored_history_tree(state: &Path, rel: &Path) -> Result<Option<PathBuf>, HistoryError> {
+    let mut out = state.to_path_buf();
+    for name in components(rel)? {
+        let stored = encode(name);
+        if stored.len() > NAME_MAX {
+            return Ok(None);
+        }
+        out.push(stored);
+    }
+    Ok(Some(out))
+}
+
 /// Checks that `rel` is a plain root-relative path (what the guard produces) and returns its
 /// components. Anything else is refused rather than trusted: the store joins these onto real
 /// directories.
@@ -171,13 +197,31 @@ pub fn components(rel: &Path) -> Result<Vec<&OsStr>, HistoryError> {
 /// snapshots and `.head`; for a directory, the trees of its children (a path that was both, at
 /// different times, holds both). A symlink anywhere on it is refused when the store acts on it:
 /// every store operation goes through the workspace layer, which follows no symlink.
+///
+/// A path with a name the store cannot keep (see [`stored_history_tree`]) is refused with
+/// `InvalidArgument`, before anything is changed.
 pub fn history_tree(state: &Path, rel: &Path) -> Result<PathBuf, HistoryError> {
-    let mut out = state.to_path_buf();
-    for name in components(rel)? {
-        out.push(encode(name));
-    }
-    Ok(out)
+    stored_history_tree(state, rel)?.ok_or_else(|| unstorable(rel))
 }
+
+/// Why `rel` can have no version history: one of its names is too long to keep escaped.
+pub fn unstorable(rel: &Path) -> HistoryError {
+    let long = components(rel)
+        .ok()
+        .and_then(|c| c.into_iter().find(|n| encode(n).len() > NAME_MAX))
+        .map_or(0, |n| n.len());
+    HistoryError::InvalidArgument(format!(
+        "a name in '{}' is {long} bytes and could be taken for one of the history store's own names, so the store would keep it with a '%' in front: {} bytes, more than the {NAME_MAX} a file name can have; rename it to something shorter (or unlike a store name) to give it a version history",
+        crate::guard::display_relative(rel),
+        long + 1
+    ))
+}
+
+/// The highest version number a history can reach. A `.head` or snapshot name past it was not
+/// written by the store (a store that made a version a second would need thirty years to get
+/// there): it is read as damage, so a planted number near `u64::MAX` can neither overflow the
+/// arithmetic of a write nor make `check` count to it.
+pub const MAX_VERSION: u64 = 999_999_999;
 
 /// The name of snapshot `version` (five digits, more past 99999).
 pub fn snapshot_name(version: u64) -> String {
@@ -196,7 +240,7 @@ pub fn snapshot_version(name: &[u8]) -> Option<u64> {
         return None;
     }
     let n: u64 = std::str::from_utf8(name).ok()?.parse().ok()?;
-    (n >= 1 && snapshot_name(n).as_bytes() == name).then_some(n)
+    ((1..=MAX_VERSION).contains(&n) && snapshot_name(n).as_bytes() == name).then_some(n)
 }
 
 /// The version an undone snapshot's second name stands for (`00003.undone` → 3).
@@ -354,6 +398,22 @@ mod tests {
     }
 
     #[test]
+    fn a_name_too_long_to_escape_has_no_history_tree() {
+        let s = Path::new(".filesystem");
+        let long = "%".repeat(NAME_MAX);
+        let plain = "a".repeat(NAME_MAX);
+        assert_eq!(
+            stored_history_tree(s, &Path::new("d").join(&long)).expect("plain path"),
+            None
+        );
+        assert!(history_tree(s, Path::new(&long)).is_err());
+        assert_eq!(
+            history_tree(s, Path::new(&plain)).expect("fits"),
+            s.join(&plain)
+        );
+    }
+
+    #[test]
     fn non_plain_paths_are_refused() {
         let s = Path::new(".filesystem");
         for bad in ["", "../x", "/etc/passwd", "a/../../b"] {
@@ -370,6 +430,9 @@ mod tests {
         assert_eq!(snapshot_version(b"00000"), None);
         assert_eq!(undone_version(b"00003.undone"), Some(3));
         assert_eq!(undone_version(b"00003"), None);
+        assert_eq!(snapshot_version(b"999999999"), Some(MAX_VERSION));
+        assert_eq!(snapshot_version(b"1000000000"), None);
+        assert_eq!(snapshot_version(b"18446744073709551615"), None);
     }
 
     proptest! {

@@ -39,12 +39,20 @@
 //! Snapshots are synced before `head` moves; `head` and the trash counter are replaced atomically;
 //! log lines are single appends followed by fsync, and a torn last line is ignored. A delete logs
 //! first and then renames (an unfinished delete leaves the file where it was, and a finished one
-//! is always listed); a restore and a move rename first and then log. Two processes never
-//! interleave mutations: each one holds the exclusive `flock` on `.lock`.
+//! is always listed); a restore and a move rename first and then log. Each of the three writes a
+//! pending note (`.pending-move`, `.pending-delete`, `.pending-restore`) before its first rename
+//! and removes it after its last step, and the next lock finishes whatever a crash cut short (or
+//! finds it never happened); a note that cannot be finished is set aside into `.orphans/` for
+//! `check` to report, never left to block the store. Two processes never interleave mutations:
+//! each one holds the exclusive `flock` on `.lock`, waiting for it no longer than the caller's
+//! deadline ([`LockWait`]); the holder's process id and command are written into `.lock`, so a
+//! caller that gives up can say who has it. [`crash_point`] is the test hook that kills the
+//! process between any two writes of a conversion, move, delete or restore.
 
 // `durable`, `layout`, `log` and `versions` are crate-visible so `filesystem check` reads the
 // store with the store's own layout knowledge instead of a second copy of it.
 pub mod convert;
+pub mod crash_point;
 pub mod durable;
 mod import;
 mod index;
@@ -57,6 +65,7 @@ pub mod versions;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 pub use import::ImportReport;
 pub use story::{Story, StoryEvent, Whereabouts};
@@ -64,6 +73,7 @@ pub use trash::{EntryKind, RestoreReport, TrashEntry};
 
 use crate::guard::display_relative;
 use crate::{Stat, Workspace};
+use crash_point::{Op, Steps};
 use durable::occupied;
 use log::{field_path, path_field, HistoryLog, PendingNote};
 
@@ -79,6 +89,9 @@ pub enum HistoryError {
     /// The request cannot work (e.g. undo past the first version).
     #[error("{0}")]
     InvalidArgument(String),
+    /// Another process held the store's lock for longer than the caller could wait.
+    #[error("{0}")]
+    Busy(String),
     /// The operating system refused.
     #[error("{context}: {source}")]
     Io {
@@ -132,6 +145,94 @@ pub struct MoveReport {
 /// Proof that the store's lock is held; every mutation takes one. Dropping it releases the lock.
 pub struct StoreLock {
     _file: Option<File>,
+}
+
+/// The longest a caller without a deadline of its own (a command a person runs, such as
+/// `check --repair` or `audit import`) waits for the store's lock before it gives up.
+pub const LONGEST_LOCK_WAIT: Duration = Duration::from_secs(60);
+
+/// How long a caller waits for the store's lock, and how it says it no longer wants it: the
+/// store knows nothing of calls, so a tool passes its call's deadline and a check of its
+/// cancellation.
+pub struct LockWait<'a> {
+    deadline: Instant,
+    gave_up: &'a dyn Fn() -> bool,
+}
+
+impl<'a> LockWait<'a> {
+    /// Waits until `deadline` (at most [`LONGEST_LOCK_WAIT`] from now), and stops as soon as
+    /// `gave_up` returns true (the call was cancelled).
+    pub fn new(deadline: Option<Instant>, gave_up: &'a dyn Fn() -> bool) -> LockWait<'a> {
+        let longest = Instant::now() + LONGEST_LOCK_WAIT;
+        LockWait {
+            deadline: deadline.map_or(longest, |d| d.min(longest)),
+            gave_up,
+        }
+    }
+
+    /// Waits up to [`LONGEST_LOCK_WAIT`] and never gives up earlier.
+    pub fn patient() -> LockWait<'static> {
+        LockWait::new(None, &|| false)
+    }
+}
+
+/// Who holds the lock, as `.lock` says: `pid command`, printable ASCII only, a line at most;
+/// `None` when it names no live process (the holder is then one that does not write its name,
+/// such as an older build, and the name left there is a previous holder's).
+fn lock_holder(ws: &Workspace, lock: &Path) -> Option<String> {
+    use std::io::Read;
+    let file = ws
+        .open_regular(lock, rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty())
+        .ok()?;
+    let mut text = Vec::new();
+    file.take(256).read_to_end(&mut text).ok()?;
+    let line = text.split(|&b| b == b'\n').next()?;
+    let shown: String = line
+        .iter()
+        .map(|&b| {
+            if (0x20..0x7f).contains(&b) {
+                b as char
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    let (pid, command) = shown.split_once(' ')?;
+    let alive = pid
+        .parse::<i32>()
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .is_some_and(|p| {
+            !matches!(
+                rustix::process::test_kill_process(p),
+                Err(rustix::io::Errno::SRCH)
+            )
+        });
+    alive.then(|| format!("process {pid} ({command})"))
+}
+
+/// Writes who holds the lock into `.lock` (`pid command`), for a caller that gives up waiting.
+/// Skipped when the file has a second hard link: it must not write through to another file.
+fn note_holder(file: &File) {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    if !file.metadata().is_ok_and(|m| m.nlink() == 1) {
+        return;
+    }
+    let command: Vec<String> = std::env::args()
+        .take(4)
+        .enumerate()
+        .map(|(i, a)| match (i, a.rsplit_once('/')) {
+            (0, Some((_, base))) => base.to_string(),
+            _ => a,
+        })
+        .collect();
+    let mut line: String = format!("{} {}", std::process::id(), command.join(" "))
+        .chars()
+        .take(200)
+        .collect();
+    line.push('\n');
+    let _ = file.set_len(0);
+    let _ = file.write_all_at(line.as_bytes(), 0);
 }
 
 /// The history store of one workspace root.
@@ -236,9 +337,16 @@ impl Store {
         PendingNote::new(self.ws.clone(), state.join(name))
     }
 
-    /// Takes the store's exclusive lock (blocking), so two server processes on one root never
-    /// interleave mutations.
+    /// Takes the store's exclusive lock, waiting up to [`LONGEST_LOCK_WAIT`]: for commands a
+    /// person runs. A tool call uses [`Store::lock_within`] with its own deadline.
     pub fn lock(&self) -> Result<StoreLock, HistoryError> {
+        self.lock_within(&LockWait::patient())
+    }
+
+    /// Takes the store's exclusive lock, so two server processes on one root never interleave
+    /// mutations, waiting no longer than `wait` allows: `Busy` (naming the holder) when another
+    /// process keeps it that long.
+    pub fn lock_within(&self, wait: &LockWait<'_>) -> Result<StoreLock, HistoryError> {
         let state = self.state_dir(true)?;
         // A regular file only: a FIFO planted as `.lock` would otherwise block the open forever.
         let file = self
@@ -252,8 +360,27 @@ impl Store {
                 "cannot open the history store's lock file {}",
                 state.join(layout::LOCK_FILE).display()
             )))?;
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
-            .map_err(|e| io_err("cannot lock the history store")(e.into()))?;
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => break,
+                Err(rustix::io::Errno::WOULDBLOCK) | Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(io_err("cannot lock the history store")(e.into())),
+            }
+            let now = Instant::now();
+            if (wait.gave_up)() || now >= wait.deadline {
+                let holder = lock_holder(&self.ws, &state.join(layout::LOCK_FILE))
+                    .unwrap_or_else(|| "another process".into());
+                return Err(HistoryError::Busy(format!(
+                    "the history store is locked by {holder}, which is changing it; gave up after waiting {:.1} s. Try again once it has finished (a server converting a large store, `audit import` or `check --repair` can hold it for a while)",
+                    started.elapsed().as_secs_f64()
+                )));
+            }
+            std::thread::sleep(pause.min(wait.deadline - now));
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+        note_holder(&file);
         let lock = StoreLock { _file: Some(file) };
         // A store in the previous layout is converted before anything reads or changes it.
         use std::sync::atomic::Ordering;
@@ -263,6 +390,7 @@ impl Store {
         }
         self.finish_pending_move(&state)?;
         self.finish_pending_delete(&state)?;
+        self.finish_pending_restore(&state)?;
         Ok(lock)
     }
 
@@ -271,20 +399,29 @@ impl Store {
     /// or delete a crash cut short, and while it is held no other server is in the middle of
     /// changing the store: a read never sees half of a move or a delete.
     pub fn lock_for_reading(&self) -> Result<Option<StoreLock>, HistoryError> {
+        self.lock_for_reading_within(&LockWait::patient())
+    }
+
+    /// [`Store::lock_for_reading`], waiting no longer than `wait` allows.
+    pub fn lock_for_reading_within(
+        &self,
+        wait: &LockWait<'_>,
+    ) -> Result<Option<StoreLock>, HistoryError> {
         if !self.has_state_dir() {
             return Ok(None);
         }
-        self.lock().map(Some)
+        self.lock_within(wait).map(Some)
     }
 
     /// Completes a move a crash cut short (see [`layout::PENDING_MOVE`]). If the workspace entry
     /// reached its destination, its history follows and the move is logged (unless it already
     /// was); if it did not, nothing moved and the note is simply dropped.
     fn finish_pending_move(&self, state: &Path) -> Result<(), HistoryError> {
-        self.finish_pending(state, layout::PENDING_MOVE, "move", |from, to| {
+        let steps = Steps::new(Op::Move);
+        self.finish_pending(state, layout::PENDING_MOVE, "move", steps, |from, to| {
             let (from, to) = (field_path(from), field_path(to));
             if let (false, Ok(Some(_))) = (occupied(&self.ws, &from), self.ws.stat(&to)) {
-                self.move_history(state, &from, &to)?;
+                self.move_history(state, &from, &to, steps)?;
                 let logged = self
                     .index(state)?
                     .last_move()
@@ -293,23 +430,35 @@ impl Store {
                     self.log(state, layout::MOVES_LOG)
                         .append(&[log::now().as_bytes(), path_field(&from), path_field(&to)])
                         .map_err(io_err("cannot append to the move log"))?;
+                    steps.done();
                 }
             }
             Ok(())
         })
     }
 
-    /// The frame of crash recovery for one pending note (`name`, about a `what`: "move" or
-    /// "delete"), shared by the move and the delete: no note means nothing was cut short; a note
-    /// of two fields is handed to `finish`; the note is removed afterwards either way, since a
-    /// note of any other shape cannot be acted on.
+    /// The frame of crash recovery for one pending note (`name`, about a `what`: "move",
+    /// "delete" or "restore"), shared by the three: no note means nothing was cut short; a note
+    /// of two fields is handed to `finish`; the note is removed afterwards, since a note of any
+    /// other shape cannot be acted on. A note that `finish` fails on is not left in place, where
+    /// it would make every later lock fail (and a second operation's note would be appended
+    /// behind it): it is set aside into `.orphans/` under [`layout::STUCK_NOTE_PREFIX`], where
+    /// `check` reports it with what is left to do by hand.
     fn finish_pending(
         &self,
         state: &Path,
         name: &str,
         what: &str,
+        steps: Steps,
         finish: impl FnOnce(&[u8], &[u8]) -> Result<(), HistoryError>,
     ) -> Result<(), HistoryError> {
+        // Only a regular file is a note: a directory there is the history of a workspace file of
+        // that name written before the name was reserved, which `check` reports.
+        match self.ws.stat(&state.join(name)) {
+            Ok(Some(m)) if m.is_file() => {}
+            Ok(_) => return Ok(()),
+            Err(e) => return Err(io_err(format!("cannot read the pending-{what} note"))(e)),
+        }
         let note = self.note(state, name);
         let Some(fields) = note
             .read()
@@ -317,11 +466,31 @@ impl Store {
         else {
             return Ok(());
         };
-        if let [first, second] = fields.as_slice() {
-            finish(first, second)?;
+        let finished = match fields.as_slice() {
+            [first, second] => finish(first, second),
+            _ => Ok(()),
+        };
+        if finished.is_err() {
+            let orphans = state.join(layout::ORPHANS_DIR);
+            let aside = orphans.join(format!(
+                "{}{what}-{}-{}",
+                layout::STUCK_NOTE_PREFIX,
+                log::now(),
+                std::process::id()
+            ));
+            self.ws
+                .create_dirs(&orphans)
+                .and_then(|_| self.ws.rename_no_replace(&state.join(name), &aside))
+                .map_err(io_err(format!(
+                    "cannot finish a {what} a crash cut short, nor set its note .filesystem/{name} aside; move that file out of the store by hand"
+                )))?;
+            steps.done();
+            return Ok(());
         }
         note.clear()
-            .map_err(io_err(format!("cannot remove the pending-{what} note")))
+            .map_err(io_err(format!("cannot remove the pending-{what} note")))?;
+        steps.done();
+        Ok(())
     }
 
     /// Checks that `rel` is a plain root-relative path and that it does not lead into the
@@ -426,7 +595,11 @@ impl Store {
         rel: &Path,
     ) -> Result<Option<(u64, u64)>, HistoryError> {
         let path = self.checked(rel)?;
-        let v = versions::for_path(&self.ws, &self.state_dir(false)?, path)?;
+        let state = self.state_dir(false)?;
+        let Some(dir) = layout::stored_history_tree(&state, path)? else {
+            return Ok(None);
+        };
+        let v = versions::Versions::new(self.ws.clone(), dir, display_relative(rel));
         let Some(head) = v.head()? else {
             return Ok(None);
         };
@@ -560,13 +733,22 @@ impl Store {
             )));
         }
         let kind = EntryKind::of(&meta);
+        let state = self.state_dir(true)?;
+        // A history that could not be kept at the destination is refused before anything moves.
+        let has_history =
+            layout::stored_history_tree(&state, from)?.is_some_and(|h| occupied(&self.ws, &h));
+        if has_history && layout::stored_history_tree(&state, to)?.is_none() {
+            return Err(layout::unstorable(to));
+        }
+        let steps = Steps::new(Op::Move);
         self.make_parent(dst, &to_s)?;
+        steps.done();
         // The entry, its history and the log line move in three steps; the note makes them one
         // for a crash (the next lock finishes what was started).
-        let state = self.state_dir(true)?;
         let note = self.note(&state, layout::PENDING_MOVE);
         note.write(&[path_field(from), path_field(to)])
             .map_err(io_err("cannot record the move before making it"))?;
+        steps.done();
         if let Err(e) = self.ws.rename_no_replace(src, dst) {
             let _ = note.clear();
             return Err(already_exists_or_io(
@@ -575,12 +757,15 @@ impl Store {
                 &format!("cannot move {from_s} to {to_s}"),
             ));
         }
-        let history_moved = self.move_history(&state, from, to)?;
+        steps.done();
+        let history_moved = self.move_history(&state, from, to, steps)?;
         self.log(&state, layout::MOVES_LOG)
             .append(&[log::now().as_bytes(), path_field(from), path_field(to)])
             .map_err(io_err("cannot append to the move log"))?;
+        steps.done();
         note.clear()
             .map_err(io_err("cannot remove the pending-move note"))?;
+        steps.done();
         Ok(MoveReport {
             kind,
             history_moved,
@@ -588,20 +773,36 @@ impl Store {
     }
 
     /// Moves the history tree of `from` (a file's versions, a directory's children's trees) to
-    /// `to`.
-    fn move_history(&self, state: &Path, from: &Path, to: &Path) -> Result<bool, HistoryError> {
-        let src = history_of(state, from)?;
-        let dst = history_of(state, to)?;
-        self.place_history(state, &src, &dst)
+    /// `to`. A path whose names cannot be kept in the store has no history to move; one that
+    /// has a history and a destination that cannot hold it is `InvalidArgument`.
+    fn move_history(
+        &self,
+        state: &Path,
+        from: &Path,
+        to: &Path,
+        steps: Steps,
+    ) -> Result<bool, HistoryError> {
+        let Some(src) = layout::stored_history_tree(state, from)? else {
+            return Ok(false);
+        };
+        self.place_history(state, &src, to, steps)
     }
 
-    /// Renames a history `src` to `dst`, first moving any stale history at `dst` aside into
-    /// `.orphans/` (it belongs to something no longer at that path; it is kept, not deleted).
-    fn place_history(&self, state: &Path, src: &Path, dst: &Path) -> Result<bool, HistoryError> {
+    /// Renames a history `src` to the history tree of `to`, first moving any stale history
+    /// there aside into `.orphans/` (it belongs to something no longer at that path; it is
+    /// kept, not deleted).
+    fn place_history(
+        &self,
+        state: &Path,
+        src: &Path,
+        to: &Path,
+        steps: Steps,
+    ) -> Result<bool, HistoryError> {
         let ws = &self.ws;
         if !occupied(ws, src) {
             return Ok(false);
         }
+        let dst = &layout::history_tree(state, to)?;
         let ctx = "cannot move a version history";
         if occupied(ws, dst) {
             let orphans = state.join(layout::ORPHANS_DIR);
@@ -614,19 +815,16 @@ impl Store {
                 aside = orphans.join(format!("{base}-{n}"));
             }
             ws.rename_no_replace(dst, &aside).map_err(io_err(ctx))?;
+            steps.done();
         }
         if let Some(parent) = dst.parent() {
             ws.create_dirs(parent).map_err(io_err(ctx))?;
+            steps.done();
         }
         ws.rename_no_replace(src, dst).map_err(io_err(ctx))?;
+        steps.done();
         Ok(true)
     }
-}
-
-/// Where the history of `rel` lives: its whole tree, whatever it is. A file's snapshots and a
-/// directory's children's trees share one directory, so moving or trashing either is one rename.
-fn history_of(state: &Path, rel: &Path) -> Result<PathBuf, HistoryError> {
-    layout::history_tree(state, rel)
 }
 
 impl Store {
@@ -783,6 +981,26 @@ mod tests {
         s.undo(&lock, Path::new("a"), 1)
             .expect("its history came along");
         assert_eq!(std::fs::read(dir.path().join("a")).expect("read"), b"one");
+    }
+
+    #[test]
+    fn a_directory_or_fifo_where_a_pending_note_goes_does_not_stop_the_lock() {
+        let (dir, s) = store_with_two_versions_of_a();
+        let state = dir.path().join(".filesystem");
+        // The history of a workspace file `.pending-restore` from before the name was reserved.
+        std::fs::create_dir_all(state.join(layout::PENDING_RESTORE)).expect("mkdir");
+        std::fs::write(state.join(layout::PENDING_RESTORE).join("00001"), "v").expect("write");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            state.join(layout::PENDING_MOVE),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        let lock = s.lock().expect("lock");
+        s.undo(&lock, Path::new("a"), 1).expect("the store works");
+        assert!(state.join(layout::PENDING_RESTORE).join("00001").exists());
     }
 
     #[test]

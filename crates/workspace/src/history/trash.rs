@@ -4,11 +4,10 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::crash_point::{Op, Steps};
 use super::durable::occupied;
 use super::log::{field_path, path_field, HistoryLog};
-use super::{
-    already_exists_or_io, history_of, io_err, layout, log, HistoryError, Store, StoreLock,
-};
+use super::{already_exists_or_io, io_err, layout, log, HistoryError, Store, StoreLock};
 use crate::guard::display_relative;
 use crate::Stat;
 
@@ -118,7 +117,7 @@ impl Store {
     /// Reserves the next trash id. The counter is saved before the id is used, and the id also
     /// skips anything already in `.trash/` or named in `.deletes`, so ids never repeat even if the
     /// counter file were lost.
-    fn next_trash_id(&self, state: &Path, trash: &Path) -> Result<u64, HistoryError> {
+    fn next_trash_id(&self, state: &Path, trash: &Path, steps: Steps) -> Result<u64, HistoryError> {
         let counter = state.join(layout::TRASH_COUNTER);
         let saved = match self.ws.read(&counter) {
             Ok(t) => String::from_utf8_lossy(&t).trim().parse::<u64>().ok(),
@@ -145,12 +144,22 @@ impl Store {
         self.ws
             .replace_file(&counter, format!("{after}\n").as_bytes(), None, false)
             .map_err(io_err("cannot update the trash counter"))?;
+        steps.done();
         Ok(id)
     }
 
-    /// Moves the history tree of `rel` (now trash entry `id`) beside it.
-    fn trash_history(&self, state: &Path, id: u64, rel: &Path) -> Result<(), HistoryError> {
-        let history = history_of(state, rel)?;
+    /// Moves the history tree of `rel` (now trash entry `id`) beside it. A path whose names
+    /// cannot be kept in the store has none.
+    fn trash_history(
+        &self,
+        state: &Path,
+        id: u64,
+        rel: &Path,
+        steps: Steps,
+    ) -> Result<(), HistoryError> {
+        let Some(history) = layout::stored_history_tree(state, rel)? else {
+            return Ok(());
+        };
         if occupied(&self.ws, &history) {
             let dest = self.trash_dir(state).join(layout::trash_history_name(id));
             self.ws
@@ -159,6 +168,7 @@ impl Store {
                     "cannot move the history of {} into the trash",
                     display_relative(rel)
                 )))?;
+            steps.done();
         }
         Ok(())
     }
@@ -166,17 +176,61 @@ impl Store {
     /// Completes a delete a crash cut short (see [`layout::PENDING_DELETE`]): if the entry
     /// reached its trash slot, its history follows; if not, nothing moved.
     pub fn finish_pending_delete(&self, state: &Path) -> Result<(), HistoryError> {
-        self.finish_pending(state, layout::PENDING_DELETE, "delete", |id, rel| {
+        let steps = Steps::new(Op::Delete);
+        self.finish_pending(state, layout::PENDING_DELETE, "delete", steps, |id, rel| {
             let id = String::from_utf8_lossy(id).parse::<u64>().ok();
             let rel = field_path(rel);
             let slot = id.map(|id| (id, self.trash_dir(state).join(layout::trash_name(id))));
             if let Some((id, Ok(Some(_)))) = slot.map(|(id, p)| (id, self.ws.stat(&p))) {
                 if !occupied(&self.ws, &rel) {
-                    self.trash_history(state, id, &rel)?;
+                    self.trash_history(state, id, &rel, steps)?;
                 }
             }
             Ok(())
         })
+    }
+
+    /// Completes a restore a crash cut short (see [`layout::PENDING_RESTORE`]): a restore starts
+    /// only with the entry in its trash slot, so an empty slot means the entry was put back; its
+    /// history follows (unless it already did) and the restore is logged (unless it already
+    /// was). A slot still full means nothing moved.
+    pub fn finish_pending_restore(&self, state: &Path) -> Result<(), HistoryError> {
+        let steps = Steps::new(Op::Restore);
+        self.finish_pending(
+            state,
+            layout::PENDING_RESTORE,
+            "restore",
+            steps,
+            |id, rel| {
+                let Ok(id) = String::from_utf8_lossy(id).parse::<u64>() else {
+                    return Ok(());
+                };
+                let rel = field_path(rel);
+                let trash = self.trash_dir(state);
+                if occupied(&self.ws, &trash.join(layout::trash_name(id))) {
+                    return Ok(());
+                }
+                let history = trash.join(layout::trash_history_name(id));
+                self.place_history(state, &history, &rel, steps)?;
+                if self.index(state)?.first_restore(id).is_none() {
+                    self.log_restore(state, id, &rel)?;
+                    steps.done();
+                }
+                Ok(())
+            },
+        )
+    }
+
+    /// Appends the `.deletes` line of the restore of `id` to `rel`.
+    fn log_restore(&self, state: &Path, id: u64, rel: &Path) -> Result<(), HistoryError> {
+        self.log(state, layout::DELETES_LOG)
+            .append(&[
+                log::now().as_bytes(),
+                b"restore",
+                id.to_string().as_bytes(),
+                path_field(rel),
+            ])
+            .map_err(io_err("cannot append to the delete log"))
     }
 
     /// Moves the file, directory or symlink at `rel` (never what a symlink points to) into the
@@ -188,10 +242,12 @@ impl Store {
         let kind = EntryKind::of(&meta);
         let state = self.state_dir(true)?;
         let trash = self.trash_dir(&state);
+        let steps = Steps::new(Op::Delete);
         self.ws
             .create_dirs(&trash)
             .map_err(io_err("cannot create the trash"))?;
-        let id = self.next_trash_id(&state, &trash)?;
+        steps.done();
+        let id = self.next_trash_id(&state, &trash, steps)?;
         let deleted_at = log::now();
         // Logged before the rename: a delete cut short leaves the file in place (and the log
         // line is ignored because the trash slot is empty), a finished one is always listed.
@@ -203,19 +259,23 @@ impl Store {
                 path_field(rel),
             ])
             .map_err(io_err("cannot append to the delete log"))?;
+        steps.done();
         let slot = trash.join(layout::trash_name(id));
         let note = self.note(&state, layout::PENDING_DELETE);
         note.write(&[id.to_string().as_bytes(), path_field(rel)])
             .map_err(io_err("cannot record the delete before making it"))?;
+        steps.done();
         if let Err(e) = self.ws.rename_no_replace(path, &slot) {
             let _ = note.clear();
             return Err(io_err(format!(
                 "cannot move {shown} into the trash (is it on another file system?)"
             ))(e));
         }
-        self.trash_history(&state, id, rel)?;
+        steps.done();
+        self.trash_history(&state, id, rel, steps)?;
         note.clear()
             .map_err(io_err("cannot remove the pending-delete note"))?;
+        steps.done();
         // Measured in the trash, where nothing else changes it: what was deleted, whatever was
         // at the path when the call began.
         let size = self.ws.tree_size(&slot, SIZE_BUDGET);
@@ -310,20 +370,35 @@ impl Store {
                 "{shown} is occupied; restore to another place with 'destination', or move what is there first"
             )));
         }
-        self.make_parent(path, &shown)?;
-        self.ws
-            .rename_no_replace(&slot, path)
-            .map_err(|e| already_exists_or_io(e, &shown, &format!("cannot restore {shown}")))?;
         let history = trash.join(layout::trash_history_name(id));
-        let history_restored = self.place_history(&state, &history, &history_of(&state, &rel)?)?;
-        self.log(&state, layout::DELETES_LOG)
-            .append(&[
-                log::now().as_bytes(),
-                b"restore",
-                id.to_string().as_bytes(),
-                path_field(&rel),
-            ])
-            .map_err(io_err("cannot append to the delete log"))?;
+        // A history that could not be kept at the destination is refused before anything moves.
+        if occupied(&self.ws, &history) && layout::stored_history_tree(&state, &rel)?.is_none() {
+            return Err(layout::unstorable(&rel));
+        }
+        let steps = Steps::new(Op::Restore);
+        self.make_parent(path, &shown)?;
+        steps.done();
+        // The entry, its history and the log line move in three steps, entry first (as a move
+        // does); the note makes them one for a crash: the next lock finishes what was started.
+        let note = self.note(&state, layout::PENDING_RESTORE);
+        note.write(&[id.to_string().as_bytes(), path_field(&rel)])
+            .map_err(io_err("cannot record the restore before making it"))?;
+        steps.done();
+        if let Err(e) = self.ws.rename_no_replace(&slot, path) {
+            let _ = note.clear();
+            return Err(already_exists_or_io(
+                e,
+                &shown,
+                &format!("cannot restore {shown}"),
+            ));
+        }
+        steps.done();
+        let history_restored = self.place_history(&state, &history, &rel, steps)?;
+        self.log_restore(&state, id, &rel)?;
+        steps.done();
+        note.clear()
+            .map_err(io_err("cannot remove the pending-restore note"))?;
+        steps.done();
         Ok(RestoreReport {
             id,
             path: rel,

@@ -26,7 +26,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::layout::{snapshot_name, undone_name, HEAD_FILE};
+use super::layout::{snapshot_name, undone_name, HEAD_FILE, MAX_VERSION};
 use super::HistoryError;
 use crate::Workspace;
 
@@ -71,7 +71,7 @@ impl Versions {
             None => Err(self.io("read")(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!(
-                    "its head file {} is damaged (it must hold one version number); the snapshots beside it are intact and can be copied back by hand",
+                    "its head file {} is damaged (it must hold one version number from 1 to {MAX_VERSION}); the snapshots beside it are intact and can be copied back by hand",
                     self.dir.join(HEAD_FILE).display()
                 ),
             ))),
@@ -107,8 +107,12 @@ impl Versions {
         self.ws.exists(p).map_err(self.io("read"))
     }
 
-    /// True when snapshot `version` is on disk (one `stat`).
+    /// True when snapshot `version` is on disk (one `stat`). A number past [`MAX_VERSION`] never
+    /// is: the store does not write one, so a file with such a name is not a snapshot.
     pub fn has_snapshot(&self, version: u64) -> Result<bool, HistoryError> {
+        if !(1..=MAX_VERSION).contains(&version) {
+            return Ok(false);
+        }
         self.exists(&self.snapshot_path(version))
     }
 
@@ -144,7 +148,7 @@ impl Versions {
     /// `from`'s does not).
     fn undone_run(&self, from: u64) -> Result<u64, HistoryError> {
         let mut top = from - 1;
-        while self.exists(&self.undone_path(top + 1))? {
+        while top < MAX_VERSION && self.exists(&self.undone_path(top + 1))? {
             top += 1;
         }
         Ok(top)
@@ -211,13 +215,20 @@ impl Versions {
     /// that finds no snapshot above the head. With one, the undone versions are renamed and
     /// then removed once, which is the only part that grows with their number.
     pub fn append(&self, head: Option<Head>, content: &[u8]) -> Result<Head, HistoryError> {
+        let version = head.map_or(1, |h| h.current + 1);
+        if version > MAX_VERSION {
+            return Err(HistoryError::InvalidArgument(format!(
+                "the history of {} already holds {MAX_VERSION} versions, the most one history can have; move its history directory {} out of the store by hand to start a new one",
+                self.shown,
+                self.dir.display()
+            )));
+        }
         self.ws.create_dirs(&self.dir).map_err(self.io("create"))?;
         self.settle(head)?;
-        let version = head.map_or(1, |h| h.current + 1);
         // Lowest first, so that a crash leaves one run of second names starting right above
         // the head, which `settle` puts back whole.
         let mut top = version - 1;
-        loop {
+        while top < MAX_VERSION {
             match self
                 .ws
                 .rename_no_replace(&self.snapshot_path(top + 1), &self.undone_path(top + 1))
@@ -241,11 +252,11 @@ impl Versions {
     }
 }
 
-/// The current version a `.head` file's text names: one number, at least 1.
+/// The current version a `.head` file's text names: one number, from 1 to [`MAX_VERSION`].
 pub fn parse_head(text: &str) -> Option<u64> {
     let mut words = text.split_whitespace();
     match (words.next().map(str::parse::<u64>), words.next()) {
-        (Some(Ok(n)), None) if n >= 1 => Some(n),
+        (Some(Ok(n)), None) if (1..=MAX_VERSION).contains(&n) => Some(n),
         _ => None,
     }
 }
@@ -429,7 +440,14 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir(dir.path().join("v")).expect("mkdir");
         let v = versions_in(&dir);
-        for bad in ["garbage", "0\n", "1 2\n", ""] {
+        for bad in [
+            "garbage",
+            "0\n",
+            "1 2\n",
+            "",
+            "18446744073709551615\n",
+            "1000000000\n",
+        ] {
             std::fs::write(dir.path().join("v/.head"), bad).expect("write");
             assert!(v.head().is_err(), "{bad:?}");
         }
