@@ -143,6 +143,14 @@ impl ToolResult {
     }
 }
 
+/// Makes the server start in `dir`, the workspace the runner gave this agent.
+// By name, and safe here: the stand-in plays an agent harness, which starts its MCP servers in the
+// directory it was started in, a path it is handed; the server then opens its root once itself.
+#[allow(clippy::disallowed_methods)]
+fn starts_in(command: &mut Command, dir: &Path) {
+    command.current_dir(dir);
+}
+
 /// A running server and the session with it.
 pub struct Client {
     name: String,
@@ -156,10 +164,11 @@ impl Client {
     /// Starts the server (in `cwd`, its stderr shared with the stand-in's) and initializes the
     /// session.
     pub fn start(config: &ServerConfig, cwd: &Path) -> Result<Self, StandInError> {
-        let mut child = Command::new(&config.command)
+        let mut command = Command::new(&config.command);
+        starts_in(&mut command, cwd);
+        let mut child = command
             .args(&config.args)
             .envs(&config.env)
-            .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
