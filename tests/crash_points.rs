@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Moves, deletes and restores killed (SIGKILL) right after each of their writes in turn, through
 //! the store's crash-point hook (`FILESYSTEM_TEST_STOP_AFTER=op:N`, see
 //! `crates/workspace/src/history/crash_point.rs`): after every kill `check` finds no error, the

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! The original shelpa surface against the design records themselves: every text the records
 //! quote, served byte for byte.
 //!

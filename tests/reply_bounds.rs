@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! What one call or one message may cost the server, through the real binary: a content search
 //! stops inside one large file at the time limit, deep paths count against the answers of
 //! `search_content` and `find_files` (and the memory behind them), a chain of large `.gitignore`

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! `filesystem report` on input built to cost it: a line far past the line bound, two long
 //! commands it must compare, inputs that are not files, and a transcript it cannot read. Each
 //! runs the real binary; memory is the child's own peak (`VmHWM`, read when it is done reading),

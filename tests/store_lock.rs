@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! Waiting for the store's lock honours the call's time limit and its cancellation. The lock is
 //! held by construction: a real `filesystem call move_file` parked by the store's crash-point
 //! hook (`FILESYSTEM_TEST_STOP_AFTER=move:2:park`) right after it wrote its pending note, under

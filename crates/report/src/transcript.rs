@@ -320,6 +320,8 @@ fn result_text(content: Option<&Value>) -> String {
 }
 
 #[cfg(test)]
+// Tests build their fixtures by name in a temporary directory of their own, as a user would.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::{read_transcripts, session_names, ServerFilter};
     use std::path::Path;
