@@ -231,6 +231,15 @@ fn note_holder(file: &File) {
         .take(200)
         .collect();
     line.push('\n');
+    // Most locks are taken again by the process that wrote the line last: then it is left as it
+    // is, so an uncontended lock costs a read of the page cache, not a truncate and a write.
+    let mut there = vec![0u8; line.len() + 1];
+    if file.metadata().is_ok_and(|m| m.len() == line.len() as u64)
+        && file.read_at(&mut there, 0).ok() == Some(line.len())
+        && there[..line.len()] == *line.as_bytes()
+    {
+        return;
+    }
     let _ = file.set_len(0);
     let _ = file.write_all_at(line.as_bytes(), 0);
 }
@@ -353,7 +362,8 @@ impl Store {
             .ws
             .open_regular(
                 &state.join(layout::LOCK_FILE),
-                rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CREATE,
+                // Read too: the holder's line is compared before it is written (`note_holder`).
+                rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CREATE,
                 rustix::fs::Mode::from_raw_mode(0o644),
             )
             .map_err(io_err(format!(
