@@ -16,22 +16,30 @@ pub const MAX_LINE_BYTES: usize = 8 << 20;
 pub enum Line<'a> {
     /// The line, without its newline.
     Text(&'a [u8]),
-    /// A line longer than [`MAX_LINE_BYTES`], which was read past and dropped.
+    /// A line longer than the limit, which was read past and dropped.
     TooLong,
 }
 
-/// The lines of a reader, each at most [`MAX_LINE_BYTES`] long.
+/// The lines of a reader, each at most [`MAX_LINE_BYTES`] (or the limit given) long.
 pub struct Lines<R> {
     reader: BufReader<R>,
     line: Vec<u8>,
+    limit: usize,
 }
 
 impl<R: Read> Lines<R> {
-    /// Lines of `reader`.
+    /// Lines of `reader`, each at most [`MAX_LINE_BYTES`].
     pub fn new(reader: R) -> Self {
+        Lines::with_limit(reader, MAX_LINE_BYTES)
+    }
+
+    /// Lines of `reader`, each at most `limit` bytes: for inputs whose lines are known to be
+    /// short (a study's trial records), so a damaged one costs no more than that.
+    pub fn with_limit(reader: R, limit: usize) -> Self {
         Lines {
             reader: BufReader::with_capacity(64 * 1024, reader),
             line: Vec::new(),
+            limit,
         }
     }
 
@@ -51,7 +59,7 @@ impl<R: Read> Lines<R> {
                 None => (buf, buf.len(), false),
             };
             if !too_long {
-                if self.line.len() + chunk.len() > MAX_LINE_BYTES {
+                if self.line.len() + chunk.len() > self.limit {
                     // Nothing more of this line is kept, and what was kept is let go.
                     too_long = true;
                     self.line = Vec::new();

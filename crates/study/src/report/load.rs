@@ -12,7 +12,6 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use rustix::fs::{Mode, OFlags};
@@ -224,27 +223,23 @@ fn read_records(
                 }
             }
         })?;
-    let mut reader = BufReader::new(file);
+    let mut lines = report::lines::Lines::with_limit(file, MAX_RECORD_LINE);
     let mut records = Vec::new();
     let mut seen = HashSet::new();
-    let mut line = Vec::new();
     let mut number = 0u64;
     loop {
-        line.clear();
-        let complete =
-            read_bounded_line(&mut reader, &mut line).map_err(|source| StudyReportError::Read {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        let Some(complete) = complete else { break };
+        let line = lines.next_line().map_err(|source| StudyReportError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let Some(line) = line else { break };
         number += 1;
-        if complete && line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let parsed = if complete {
-            serde_json::from_slice::<TrialRecord>(&line).map_err(|e| e.to_string())
-        } else {
-            Err(format!("longer than {MAX_RECORD_LINE} bytes"))
+        let parsed = match line {
+            report::lines::Line::Text(text) if text.iter().all(u8::is_ascii_whitespace) => continue,
+            report::lines::Line::Text(text) => {
+                serde_json::from_slice::<TrialRecord>(text).map_err(|e| e.to_string())
+            }
+            report::lines::Line::TooLong => Err(format!("longer than {MAX_RECORD_LINE} bytes")),
         };
         let record = match parsed {
             Ok(r) if is_safe_id(&r.id) => r,
@@ -295,43 +290,6 @@ fn warn_corrupt(
         "{}:{number}: not a trial record ({why}); line skipped",
         path.display()
     ));
-}
-
-/// Reads one line (without its newline) into `line`, keeping at most [`MAX_RECORD_LINE`] bytes
-/// of it: `Some(true)` for a whole line, `Some(false)` for one cut short (the rest is read and
-/// dropped), `None` at the end of the file.
-fn read_bounded_line(
-    reader: &mut impl BufRead,
-    line: &mut Vec<u8>,
-) -> std::io::Result<Option<bool>> {
-    let mut any = false;
-    let mut whole = true;
-    loop {
-        let buf = reader.fill_buf()?;
-        if buf.is_empty() {
-            return Ok(any.then_some(whole));
-        }
-        any = true;
-        let (chunk, found) = match buf.iter().position(|&b| b == b'\n') {
-            Some(i) => (&buf[..i], Some(i)),
-            None => (buf, None),
-        };
-        let room = MAX_RECORD_LINE.saturating_sub(line.len());
-        if chunk.len() > room {
-            whole = false;
-        }
-        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        match found {
-            Some(i) => {
-                reader.consume(i + 1);
-                return Ok(Some(whole));
-            }
-            None => {
-                let n = buf.len();
-                reader.consume(n);
-            }
-        }
-    }
 }
 
 /// The server names of a trial's `mcp.json` (`mcpServers` keys); `None` when it is absent or
