@@ -344,7 +344,9 @@ fn a_stage_flooding_stderr_neither_blocks_nor_grows_the_reply() {
 #[test]
 fn memory_stays_bounded_while_a_large_stream_passes_through_the_server() {
     let ws = temp_dir();
-    let mut p = Pipe::start(ws.path(), &[]);
+    // Its own server with a long limit: the stream must end by itself, and under load 220 MB can
+    // take longer than the short limit the runaway tests use (28 of 30 loaded runs made it in 2 s).
+    let mut p = Pipe::start_with_timeout(ws.path(), "60", &[]);
     // 220,000 lines of 1,000 spaces: 220 MB through awk, the server's built-in tee (which keeps
     // at most its 1 MiB write limit) and on into wc.
     let lines: u64 = 220_000;
