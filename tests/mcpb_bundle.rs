@@ -111,8 +111,13 @@ fn tool_names(session: &mut Session) -> Vec<String> {
         .collect()
 }
 
+/// The directory the user picks; its name has a space, which must reach the binary as one
+/// argument through the host and the launcher.
 fn workspace() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempfile::Builder::new()
+        .prefix("chosen workspace ")
+        .tempdir()
+        .expect("tempdir");
     std::fs::write(dir.path().join("chosen.txt"), "in the chosen directory\n").expect("write");
     dir
 }
