@@ -636,6 +636,7 @@ mod tests {
             crate::FsOptions {
                 backup: false,
                 max_read_bytes: budget,
+                result_budget: mcp_core::budget::ResultBudget::new(64 << 20),
                 tools: crate::tools::Selection::Extended,
                 listed: Default::default(),
             },

@@ -36,6 +36,8 @@ pub struct FsOptions {
     /// Largest file `read_text_file` returns whole, and the most bytes one
     /// `read_multiple_files` call returns in all.
     pub max_read_bytes: u64,
+    /// The most bytes one answer carries (`--max-result-bytes`): what does not fit is paged.
+    pub result_budget: mcp_core::budget::ResultBudget,
     /// Which tools are served (`--tools`).
     pub tools: tools::Selection,
     /// Other roots an MCP client named, shown by `list_allowed_directories` (empty with
@@ -212,6 +214,7 @@ impl FsToolset {
             FsOptions {
                 backup: false,
                 max_read_bytes: 1024,
+                result_budget: Default::default(),
                 tools: tools::Selection::Extended,
                 listed: Default::default(),
             },
