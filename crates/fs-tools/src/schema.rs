@@ -40,14 +40,18 @@ pub fn definitions() -> Vec<ToolDef> {
         ToolDef {
             name: READ_TEXT_FILE.into(),
             title: "Read Text File".into(),
-            description: "Read a UTF-8 text file. Use `head` for the first N lines or `tail` for the last N lines (not both); \
-                          large files must be read with head or tail. Binary files and directories are refused."
+            description: "Read a UTF-8 text file. Use `head` for the first N lines or `tail` for the last N lines (not both), \
+                          or `offset` (first line, 1-based) and `limit` (number of lines) for any range. An answer larger than the \
+                          result budget is cut after a whole line and ends with `[lines A–B of N shown; continue with offset=B+1]`: \
+                          call again with that offset for the rest. Binary files and directories are refused."
                 .into(),
             input_schema: object(
                 json!({
                     "path": path_property("The file to read"),
                     "head": {"type": "integer", "minimum": 0, "description": "Return only the first N lines"},
                     "tail": {"type": "integer", "minimum": 0, "description": "Return only the last N lines"},
+                    "offset": {"type": "integer", "minimum": 1, "description": "The first line to return (1-based); not with head or tail"},
+                    "limit": {"type": "integer", "minimum": 1, "description": "How many lines to return from offset (default: to the end, as far as one answer holds); not with head or tail"},
                 }),
                 &["path"],
             ),
