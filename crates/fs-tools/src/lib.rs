@@ -11,6 +11,7 @@ pub mod error;
 mod extra;
 mod list;
 mod media;
+mod paging;
 mod read;
 pub mod recovery;
 mod schema;

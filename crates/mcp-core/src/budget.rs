@@ -261,11 +261,13 @@ fn tag(tool: &str, args: &Map<String, Value>, position: u64, anchor: u64) -> u64
     h.finish()
 }
 
-/// The text note of a listing cut by the budget: which entries were shown and the cursor that
-/// continues it (`continue with cursor="…"`), which a model copies into its next call.
-pub fn cursor_note(what: &str, first: u64, last: u64, cursor: &str) -> String {
+/// The text note of a listing cut by the budget: which entries were shown (of how many, when the
+/// tool knows) and the cursor that continues it (`continue with cursor="…"`), which a model
+/// copies into its next call.
+pub fn cursor_note(what: &str, first: u64, last: u64, total: Option<u64>, cursor: &str) -> String {
+    let of = total.map_or(String::new(), |t| format!(" of {}", thousands(t)));
     format!(
-        "[{what} {}–{} shown (the answer is cut at the result budget); continue with cursor=\"{cursor}\"]",
+        "[{what} {}–{}{of} shown; continue with cursor=\"{cursor}\"]",
         thousands(first),
         thousands(last)
     )
