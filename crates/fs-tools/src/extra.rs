@@ -15,11 +15,13 @@ use serde_json::{json, Map, Value};
 
 use super::error::FsError;
 use super::list;
+use super::paging;
 use super::read::into_text;
-use super::schema::{object, path_property};
+use super::schema::{cursor_property, object, path_property, PAGED};
 use super::target;
 use super::tools::{FIND_FILES, GET_FILE_INFO, LIST_DIRECTORY_WITH_SIZES, READ_MULTIPLE_FILES};
 use super::{reject_unknown, FsContext};
+use mcp_core::budget::CURSOR_ARG;
 use mcp_core::toolset::{Args, CallContext, Effects, ToolDef, ToolOutput};
 use workspace::guard::{display_relative, Resolved};
 use workspace::walk::Tree;
@@ -98,11 +100,14 @@ pub fn definitions() -> Vec<ToolDef> {
             description: "List a directory's entries with file sizes, one per line as `[FILE] name size` or `[DIR] name`, then the \
                           number of files and directories and their combined size. sortBy `name` (default) or `size` (largest first). \
                           A symlink counts with its target's size only when the target is a file inside the workspace. \
-                          Build/cache directories and the root .gitignore's matches are left out, as in list_directory."
-                .into(),
+                          Build/cache directories and the root .gitignore's matches are left out, as in list_directory. \
+                          The totals follow the last page. "
+                .to_string()
+                + PAGED,
             input_schema: object(
                 json!({
                     "path": path_property("The directory to list (\".\" for the root)"),
+                    "cursor": cursor_property(),
                     "sortBy": {"type": "string", "enum": ["name", "size"], "default": "name", "description": "Sort entries by name or by size (largest first)"},
                 }),
                 &["path"],
@@ -118,7 +123,7 @@ pub fn definitions() -> Vec<ToolDef> {
                  path relative to that directory, so `*.rs` finds only its direct entries and `**/*.rs` finds them at any depth \
                  (case-sensitive; `*` does not cross `/`). excludePatterns leave entries out and are not descended into (a pattern \
                  without '/' matches names at any depth). Matches by name, not content. Answers root-relative paths, one per line, \
-                 at most {MAX_MATCHES} (and {} KiB of paths).",
+                 at most {MAX_MATCHES} (and {} KiB of paths) in all pages together. {PAGED}",
                 MAX_FOUND_BYTES / 1024
             ),
             input_schema: object(
@@ -126,6 +131,7 @@ pub fn definitions() -> Vec<ToolDef> {
                     "path": path_property("The directory to search below (\".\" for the root)"),
                     "pattern": {"type": "string", "description": "Glob matched against paths relative to `path`, e.g. \"**/*.md\""},
                     "excludePatterns": {"type": "array", "items": {"type": "string"}, "default": [], "description": "Glob patterns to leave out"},
+                    "cursor": cursor_property(),
                 }),
                 &["path", "pattern"],
             ),
@@ -424,7 +430,8 @@ pub fn find_files(
     args: &Map<String, Value>,
     ctx: &CallContext,
 ) -> Result<ToolOutput, FsError> {
-    reject_unknown(args, &["path", "pattern", "excludePatterns"])?;
+    reject_unknown(args, &["path", "pattern", "excludePatterns", CURSOR_ARG])?;
+    paging::cursor(FIND_FILES, args)?;
     let a = Args(args);
     let path = a.str("path")?;
     let pattern = a.str("pattern")?;
@@ -496,18 +503,28 @@ pub fn find_files(
             let _ = tree.descend();
         }
     }
-    let mut out = found.join("\n");
+    let mut footer = String::new();
     if let Some(why) = truncated {
-        if !out.is_empty() {
-            out.push('\n');
+        if !found.is_empty() {
+            footer.push('\n');
         }
-        out.push_str(&format!(
+        footer.push_str(&format!(
             "[truncated: {why}. Narrow the pattern, the path or add excludePatterns]"
         ));
-    } else if found.is_empty() {
+    } else if found.is_empty() && !args.contains_key(CURSOR_ARG) {
         return Ok(ToolOutput::text("No matches found"));
     }
-    Ok(ToolOutput::text(out))
+    let whole = ToolOutput::text(format!("{}{footer}", found.join("\n")));
+    paging::Listing {
+        tool: FIND_FILES,
+        args,
+        header: String::new(),
+        lines: found,
+        items: None,
+        footer,
+        noun: "paths",
+    }
+    .answer(whole, cx.options.result_budget)
 }
 
 /// The `pattern` of `find_files` as a glob on relative paths (`*` stays within one component).
