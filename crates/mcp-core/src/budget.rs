@@ -68,9 +68,17 @@ impl ResultBudget {
         output.text.len() + output.structured.as_ref().map_or(0, json_len)
     }
 
-    /// True when `output` is within the budget.
+    /// True when `output` is within the budget. Costs at most about a budget's worth of
+    /// serialising: the structured copy is measured only until it is known not to fit.
     pub fn fits(self, output: &ToolOutput) -> bool {
-        Self::cost(output) <= self.0
+        let Some(room) = self.0.checked_sub(output.text.len()) else {
+            return false;
+        };
+        match &output.structured {
+            None => true,
+            Some(v) if upper_bound(v) <= room => true,
+            Some(v) => json_len_within(v, room).is_some(),
+        }
     }
 
     /// The last resort for an answer that is still over the budget (a tool with no natural
@@ -120,6 +128,53 @@ pub fn json_len(value: &Value) -> usize {
     // Counting bytes cannot fail.
     let _ = serde_json::to_writer(&mut count, value);
     count.0
+}
+
+/// The length of `value` as compact JSON, or `None` as soon as it is known to exceed `limit`
+/// (the serialising stops there).
+pub fn json_len_within(value: &Value, limit: usize) -> Option<usize> {
+    struct Count(usize, usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            if self.0 > self.1 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0, limit);
+    serde_json::to_writer(&mut count, value).ok()?;
+    Some(count.0)
+}
+
+/// A bound the compact JSON of `value` never exceeds, found without writing it: every string
+/// byte counted as the six of a `\u00XX` escape. Cheap, for answers far under the budget.
+fn upper_bound(value: &Value) -> usize {
+    let mut total = 0usize;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        total += match v {
+            Value::Null | Value::Bool(_) => 5,
+            Value::Number(_) => 24,
+            Value::String(s) => 2 + 6 * s.len(),
+            Value::Array(items) => {
+                stack.extend(items.iter());
+                2 + items.len()
+            }
+            Value::Object(members) => {
+                for (k, item) in members {
+                    total += 3 + 6 * k.len();
+                    stack.push(item);
+                }
+                2 + members.len()
+            }
+        };
+    }
+    total
 }
 
 /// The longest prefix of `text` of at most `room` bytes that ends after a line ending, or, when
