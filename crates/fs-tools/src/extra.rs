@@ -638,6 +638,7 @@ mod tests {
                 max_read_bytes: budget,
                 tools: crate::tools::Selection::Extended,
                 listed: Default::default(),
+                permissions: Default::default(),
             },
         );
         let Value::Object(args) = json!({ "paths": names }) else {

@@ -41,6 +41,9 @@ pub struct FsOptions {
     /// Other roots an MCP client named, shown by `list_allowed_directories` (empty with
     /// `--root`).
     pub listed: ListedRoots,
+    /// Who may write where (`--read-only`, `--read-only-dir`, `--writable-dir`); under
+    /// `--read-only` the tools that change anything are not served at all.
+    pub permissions: workspace::permissions::Permissions,
 }
 
 /// Everything a filesystem tool needs: the root's guard, its history store, the mode's settings.
@@ -101,6 +104,24 @@ never written through and never lead outside the workspace.";
 /// The instructions for `options`: [`INSTRUCTIONS`], and a line naming the opt-in tools that
 /// are served, so a model learns they exist before it reaches for a shell.
 fn instructions(options: &FsOptions) -> String {
+    let base = served_instructions(options);
+    let rules = options.permissions.describe();
+    if rules.is_empty() {
+        return base;
+    }
+    let read_only = if options.permissions.is_read_only() {
+        " This server is read-only: the tools that change files are not served."
+    } else {
+        " A change they refuse fails with ReadOnly."
+    };
+    format!(
+        "{base}\n- This server's write rules: {}.{read_only}",
+        rules.join("; ")
+    )
+}
+
+/// [`instructions`] without the write rules.
+fn served_instructions(options: &FsOptions) -> String {
     if options.tools == tools::Selection::Default {
         return INSTRUCTIONS.into();
     }
@@ -135,8 +156,14 @@ fn all_definitions(options: &FsOptions) -> Vec<ToolDef> {
         defs.extend(allowed::definitions());
         defs.push(search::definition());
     }
-    defs.retain(|d| options.tools.serves(&d.name));
+    defs.retain(|d| serves(options, &d.name, d.effects.read_only));
     defs
+}
+
+/// True when `name` is served with `options`: selected by `--tools`, and under `--read-only`
+/// only if it changes nothing (`read_only`, its definition's own annotation).
+fn serves(options: &FsOptions, name: &str, read_only: bool) -> bool {
+    options.tools.serves(name) && (read_only || !options.permissions.is_read_only())
 }
 
 /// Refuses arguments the tool does not know, so a typo (`old_text`) is reported, not ignored:
@@ -191,7 +218,9 @@ pub struct FsToolset {
 impl FsToolset {
     /// The toolset for `guard`'s root, with that root's history store.
     pub fn new(guard: PathGuard, options: FsOptions) -> Self {
-        let store = workspace::history::Store::new(guard.workspace().clone(), options.backup);
+        let guard = guard.with_permissions(&options.permissions);
+        let store = workspace::history::Store::new(guard.workspace().clone(), options.backup)
+            .with_permissions(guard.permissions().clone());
         // Tool definitions are built when asked for (the server asks once and keeps them):
         // building their schemas was a tenth of the time from exec to the `initialize` answer.
         FsToolset {
@@ -214,6 +243,7 @@ impl FsToolset {
                 max_read_bytes: 1024,
                 tools: tools::Selection::Extended,
                 listed: Default::default(),
+                permissions: Default::default(),
             },
         )
     }
@@ -239,8 +269,14 @@ impl Toolset for FsToolset {
             }
             None => args,
         };
-        // A tool left out by `--tools` is as unknown as a misspelt one.
-        if !cx.options.tools.serves(name) {
+        // A tool left out by `--tools` (or by `--read-only`) is as unknown as a misspelt one.
+        let read_only = || {
+            all_definitions(&cx.options)
+                .iter()
+                .any(|d| d.name == name && d.effects.read_only)
+        };
+        if !cx.options.tools.serves(name) || (cx.options.permissions.is_read_only() && !read_only())
+        {
             return FsError::InvalidArgument(format!(
                 "unknown tool '{name}'; call tools/list for the tools of this mode"
             ))

@@ -175,6 +175,7 @@ mod tests {
             max_read_bytes: 1,
             tools,
             listed: Default::default(),
+            permissions: Default::default(),
         };
         all_definitions(&options)
             .into_iter()
@@ -237,6 +238,7 @@ mod tests {
                 max_read_bytes: 1,
                 tools,
                 listed: Default::default(),
+                permissions: Default::default(),
             })
         };
         assert_eq!(with(Selection::Default), crate::INSTRUCTIONS);

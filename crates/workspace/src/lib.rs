@@ -21,6 +21,7 @@ pub mod history;
 pub mod inspect;
 pub mod mirror;
 pub mod park;
+pub mod permissions;
 pub mod root;
 pub mod temp;
 pub mod terminal;
