@@ -6,6 +6,8 @@
 //! recovery tools (move, trash, restore, search, undo, redo) in `recovery`.
 
 mod allowed;
+mod append;
+mod copy;
 mod edit;
 pub mod error;
 mod extra;
@@ -132,6 +134,8 @@ fn served_instructions(options: &FsOptions) -> String {
         tools::READ_MEDIA_FILE => "an image or audio file as image/audio content",
         tools::LIST_ALLOWED_DIRECTORIES => "the workspace root and the client's other roots",
         tools::SEARCH_CONTENT => "a regex or text search of file contents",
+        tools::COPY_FILE => "a file or directory copied, links never followed",
+        tools::APPEND_FILE => "text added at the end of a file, atomically",
         _ => "paths by glob",
     };
     let extras: Vec<String> = tools::EXTRAS
@@ -155,6 +159,8 @@ fn all_definitions(options: &FsOptions) -> Vec<ToolDef> {
         defs.push(media::definition());
         defs.extend(allowed::definitions());
         defs.push(search::definition());
+        defs.push(copy::definition());
+        defs.push(append::definition());
     }
     defs.retain(|d| serves(options, &d.name, d.effects.read_only));
     defs
@@ -290,6 +296,8 @@ impl Toolset for FsToolset {
             tools::READ_MEDIA_FILE => media::read_media_file(cx, args, ctx),
             tools::LIST_ALLOWED_DIRECTORIES => allowed::list_allowed_directories(cx, args),
             tools::SEARCH_CONTENT => search::search_content(cx, args, ctx),
+            tools::COPY_FILE => copy::copy_file(cx, args, ctx),
+            tools::APPEND_FILE => append::append_file(cx, args, ctx),
             tools::READ_TEXT_FILE => read::read_text_file(cx, args, ctx),
             tools::CREATE_FILE => write::create_file(cx, args, ctx),
             tools::WRITE_FILE => write::write_file(cx, args, ctx),
