@@ -562,6 +562,7 @@ impl Store {
             )));
         }
         let meta = self.regular_file_or_nothing(path, &shown)?;
+        let steps = Steps::new(Op::Write);
         let mut version = None;
         if self.backup {
             let v = versions::for_path(&self.ws, &self.state_dir(true)?, rel)?;
@@ -580,6 +581,7 @@ impl Store {
                 }
             }
             version = Some(v.append(head, content)?.current);
+            steps.done();
         }
         self.make_parent(path, &shown)?;
         let mode = meta.as_ref().map(|m| m.mode);
@@ -594,6 +596,7 @@ impl Store {
                     io_err(format!("cannot write {shown}"))(e)
                 }
             })?;
+        steps.done();
         Ok(WriteReport {
             bytes: content.len() as u64,
             created: meta.is_none(),
