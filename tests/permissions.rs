@@ -584,3 +584,64 @@ fn tools_and_help_show_the_rules_in_force() {
     let separator = pipe_help.find("tools served (").expect("status part");
     assert!(recorded > separator, "{pipe_help}");
 }
+
+#[test]
+fn in_server_mode_the_rules_hold_for_every_root() {
+    let (_tmp, base) = test_support::temp::canonical_temp_dir();
+    for name in ["one", "two"] {
+        test_support::temp::write_under(&base, &format!("{name}/migrations/1.sql"), "one\n");
+        test_support::temp::write_under(&base, &format!("{name}/src/a.txt"), "a\n");
+    }
+    let start = |flags: &[&str]| {
+        let mut cmd = test_support::bin::command();
+        cmd.arg("--server")
+            .arg("--allow-root")
+            .arg(&base)
+            .args(flags)
+            .env_remove("FILESYSTEM_ROOT");
+        let mut s = Session::from_command(cmd);
+        s.initialize("2025-06-18");
+        s
+    };
+    let mut s = start(&["--read-only-dir", "migrations"]);
+    let mut id = 10;
+    for name in ["one", "two"] {
+        let root = base.join(name);
+        let root = root.to_str().expect("utf8");
+        id += 1;
+        let (failed, text) = s.call_text(
+            id,
+            "write_file",
+            json!({"root": root, "path": "migrations/1.sql", "content": "x"}),
+        );
+        assert!(
+            failed
+                && text.starts_with(
+                    "ReadOnly: 'migrations/1.sql' is read-only (--read-only-dir migrations)"
+                ),
+            "{name}: {text}"
+        );
+        id += 1;
+        let (failed, text) = s.call_text(
+            id,
+            "write_file",
+            json!({"root": root, "path": "src/b.txt", "content": "b\n"}),
+        );
+        assert!(!failed, "{name}: {text}");
+    }
+    s.close_and_wait();
+    for name in ["one", "two"] {
+        let text = std::fs::read_to_string(base.join(name).join("migrations/1.sql")).expect("read");
+        assert_eq!(text, "one\n");
+    }
+
+    let mut s = start(&["--read-only"]);
+    let list = s.request(2, "tools/list", json!({}));
+    let names = list["result"]["tools"].to_string();
+    assert!(names.contains("\"read_text_file\""), "{names}");
+    assert!(
+        !names.contains("\"write_file\"") && !names.contains("\"move_file\""),
+        "{names}"
+    );
+    s.close_and_wait();
+}
