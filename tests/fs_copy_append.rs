@@ -316,6 +316,32 @@ fn copy_and_append_obey_the_write_rules() {
     )
     .expect_ok();
     assert_eq!(ws.read("src/m/1.sql"), "one\n");
+    // Only the writable part may receive a copy or an append.
+    let writable = ["--tools", "extended", "--writable-dir", "src"];
+    for (tool, args) in [
+        ("append_file", json!({"path": "top.txt", "content": "x"})),
+        (
+            "copy_file",
+            json!({"source": "src/a.txt", "destination": "a.txt"}),
+        ),
+        (
+            "copy_file",
+            json!({"source": "src", "destination": "src/../copy"}),
+        ),
+    ] {
+        let err = ws.call_with(tool, args, &writable).expect_err("ReadOnly");
+        assert!(
+            err.contains("(only --writable-dir src may change)"),
+            "{err}"
+        );
+    }
+    assert!(!exists(&ws.path("top.txt")) && !exists(&ws.path("copy")));
+    ws.call_with(
+        "copy_file",
+        json!({"source": "migrations/1.sql", "destination": "src/1.sql"}),
+        &writable,
+    )
+    .expect_ok();
     // Under --read-only neither is served, even when named.
     let out = ws.call_with(
         "append_file",

@@ -472,6 +472,19 @@ fn listed(flags: &[&str], env: &[(&str, &str)]) -> (Vec<String>, Value) {
         "tools/call",
         json!({"name": "write_file", "arguments": {"path": "x", "content": "x"}}),
     );
+    // Reading, listing and asking the history write nothing either (no store, no call log).
+    ws.write("seen.txt", "seen\n");
+    let mut id = 3;
+    for (tool, args) in [
+        ("read_text_file", json!({"path": "seen.txt"})),
+        ("list_directory", json!({"path": "."})),
+        ("list_trash", json!({})),
+        ("search_file", json!({"path": "seen.txt"})),
+    ] {
+        id += 1;
+        let (failed, text) = s.call_text(id, tool, args);
+        assert!(!failed, "{tool}: {text}");
+    }
     s.close_and_wait();
     assert!(
         !ws.root.join(".filesystem").exists(),
