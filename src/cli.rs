@@ -144,6 +144,28 @@ pub struct Options {
     )]
     pub tools: Option<fs_tools::tools::Selection>,
 
+    /// Change nothing: the tools that write, move, delete or restore are not served, pipe mode
+    /// refuses tee (READ_ONLY), no history store is created, and the call log is kept only with
+    /// --call-log FILE. Also FILESYSTEM_READ_ONLY=1.
+    #[arg(
+        long,
+        global = true,
+        env = crate::write_rules::READ_ONLY_ENV,
+        value_parser = clap::builder::BoolishValueParser::new(),
+        hide_env_values = true
+    )]
+    pub read_only: bool,
+
+    /// Refuse every change inside DIR (relative to the root; repeatable; also the ':'-separated
+    /// list in $FILESYSTEM_READ_ONLY_DIRS), and moves into or out of it (error ReadOnly).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub read_only_dir: Vec<String>,
+
+    /// Let only DIR change (relative to the root; repeatable; also the ':'-separated list in
+    /// $FILESYSTEM_WRITABLE_DIRS); --read-only-dir subtracts from it.
+    #[arg(long, value_name = "DIR", global = true)]
+    pub writable_dir: Vec<String>,
+
     /// Write the call log to this file instead of <root>/.filesystem/.calls.jsonl.
     #[arg(
         long,
@@ -304,8 +326,11 @@ impl Cli {
         }
         // The full parse also serves --help, which says how this system opens paths beneath the
         // root: that is only known at run time.
+        let rules = crate::write_rules::from_argv(&argv)
+            .map(|p| crate::write_rules::summary(&p))
+            .unwrap_or_default();
         let command = Cli::command().after_long_help(format!(
-            "Confinement on this system: every file operation is done relative to the root's descriptor, opening paths with {} (set FILESYSTEM_NO_OPENAT2=1 to force the per-component walk).",
+            "Confinement on this system: every file operation is done relative to the root's descriptor, opening paths with {} (set FILESYSTEM_NO_OPENAT2=1 to force the per-component walk).\n\n{rules}",
             workspace::resolution_method()
         ));
         let matches = command.get_matches_from(argv);
@@ -338,7 +363,16 @@ impl Options {
         (self.timeout > 0).then(|| std::time::Duration::from_secs(self.timeout))
     }
 
-    fn factory(&self, listed: &fs_tools::ListedRoots) -> Box<dyn ToolsetFactory<PathGuard>> {
+    /// The write rules of these flags and the environment (see [`crate::write_rules`]).
+    pub fn permissions(&self) -> Result<workspace::permissions::Permissions, String> {
+        crate::write_rules::permissions(self.read_only, &self.read_only_dir, &self.writable_dir)
+    }
+
+    fn factory(
+        &self,
+        listed: &fs_tools::ListedRoots,
+    ) -> Result<Box<dyn ToolsetFactory<PathGuard>>, String> {
+        let permissions = self.permissions()?;
         let fs = || -> Box<dyn ToolsetFactory<PathGuard>> {
             Box::new(FsFactory {
                 options: FsOptions {
@@ -347,11 +381,12 @@ impl Options {
                     result_budget: self.result_budget(),
                     tools: self.tools.clone().unwrap_or_default(),
                     listed: listed.clone(),
+                    permissions: permissions.clone(),
                 },
             })
         };
         if !self.legacy_pipe {
-            return fs();
+            return Ok(fs());
         }
         let pipe = Box::new(PipeFactory::new(PipeOptions {
             timeout_secs: self.timeout,
@@ -362,17 +397,20 @@ impl Options {
             stage_memory: self.stage_memory,
             surface: self.surface,
             tool_set: self.shelpa_tools,
+            permissions: permissions.clone(),
         }));
-        if self.with_filesystem {
+        Ok(if self.with_filesystem {
             Box::new(CombinedFactory::new(vec![pipe, fs()], PathGuard::try_clone))
         } else {
             pipe
-        }
+        })
     }
 
     /// The call log for a server or a one-off call, unless turned off.
     fn call_log(&self, mode: String, scope: Scope) -> Option<Arc<dyn CallObserver>> {
-        if self.no_call_log {
+        // A read-only server writes nothing into the workspace: its log goes only to a file
+        // the operator named.
+        if self.no_call_log || (self.read_only && self.call_log.is_none()) {
             return None;
         }
         let target = match (&self.call_log, scope) {
@@ -417,7 +455,7 @@ impl Options {
         self.flag_conflicts()?;
         let listed = fs_tools::ListedRoots::default();
         let factory: Box<dyn ToolsetFactory<PathGuard>> =
-            Box::new(ClearsLeftovers(self.factory(&listed)));
+            Box::new(ClearsLeftovers(self.factory(&listed)?));
         if self.server {
             // Settled before serving anything: a daemon with no usable allowed place must not
             // start, rather than start and refuse every call.
@@ -636,7 +674,11 @@ pub fn main() -> i32 {
     if argv.iter().any(|a| a == "--legacy-pipe") && argv.iter().any(|a| a == "--help" || a == "-h")
     {
         return match legacy_help_choice(&argv) {
-            Ok((surface, set)) => print_out(&shelpa::help_text(surface, set)),
+            Ok((surface, set)) => print_out(&shelpa::help_text(
+                surface,
+                set,
+                &crate::write_rules::from_argv(&argv).unwrap_or_default(),
+            )),
             Err(msg) => {
                 eprintln!("filesystem: {msg}");
                 2
@@ -759,6 +801,10 @@ fn list_tools(cli: &Options) -> i32 {
     for t in &tools {
         let first = t.description.lines().next().unwrap_or("");
         text.push_str(&format!("  {:width$}  {first}\n", t.name));
+    }
+    if let Ok(permissions) = cli.permissions() {
+        text.push_str(&crate::write_rules::summary(&permissions));
+        text.push('\n');
     }
     if cli.legacy_pipe {
         let status = shelpa::tool_status_line();

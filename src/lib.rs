@@ -17,3 +17,4 @@ mod lru;
 pub mod ran_on;
 pub mod root_opener;
 pub mod roots;
+pub mod write_rules;

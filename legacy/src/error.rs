@@ -95,6 +95,11 @@ pub(crate) fn guard_failure(e: &GuardError, token: &str) -> Failure {
             "Name a file relative to the session directory.",
         ),
         GuardError::Io { .. } => (EXEC_FAILED, "WRITE_FAILED", "Check the path and try again."),
+        GuardError::ReadOnly(_) => (
+            GUARD_VIOLATION,
+            "READ_ONLY",
+            "This server may not change it: write somewhere the rules allow, or ask the user to lift the rule.",
+        ),
         _ => (
             GUARD_VIOLATION,
             "PATH_ESCAPE",
@@ -105,6 +110,7 @@ pub(crate) fn guard_failure(e: &GuardError, token: &str) -> Failure {
         GuardError::Protected { path, dir } => {
             format!("'{path}' is inside {dir}/, shelpa's protected state.")
         }
+        GuardError::ReadOnly(refused) => format!("{refused}."),
         other => other.to_string(),
     };
     let mut f = Failure::new(code, reason, detail, suggestion);

@@ -219,3 +219,32 @@ pub fn fence_line() -> String {
             .to_string(),
     }
 }
+
+/// What the help and the instructions say after everything else (the recorded text stays first,
+/// byte for byte) when the operator's write rules restrict this server; empty when there are none.
+pub fn write_rules_note(permissions: &workspace::permissions::Permissions) -> String {
+    let rules = permissions.describe();
+    if rules.is_empty() {
+        return String::new();
+    }
+    format!(
+        "write rules of this server: {}; tee and shelpa_write refuse a target the rules do not allow with GUARD_VIOLATION / READ_ONLY\n",
+        rules.join("; ")
+    )
+}
+
+/// [`instructions`] followed, when the write rules restrict this server, by
+/// [`write_rules_note`].
+pub fn instructions_with_rules(
+    surface: Surface,
+    set: ShelpaTools,
+    permissions: &workspace::permissions::Permissions,
+) -> String {
+    let mut text = instructions(surface, set);
+    let note = write_rules_note(permissions);
+    if !note.is_empty() {
+        text.push_str("\n\n");
+        text.push_str(note.trim_end());
+    }
+    text
+}

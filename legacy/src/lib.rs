@@ -74,6 +74,9 @@ pub struct PipeOptions {
     pub surface: Surface,
     /// Which of shelpa's tool sets is served (`--shelpa-tools`).
     pub tool_set: ShelpaTools,
+    /// Who may write where: tee and shelpa_write refuse what these rules do not let change
+    /// (`READ_ONLY`).
+    pub permissions: workspace::permissions::Permissions,
 }
 
 impl Default for PipeOptions {
@@ -87,6 +90,7 @@ impl Default for PipeOptions {
             stage_memory: limits::DEFAULT_STAGE_MEMORY,
             surface: Surface::default(),
             tool_set: ShelpaTools::default(),
+            permissions: Default::default(),
         }
     }
 }
@@ -111,9 +115,16 @@ impl PipeFactory {
     }
 }
 
-/// shelpa's `--help` text in `surface`, for the tools of `set`.
-pub fn help_text(surface: Surface, set: ShelpaTools) -> String {
-    help::help_for(surface, set, &ToolPaths::discover())
+/// shelpa's `--help` text in `surface`, for the tools of `set`, and after it what the write
+/// rules `permissions` change.
+pub fn help_text(
+    surface: Surface,
+    set: ShelpaTools,
+    permissions: &workspace::permissions::Permissions,
+) -> String {
+    let mut text = help::help_for(surface, set, &ToolPaths::discover());
+    text.push_str(&help::write_rules_note(permissions));
+    text
 }
 
 /// One line for `filesystem tools` naming pipeline commands that are missing on this machine
@@ -127,14 +138,18 @@ impl ToolsetFactory<PathGuard> for PipeFactory {
         "legacy-pipe".into()
     }
     fn instructions(&self) -> String {
-        help::instructions(self.options.surface, self.options.tool_set)
+        help::instructions_with_rules(
+            self.options.surface,
+            self.options.tool_set,
+            &self.options.permissions,
+        )
     }
     fn definitions(&self) -> Vec<ToolDef> {
         schema::definitions(self.options.surface, self.options.tool_set)
     }
     fn build(&self, guard: PathGuard) -> std::io::Result<Box<dyn Toolset>> {
         Ok(Box::new(PipeToolset {
-            guard,
+            guard: guard.with_permissions(&self.options.permissions),
             options: self.options.clone(),
             tools: self.tools.clone(),
             session: Session::new(),
@@ -191,7 +206,11 @@ impl Toolset for PipeToolset {
         scratch::sweep_in_background();
     }
     fn instructions(&self) -> String {
-        help::instructions(self.options.surface, self.options.tool_set)
+        help::instructions_with_rules(
+            self.options.surface,
+            self.options.tool_set,
+            &self.options.permissions,
+        )
     }
     fn tools(&self) -> Vec<ToolDef> {
         schema::definitions(self.options.surface, self.options.tool_set)
@@ -490,6 +509,7 @@ impl PipeToolset {
             };
             let report = tee::commit(
                 self.guard.workspace(),
+                self.guard.permissions(),
                 &relative(capture)?,
                 &capture.data,
                 mode,
@@ -550,8 +570,15 @@ impl PipeToolset {
         } else {
             TeeMode::Overwrite
         };
-        let report = tee::commit(self.guard.workspace(), targets, data, mode, truncated)
-            .map_err(|e: TeeError| e.to_failure())?;
+        let report = tee::commit(
+            self.guard.workspace(),
+            self.guard.permissions(),
+            targets,
+            data,
+            mode,
+            truncated,
+        )
+        .map_err(|e: TeeError| e.to_failure())?;
         let step = builtin_step("tee", data.len() as u64, truncated, write.started);
         Ok(success(
             String::new(),

@@ -171,6 +171,8 @@ pub enum GuardReason {
     MissingTool,
     /// More stages than [`crate::limits::MAX_STAGES`].
     TooManyStages,
+    /// A write the operator's rules refuse (`--read-only`, `--read-only-dir`, `--writable-dir`).
+    ReadOnly,
 }
 
 impl GuardReason {
@@ -189,6 +191,7 @@ impl GuardReason {
             GuardReason::ParseError => "PARSE_ERROR",
             GuardReason::MissingTool => "MISSING_TOOL",
             GuardReason::TooManyStages => "TOO_MANY_STAGES",
+            GuardReason::ReadOnly => "READ_ONLY",
         }
     }
 }

@@ -85,7 +85,8 @@ async def exercise_extended(root: Path, mode: str):
         tools = await client.list_tools()
         names = [t.name for t in tools.tools]
         for name in ["read_multiple_files", "get_file_info", "list_directory_with_sizes", "find_files",
-                     "read_media_file", "list_allowed_directories", "search_content"]:
+                     "read_media_file", "list_allowed_directories", "search_content", "copy_file",
+                     "append_file"]:
             assert name in names, names
 
         batch = await client.call_tool("read_multiple_files", {"paths": ["hello.txt", "nope.txt", "src/main.rs"]})
@@ -131,6 +132,16 @@ async def exercise_extended(root: Path, mode: str):
         refused = await client.call_tool("read_media_file", {"path": "hello.txt"})
         assert refused.is_error
         assert "UTF-8 text" in text_of(refused) and "read_text_file" in text_of(refused)
+
+        copied = await client.call_tool("copy_file", {"source": "src", "destination": "src-copy"})
+        assert not copied.is_error, text_of(copied)
+        assert text_of(copied).startswith("Copied directory src to src-copy: 1 file"), text_of(copied)
+        assert (root / "src-copy" / "main.rs").read_text() == "fn main() {}\n"
+
+        appended = await client.call_tool("append_file", {"path": "hello.txt", "content": "and more"})
+        assert not appended.is_error, text_of(appended)
+        assert text_of(appended).startswith("Appended to hello.txt"), text_of(appended)
+        assert (root / "hello.txt").read_text() == "hello from the workspace\nand more"
 
 
 async def exercise_pipe(root: Path, mode: str):

@@ -20,6 +20,10 @@ pub enum FsError {
     /// The operating system refused.
     #[error("IoError: {0}")]
     IoError(String),
+    /// The operator's rules do not let this change (`--read-only`, `--read-only-dir`,
+    /// `--writable-dir`).
+    #[error("ReadOnly: {0}; {suggestion}", suggestion = workspace::permissions::READ_ONLY_SUGGESTION)]
+    ReadOnly(workspace::permissions::ReadOnly),
     /// The arguments cannot work as given.
     #[error("InvalidArgument: {0}")]
     InvalidArgument(String),
@@ -42,6 +46,7 @@ impl FsError {
             FsError::AlreadyExists(_) => "AlreadyExists",
             FsError::IoError(_) => "IoError",
             FsError::InvalidArgument(_) => "InvalidArgument",
+            FsError::ReadOnly(_) => "ReadOnly",
             FsError::Stopped { stop, .. } => stop.kind(),
         }
     }
@@ -69,7 +74,9 @@ impl FsError {
 impl From<GuardError> for FsError {
     fn from(e: GuardError) -> Self {
         let swapped = matches!(&e, GuardError::Io { source, .. } if workspace::is_swap(source));
-        if e.is_escape() || swapped {
+        if let GuardError::ReadOnly(refused) = e {
+            FsError::ReadOnly(refused)
+        } else if e.is_escape() || swapped {
             FsError::PathEscape(e.to_string())
         } else if e.is_invalid_input() {
             FsError::InvalidArgument(e.to_string())
@@ -92,6 +99,7 @@ impl From<HistoryError> for FsError {
             HistoryError::AlreadyExists(m) => FsError::AlreadyExists(m),
             HistoryError::InvalidArgument(m) => FsError::InvalidArgument(m),
             HistoryError::Busy(m) => FsError::IoError(m),
+            HistoryError::ReadOnly(refused) => FsError::ReadOnly(refused),
             HistoryError::Io { .. } => FsError::IoError(e.to_string()),
         }
     }

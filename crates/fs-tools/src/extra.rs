@@ -813,6 +813,7 @@ mod tests {
                 result_budget: mcp_core::budget::ResultBudget::new(64 << 20),
                 tools: crate::tools::Selection::Extended,
                 listed: Default::default(),
+                permissions: Default::default(),
             },
         );
         let Value::Object(args) = json!({ "paths": names }) else {

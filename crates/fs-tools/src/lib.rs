@@ -6,6 +6,8 @@
 //! recovery tools (move, trash, restore, search, undo, redo) in `recovery`.
 
 mod allowed;
+mod append;
+mod copy;
 mod edit;
 pub mod error;
 mod extra;
@@ -44,6 +46,9 @@ pub struct FsOptions {
     /// Other roots an MCP client named, shown by `list_allowed_directories` (empty with
     /// `--root`).
     pub listed: ListedRoots,
+    /// Who may write where (`--read-only`, `--read-only-dir`, `--writable-dir`); under
+    /// `--read-only` the tools that change anything are not served at all.
+    pub permissions: workspace::permissions::Permissions,
 }
 
 /// Everything a filesystem tool needs: the root's guard, its history store, the mode's settings.
@@ -106,6 +111,24 @@ never written through and never lead outside the workspace.";
 /// The instructions for `options`: [`INSTRUCTIONS`], and a line naming the opt-in tools that
 /// are served, so a model learns they exist before it reaches for a shell.
 fn instructions(options: &FsOptions) -> String {
+    let base = served_instructions(options);
+    let rules = options.permissions.describe();
+    if rules.is_empty() {
+        return base;
+    }
+    let read_only = if options.permissions.is_read_only() {
+        " This server is read-only: the tools that change files are not served."
+    } else {
+        " A change they refuse fails with ReadOnly."
+    };
+    format!(
+        "{base}\n- This server's write rules: {}.{read_only}",
+        rules.join("; ")
+    )
+}
+
+/// [`instructions`] without the write rules.
+fn served_instructions(options: &FsOptions) -> String {
     if options.tools == tools::Selection::Default {
         return INSTRUCTIONS.into();
     }
@@ -116,6 +139,8 @@ fn instructions(options: &FsOptions) -> String {
         tools::READ_MEDIA_FILE => "an image or audio file as image/audio content",
         tools::LIST_ALLOWED_DIRECTORIES => "the workspace root and the client's other roots",
         tools::SEARCH_CONTENT => "a regex or text search of file contents",
+        tools::COPY_FILE => "a file or directory copied, links never followed",
+        tools::APPEND_FILE => "text added at the end of a file, atomically",
         _ => "paths by glob",
     };
     let extras: Vec<String> = tools::EXTRAS
@@ -139,9 +164,17 @@ fn all_definitions(options: &FsOptions) -> Vec<ToolDef> {
         defs.push(media::definition());
         defs.extend(allowed::definitions());
         defs.push(search::definition());
+        defs.push(copy::definition());
+        defs.push(append::definition());
     }
-    defs.retain(|d| options.tools.serves(&d.name));
+    defs.retain(|d| serves(options, &d.name, d.effects.read_only));
     defs
+}
+
+/// True when `name` is served with `options`: selected by `--tools`, and under `--read-only`
+/// only if it changes nothing (`read_only`, its definition's own annotation).
+fn serves(options: &FsOptions, name: &str, read_only: bool) -> bool {
+    options.tools.serves(name) && (read_only || !options.permissions.is_read_only())
 }
 
 /// Refuses arguments the tool does not know, so a typo (`old_text`) is reported, not ignored:
@@ -196,7 +229,9 @@ pub struct FsToolset {
 impl FsToolset {
     /// The toolset for `guard`'s root, with that root's history store.
     pub fn new(guard: PathGuard, options: FsOptions) -> Self {
-        let store = workspace::history::Store::new(guard.workspace().clone(), options.backup);
+        let guard = guard.with_permissions(&options.permissions);
+        let store = workspace::history::Store::new(guard.workspace().clone(), options.backup)
+            .with_permissions(guard.permissions().clone());
         // Tool definitions are built when asked for (the server asks once and keeps them):
         // building their schemas was a tenth of the time from exec to the `initialize` answer.
         FsToolset {
@@ -220,6 +255,7 @@ impl FsToolset {
                 result_budget: Default::default(),
                 tools: tools::Selection::Extended,
                 listed: Default::default(),
+                permissions: Default::default(),
             },
         )
     }
@@ -245,8 +281,14 @@ impl Toolset for FsToolset {
             }
             None => args,
         };
-        // A tool left out by `--tools` is as unknown as a misspelt one.
-        if !cx.options.tools.serves(name) {
+        // A tool left out by `--tools` (or by `--read-only`) is as unknown as a misspelt one.
+        let read_only = || {
+            all_definitions(&cx.options)
+                .iter()
+                .any(|d| d.name == name && d.effects.read_only)
+        };
+        if !cx.options.tools.serves(name) || (cx.options.permissions.is_read_only() && !read_only())
+        {
             return FsError::InvalidArgument(format!(
                 "unknown tool '{name}'; call tools/list for the tools of this mode"
             ))
@@ -260,6 +302,8 @@ impl Toolset for FsToolset {
             tools::READ_MEDIA_FILE => media::read_media_file(cx, args, ctx),
             tools::LIST_ALLOWED_DIRECTORIES => allowed::list_allowed_directories(cx, args),
             tools::SEARCH_CONTENT => search::search_content(cx, args, ctx),
+            tools::COPY_FILE => copy::copy_file(cx, args, ctx),
+            tools::APPEND_FILE => append::append_file(cx, args, ctx),
             tools::READ_TEXT_FILE => read::read_text_file(cx, args, ctx),
             tools::CREATE_FILE => write::create_file(cx, args, ctx),
             tools::WRITE_FILE => write::write_file(cx, args, ctx),

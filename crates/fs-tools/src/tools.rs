@@ -48,6 +48,10 @@ pub const FIND_FILES: &str = "find_files";
 pub const READ_MEDIA_FILE: &str = "read_media_file";
 pub const LIST_ALLOWED_DIRECTORIES: &str = "list_allowed_directories";
 pub const SEARCH_CONTENT: &str = "search_content";
+/// See [`EXTRAS`].
+pub const COPY_FILE: &str = "copy_file";
+/// See [`EXTRAS`].
+pub const APPEND_FILE: &str = "append_file";
 
 /// The tools served only with version history (`--backup`): without it there is nothing to step
 /// through, so they are not offered.
@@ -80,9 +84,10 @@ pub const TOOLS: [ToolEntry; 14] = [
 /// [`TOOLS`] in `tools/list` order. They are a table of their own so that the default mode serves
 /// exactly [`TOOLS`], which adoption studies compare; the report reads both tables.
 ///
-/// None of them changes anything: `read_multiple_files`, `read_media_file` and `search_content`
-/// read content, the others look around.
-pub const EXTRAS: [ToolEntry; 7] = [
+/// `copy_file` and `append_file` change files (a copy and an append are versions like any
+/// write); of the others, `read_multiple_files`, `read_media_file` and `search_content` read
+/// content and the rest look around.
+pub const EXTRAS: [ToolEntry; 9] = [
     entry(READ_MULTIPLE_FILES, ToolClass::Read),
     entry(GET_FILE_INFO, ToolClass::Navigate),
     entry(LIST_DIRECTORY_WITH_SIZES, ToolClass::Navigate),
@@ -90,6 +95,8 @@ pub const EXTRAS: [ToolEntry; 7] = [
     entry(READ_MEDIA_FILE, ToolClass::Read),
     entry(LIST_ALLOWED_DIRECTORIES, ToolClass::Navigate),
     entry(SEARCH_CONTENT, ToolClass::Read),
+    entry(COPY_FILE, ToolClass::Write),
+    entry(APPEND_FILE, ToolClass::Write),
 ];
 
 /// Which tools a filesystem mode serves (`--tools`). Whatever is selected, the tools that need
@@ -176,6 +183,7 @@ mod tests {
             result_budget: Default::default(),
             tools,
             listed: Default::default(),
+            permissions: Default::default(),
         };
         all_definitions(&options)
             .into_iter()
@@ -204,7 +212,7 @@ mod tests {
     fn extended_serves_the_table_then_the_extras() {
         let all: Vec<&str> = every_tool().map(|t| t.name).collect();
         assert_eq!(served_with(true, Selection::Extended), all);
-        assert_eq!(all.len(), 21);
+        assert_eq!(all.len(), 23);
     }
 
     #[test]
@@ -239,6 +247,7 @@ mod tests {
                 result_budget: Default::default(),
                 tools,
                 listed: Default::default(),
+                permissions: Default::default(),
             })
         };
         assert_eq!(with(Selection::Default), crate::INSTRUCTIONS);
@@ -252,8 +261,13 @@ mod tests {
     }
 
     #[test]
-    fn no_extra_writes() {
-        assert!(EXTRAS.iter().all(|t| t.class != ToolClass::Write));
+    fn the_only_extra_writes_are_copy_and_append() {
+        let writers: Vec<&str> = EXTRAS
+            .iter()
+            .filter(|t| t.class == ToolClass::Write)
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(writers, [COPY_FILE, APPEND_FILE]);
     }
 
     #[test]

@@ -20,6 +20,7 @@ use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{Mode, OFlags};
 
+use crate::permissions::Permissions;
 use crate::{temp, Workspace};
 
 /// Directories inside the workspace that hold the tool's own state. No tool may read, write, list,
@@ -62,6 +63,9 @@ pub enum GuardError {
     /// Symlinks chain into each other more deeply than any sane tree needs.
     #[error("'{0}' has too many levels of symbolic links")]
     SymlinkLoop(String),
+    /// A change the operator's rules refuse (see [`crate::permissions`]).
+    #[error("{0}")]
+    ReadOnly(crate::permissions::ReadOnly),
     /// Inspecting a component failed for a reason other than "does not exist".
     #[error("could not inspect '{path}': {source}")]
     Io { path: String, source: io::Error },
@@ -142,6 +146,8 @@ pub struct PathGuard {
     /// paths and in absolute symlink targets as if they were the canonical one.
     spellings: crate::root::Spellings,
     ws: Workspace,
+    /// Who may write where; checked on every path resolved for a change.
+    permissions: Permissions,
 }
 
 impl PathGuard {
@@ -158,7 +164,26 @@ impl PathGuard {
             root: ws.root().to_path_buf(),
             spellings: crate::root::Spellings::default(),
             ws,
+            permissions: Permissions::default(),
         }
+    }
+
+    /// The same guard, refusing every change `permissions` does not allow. Each rule directory
+    /// that is a symlink inside this root also stands for where it leads (see
+    /// [`Permissions::for_root`]), so a write by the real path meets the same rule.
+    pub fn with_permissions(mut self, permissions: &Permissions) -> Self {
+        self.permissions = permissions.for_root(|dir| {
+            self.resolve(&dir.to_string_lossy())
+                .ok()
+                .map(|r| r.relative)
+        });
+        self
+    }
+
+    /// The rules this guard enforces, for the history store and tee, which check them again
+    /// inside the call that acts.
+    pub fn permissions(&self) -> &Permissions {
+        &self.permissions
     }
 
     /// The same guard, also accepting absolute paths written with another spelling of the root
@@ -181,7 +206,9 @@ impl PathGuard {
     /// Another guard for the same root (sharing the root's descriptor), for toolsets served
     /// together.
     pub fn try_clone(&self) -> io::Result<Self> {
-        Ok(Self::for_workspace(self.ws.clone()).with_spellings(self.spellings.clone()))
+        let mut guard = Self::for_workspace(self.ws.clone()).with_spellings(self.spellings.clone());
+        guard.permissions = self.permissions.clone();
+        Ok(guard)
     }
 
     /// The canonical workspace root.
@@ -195,7 +222,8 @@ impl PathGuard {
     }
 
     /// Resolves a client path for a change (write, create, move, delete): the final symlink is
-    /// not followed, and nothing inside a repository's `.git/` may be changed.
+    /// not followed, nothing inside a repository's `.git/` may be changed, and the resolved path
+    /// (and everything below it) must be one the operator's rules let change.
     pub fn resolve_for_change(&self, input: &str) -> Result<Resolved, GuardError> {
         let resolved = self.resolve_with(input, FinalLink::NoFollow)?;
         if resolved
@@ -205,6 +233,9 @@ impl PathGuard {
         {
             return Err(GuardError::Repository(input.to_string()));
         }
+        self.permissions
+            .check(&resolved.relative)
+            .map_err(GuardError::ReadOnly)?;
         Ok(resolved)
     }
 

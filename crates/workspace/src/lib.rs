@@ -16,11 +16,13 @@
 #![allow(clippy::disallowed_methods)]
 
 pub mod beneath;
+pub mod copy;
 pub mod guard;
 pub mod history;
 pub mod inspect;
 pub mod mirror;
 pub mod park;
+pub mod permissions;
 pub mod root;
 pub mod temp;
 pub mod terminal;
@@ -285,6 +287,14 @@ impl Dir {
     pub fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
         let target = rustix::fs::readlinkat(&self.fd, name, Vec::new())?;
         Ok(PathBuf::from(OsStr::from_bytes(target.as_bytes())))
+    }
+
+    /// Creates the symlink `name` here saying `target` (never replacing anything at `name`).
+    pub fn symlink(&self, target: &Path, name: &OsStr) -> io::Result<()> {
+        match rustix::fs::symlinkat(target, &self.fd, name) {
+            Err(Errno::EXIST) => Err(io::Error::from(io::ErrorKind::AlreadyExists)),
+            other => other.map_err(io::Error::from),
+        }
     }
 
     /// Makes this directory's entries durable.
@@ -782,6 +792,14 @@ impl Workspace {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             other => other,
         }
+    }
+
+    /// Creates the symlink `rel` saying `target`, relative to its parent's descriptor (what it
+    /// says is not looked at here: the caller asks the guard whether it stays inside).
+    pub fn symlink(&self, rel: &Path, target: &Path) -> io::Result<()> {
+        let (dir, name) = self.parent(rel)?;
+        dir.symlink(target, name)?;
+        dir.sync()
     }
 
     /// Makes the entries of directory `rel` durable.

@@ -364,6 +364,13 @@ pub fn stat_at(dir: &Dir, name: &OsStr) -> io::Result<Option<super::Stat>> {
     }
 }
 
+/// The target of the symlink `name` in `dir`: lets a walk read a link it meets through the
+/// directory holding it, however deep (a tree copy copies links as links).
+pub fn read_link_at(dir: &Dir, name: &OsStr) -> io::Result<PathBuf> {
+    let target = rustix::fs::readlinkat(dir.fd()?, name, Vec::new())?;
+    Ok(PathBuf::from(OsStr::from_bytes(target.as_bytes())))
+}
+
 /// Opens the regular file `name` in `dir` for reading, never through a symlink, never a FIFO,
 /// device or directory (see [`super::require_regular`]). Lets a walk read the files it meets
 /// through the directory holding them, however deep, without naming a path the kernel would

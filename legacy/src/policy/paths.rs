@@ -117,6 +117,10 @@ pub(super) fn tee_target(
         ));
     }
     let resolved = guard(cx, typed, FinalLink::NoFollow, true)?;
+    cx.guard
+        .permissions()
+        .check(&resolved.relative)
+        .map_err(|refused| read_only(typed, &refused))?;
     if let Some(dir) = resolved.relative.components().find_map(|c| {
         WRITE_PROTECTED
             .iter()
@@ -241,7 +245,18 @@ fn guard(
                 format!("'{typed}' could not be inspected."),
                 "Check the path with ls or fd.",
             ),
+            GuardError::ReadOnly(refused) => read_only(typed, &refused),
         })
+}
+
+/// A write target the operator's rules refuse: `READ_ONLY`, naming the rule.
+pub(crate) fn read_only(typed: &str, refused: &workspace::permissions::ReadOnly) -> Refusal {
+    Refusal::new(
+        GuardReason::ReadOnly,
+        typed,
+        format!("{refused}."),
+        "This server may not change it: write somewhere the rules allow, or ask the user to lift the rule.",
+    )
 }
 
 /// Expands an unquoted glob like a shell: component by component, sorted, hidden names only

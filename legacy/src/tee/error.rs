@@ -33,6 +33,9 @@ pub enum TeeError {
     /// A target outside the root, or whose directory became a symlink after checking.
     #[error("'{0}' is outside the workspace, or its directory is reached through a symlink.")]
     Escape(String),
+    /// A target the operator's rules do not let change.
+    #[error("{0}.")]
+    ReadOnly(workspace::permissions::ReadOnly),
     /// The target's directory does not exist.
     #[error("the directory of '{0}' does not exist; tee does not create directories.")]
     NoDirectory(String),
@@ -77,6 +80,11 @@ impl TeeError {
                 "PATH_ESCAPE",
                 "Use a path inside the workspace.".to_string(),
             ),
+            TeeError::ReadOnly(_) => (
+                GUARD_VIOLATION,
+                "READ_ONLY",
+                "This server may not change it: write somewhere the rules allow, or ask the user to lift the rule.".to_string(),
+            ),
             TeeError::NoDirectory(_) => (
                 EXEC_FAILED,
                 "WRITE_FAILED",
@@ -103,6 +111,7 @@ impl TeeError {
             | TeeError::DisallowedTarget { path: p, .. }
             | TeeError::Escape(p)
             | TeeError::NoDirectory(p) => f.token = Some(p.clone()),
+            TeeError::ReadOnly(refused) => f.token = Some(refused.path.clone()),
             _ => {}
         }
         f

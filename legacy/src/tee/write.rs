@@ -11,15 +11,17 @@ use super::target::{check_target, open_regular, recheck, Target};
 use super::{TeeError, TeeMode, TeeReport};
 use workspace::guard::display_relative;
 use workspace::mirror::MIRROR_DIR;
+use workspace::permissions::Permissions;
 use workspace::{is_swap, Workspace};
 
-/// Writes `data` to every target and its mirror. The gate must already have been passed; `data`
+/// Writes `data` to every target and its mirror, unless `permissions` refuse any of them. The gate must already have been passed; `data`
 /// is already cut to the hard limit (`truncated` says whether it was). Targets are root-relative
 /// (see [`relative_target`](super::relative_target)); every operation goes through the workspace layer, relative to
 /// directory descriptors opened beneath the root, so a directory swapped for a symlink after the
 /// policy looked makes the write fail instead of landing elsewhere.
 pub fn commit(
     ws: &Workspace,
+    permissions: &Permissions,
     targets: &[PathBuf],
     data: &[u8],
     mode: TeeMode,
@@ -29,7 +31,13 @@ pub fn commit(
     // tee behind.
     let mut checked = Vec::with_capacity(targets.len());
     for target in targets {
-        checked.push(check_target(target)?);
+        let target = check_target(target)?;
+        // The operator's rules, checked in the call that writes, on the path it writes: the
+        // policy's look happened before the pipeline ran.
+        permissions
+            .check(&target.relative)
+            .map_err(TeeError::ReadOnly)?;
+        checked.push(target);
     }
     let mut report = TeeReport {
         paths: Vec::new(),

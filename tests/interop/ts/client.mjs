@@ -131,6 +131,20 @@ const extendedCalls = [
       );
     },
   ],
+  [
+    "copy_file",
+    { source: "src", destination: "src-copy" },
+    (r, root) =>
+      text(r).startsWith("Copied directory src to src-copy: 1 file") &&
+      readFileSync(join(root, "src-copy", "main.rs"), "utf8") === "fn main() {}\n",
+  ],
+  [
+    "append_file",
+    { path: "app.log", content: "d INFO y\n" },
+    (r, root) =>
+      text(r).startsWith("Appended to app.log: 41 bytes") &&
+      readFileSync(join(root, "app.log"), "utf8") === "a INFO x\nb ERROR db\nc ERROR api\nd INFO y\n",
+  ],
 ];
 
 const pipeCalls = [

@@ -92,6 +92,9 @@ pub enum HistoryError {
     /// Another process held the store's lock for longer than the caller could wait.
     #[error("{0}")]
     Busy(String),
+    /// The operator's rules refuse the change (see [`crate::permissions`]).
+    #[error("{0}")]
+    ReadOnly(crate::permissions::ReadOnly),
     /// The operating system refused.
     #[error("{context}: {source}")]
     Io {
@@ -258,6 +261,8 @@ pub struct Store {
     /// Set once this process has found (or made) the store in the current layout, so the
     /// check (a couple of `stat`s, see [`convert`]) runs under the first lock only.
     layout_checked: std::sync::atomic::AtomicBool,
+    /// Who may write where: checked again by every mutation, under the store lock.
+    permissions: crate::permissions::Permissions,
 }
 
 impl Store {
@@ -268,7 +273,17 @@ impl Store {
             backup,
             index: std::sync::Mutex::new(index::Index::default()),
             layout_checked: std::sync::atomic::AtomicBool::new(false),
+            permissions: Default::default(),
         }
+    }
+
+    /// The same store, refusing every change `permissions` does not allow: each mutation checks
+    /// the paths it changes (a move's both ends, a delete's, a restore's and an undo's target)
+    /// while it holds the lock, right before it acts, so no other server on the root can change
+    /// the store between the check and the change.
+    pub fn with_permissions(mut self, permissions: crate::permissions::Permissions) -> Store {
+        self.permissions = permissions;
+        self
     }
 
     /// The index of the move and delete logs in `state`, brought up to date with what was
@@ -516,6 +531,16 @@ impl Store {
         Ok(rel)
     }
 
+    /// [`Store::checked`] for a path a mutation changes: also one the operator's rules let
+    /// change, with everything below it.
+    fn changeable<'a>(&self, rel: &'a Path) -> Result<&'a Path, HistoryError> {
+        let rel = self.checked(rel)?;
+        self.permissions
+            .check(rel)
+            .map_err(HistoryError::ReadOnly)?;
+        Ok(rel)
+    }
+
     /// Replaces (or creates) the file at root-relative `rel` with `content`, atomically, keeping
     /// its mode and creating missing parent directories. With `create_new`, fails with
     /// `AlreadyExists` if anything is at `rel`. Under `--backup` the content becomes a new
@@ -528,7 +553,7 @@ impl Store {
         content: &[u8],
         create_new: bool,
     ) -> Result<WriteReport, HistoryError> {
-        let path = self.checked(rel)?;
+        let path = self.changeable(rel)?;
         let shown = display_relative(rel);
         // For create, anything at all in the way (directory, symlink…) is AlreadyExists.
         if create_new && occupied(&self.ws, path) {
@@ -537,6 +562,7 @@ impl Store {
             )));
         }
         let meta = self.regular_file_or_nothing(path, &shown)?;
+        let steps = Steps::new(Op::Write);
         let mut version = None;
         if self.backup {
             let v = versions::for_path(&self.ws, &self.state_dir(true)?, rel)?;
@@ -555,6 +581,7 @@ impl Store {
                 }
             }
             version = Some(v.append(head, content)?.current);
+            steps.done();
         }
         self.make_parent(path, &shown)?;
         let mode = meta.as_ref().map(|m| m.mode);
@@ -569,6 +596,7 @@ impl Store {
                     io_err(format!("cannot write {shown}"))(e)
                 }
             })?;
+        steps.done();
         Ok(WriteReport {
             bytes: content.len() as u64,
             created: meta.is_none(),
@@ -628,7 +656,7 @@ impl Store {
         } else {
             ("undo", "back")
         };
-        let path = self.checked(rel)?;
+        let path = self.changeable(rel)?;
         let shown = display_relative(rel);
         if steps == 0 {
             return Err(HistoryError::InvalidArgument(format!(
@@ -729,7 +757,7 @@ impl Store {
         from: &Path,
         to: &Path,
     ) -> Result<MoveReport, HistoryError> {
-        let (src, dst) = (self.checked(from)?, self.checked(to)?);
+        let (src, dst) = (self.changeable(from)?, self.changeable(to)?);
         let (from_s, to_s) = (display_relative(from), display_relative(to));
         if to.starts_with(from) {
             return Err(HistoryError::InvalidArgument(format!(

@@ -236,7 +236,7 @@ impl Store {
     /// Moves the file, directory or symlink at `rel` (never what a symlink points to) into the
     /// trash with its history, logs it in `.deletes`, and returns its entry.
     pub fn trash(&self, _lock: &StoreLock, rel: &Path) -> Result<TrashEntry, HistoryError> {
-        let path = self.checked(rel)?;
+        let path = self.changeable(rel)?;
         let shown = display_relative(rel);
         let meta = self.entry(path, &shown, "delete")?;
         let kind = EntryKind::of(&meta);
@@ -363,7 +363,7 @@ impl Store {
         })?;
         let kind = EntryKind::of(&meta);
         let rel = dest_rel.unwrap_or(&deleted.path).to_path_buf();
-        let path = self.checked(&rel)?;
+        let path = self.changeable(&rel)?;
         let shown = display_relative(&rel);
         if occupied(&self.ws, path) {
             return Err(HistoryError::AlreadyExists(format!(
