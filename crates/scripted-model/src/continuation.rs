@@ -1,0 +1,98 @@
+//! Reading how a cut answer says to go on.
+//!
+//! A tool of this project that cuts an answer at the result budget ends it with a note that names
+//! the argument to pass next: `continue with offset=813` for a file read, `continue with
+//! cursor="…"` for a listing. The scripted model reads the note as a model would, from the text
+//! the harness passed back (harnesses pass the text content on; structured content may not reach
+//! the model at all), and the last note in the text counts: the note ends the answer, so a file
+//! that happens to contain the words earlier does not steer the paging.
+
+use serde_json::Value;
+
+/// What a cut answer says to pass to get the rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Continuation {
+    /// `continue with offset=N`: read on from line N.
+    Offset(u64),
+    /// `continue with cursor="C"`: list on from the opaque cursor C.
+    Cursor(String),
+}
+
+const OFFSET_NOTE: &str = "continue with offset=";
+const CURSOR_NOTE: &str = "continue with cursor=\"";
+
+impl Continuation {
+    /// The continuation the text ends with, if any: the later of the last offset note and the
+    /// last cursor note.
+    pub fn find(text: &str) -> Option<Continuation> {
+        let offset = text.rfind(OFFSET_NOTE).and_then(|at| {
+            let digits: String = text[at + OFFSET_NOTE.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == ',')
+                .filter(char::is_ascii_digit)
+                .collect();
+            digits.parse().ok().map(|n| (at, Continuation::Offset(n)))
+        });
+        let cursor = text.rfind(CURSOR_NOTE).and_then(|at| {
+            let rest = &text[at + CURSOR_NOTE.len()..];
+            rest.find('"')
+                .map(|end| (at, Continuation::Cursor(rest[..end].to_string())))
+        });
+        match (offset, cursor) {
+            (Some(o), Some(c)) => Some(if o.0 > c.0 { o.1 } else { c.1 }),
+            (o, c) => o.or(c).map(|(_, found)| found),
+        }
+    }
+
+    /// The arguments of the next page: the previous call's, with the offset or cursor set.
+    pub fn apply(&self, previous: &Value) -> Value {
+        let mut next = match previous {
+            Value::Object(map) => map.clone(),
+            _ => serde_json::Map::new(),
+        };
+        match self {
+            Continuation::Offset(n) => next.insert("offset".into(), Value::from(*n)),
+            Continuation::Cursor(c) => next.insert("cursor".into(), Value::from(c.as_str())),
+        };
+        Value::Object(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_offset_note_is_read_with_or_without_thousands_separators() {
+        let text = "a\nb\n[lines 1–812 of 20,000 shown; continue with offset=813]";
+        assert_eq!(Continuation::find(text), Some(Continuation::Offset(813)));
+        let text = "[lines 1–2 of 20,000 shown; continue with offset=12,813]";
+        assert_eq!(Continuation::find(text), Some(Continuation::Offset(12813)));
+    }
+
+    #[test]
+    fn a_cursor_note_is_read_up_to_its_closing_quote() {
+        let text = "x\ny\n[2 of 9 shown; continue with cursor=\"abc-12_=\"]";
+        assert_eq!(
+            Continuation::find(text),
+            Some(Continuation::Cursor("abc-12_=".into()))
+        );
+    }
+
+    #[test]
+    fn the_last_note_counts_and_a_text_without_one_has_none() {
+        let text = "continue with offset=5 appears in the file\n[continue with cursor=\"c\"]";
+        assert_eq!(Continuation::find(text), Some(Continuation::Cursor("c".into())));
+        assert_eq!(Continuation::find("all shown"), None);
+        assert_eq!(Continuation::find("continue with offset=]"), None);
+    }
+
+    #[test]
+    fn applying_keeps_the_other_arguments() {
+        let next = Continuation::Offset(9).apply(&json!({"path": "a", "offset": 1, "limit": 8}));
+        assert_eq!(next, json!({"path": "a", "offset": 9, "limit": 8}));
+        let next = Continuation::Cursor("k".into()).apply(&json!({"path": "."}));
+        assert_eq!(next, json!({"path": ".", "cursor": "k"}));
+    }
+}
