@@ -6,6 +6,10 @@
 //! `namespace`, `arguments` as a JSON string, `call_id`) and `function_call_output` (`call_id`,
 //! `output`: a string or a list of `input_text` items).
 //!
+//! With a model it knows to support it, Codex defers MCP tools behind a `{type: "tool_search"}`
+//! tool: the model emits a `tool_search_call` (`arguments: {query}`), and the next request holds
+//! a `tool_search_output` whose `tools` are the loaded definitions.
+//!
 //! The streamed answer is `response.created`, one `response.output_item.done` (a
 //! `function_call` or an assistant `message`) and `response.completed`.
 
@@ -13,6 +17,10 @@ use serde_json::{json, Value};
 
 use crate::conversation::{text_parts, Call, CallResult, Conversation, Offered};
 use crate::script::Action;
+
+/// Codex's discovery tool: deferred tools are loaded by a `tool_search_call` the client runs,
+/// answered in the next request by a `tool_search_output` item holding the loaded tools.
+pub const TOOL_SEARCH: &str = "tool_search";
 
 /// Reads a Responses API request body.
 pub fn parse(body: &Value) -> Conversation {
@@ -26,25 +34,15 @@ pub fn parse(body: &Value) -> Conversation {
         .and_then(Value::as_str)
         .map_or(0, |s| s.chars().count());
     for tool in body.get("tools").and_then(Value::as_array).into_iter().flatten() {
-        let Some(name) = tool.get("name").and_then(Value::as_str) else {
+        // Codex's `tool_search` (a client-run discovery tool) has a type and no name.
+        let Some(name) = tool
+            .get("name")
+            .and_then(Value::as_str)
+            .or_else(|| tool.get("type").and_then(Value::as_str).filter(|t| *t == TOOL_SEARCH))
+        else {
             continue;
         };
-        match tool.get("tools").and_then(Value::as_array) {
-            Some(inner) => {
-                for t in inner {
-                    if let Some(inner_name) = t.get("name").and_then(Value::as_str) {
-                        conv.offered.push(Offered {
-                            name: inner_name.to_string(),
-                            namespace: Some(name.to_string()),
-                        });
-                    }
-                }
-            }
-            None => conv.offered.push(Offered {
-                name: name.to_string(),
-                namespace: None,
-            }),
-        }
+        offer(tool, name, &mut conv.offered);
     }
     for item in body.get("input").and_then(Value::as_array).into_iter().flatten() {
         match item.get("type").and_then(Value::as_str) {
@@ -58,6 +56,36 @@ pub fn parse(body: &Value) -> Conversation {
                         .unwrap_or_else(|_| Value::String(arguments.to_string())),
                     result: None,
                 });
+            }
+            Some("tool_search_call") => conv.calls.push(Call {
+                id: str_field(item, "call_id"),
+                name: TOOL_SEARCH.to_string(),
+                namespace: None,
+                input: item.get("arguments").cloned().unwrap_or(Value::Null),
+                result: None,
+            }),
+            Some("tool_search_output") => {
+                // The tools a search loaded are offered from then on, as if listed up front.
+                let mut loaded = Vec::new();
+                for tool in item.get("tools").and_then(Value::as_array).into_iter().flatten() {
+                    if let Some(name) = tool.get("name").and_then(Value::as_str) {
+                        offer(tool, name, &mut loaded);
+                    }
+                }
+                let id = str_field(item, "call_id");
+                if let Some(call) = conv.calls.iter_mut().rev().find(|c| c.id == id) {
+                    call.result = Some(CallResult {
+                        parts: loaded
+                            .iter()
+                            .map(|o| match &o.namespace {
+                                Some(ns) => format!("{ns}/{}", o.name),
+                                None => o.name.clone(),
+                            })
+                            .collect(),
+                        is_error: false,
+                    });
+                }
+                conv.offered.extend(loaded);
             }
             Some("function_call_output") => {
                 let id = str_field(item, "call_id");
@@ -99,6 +127,26 @@ pub fn parse(body: &Value) -> Conversation {
     conv
 }
 
+/// Adds a tool definition to `offered`: a namespace's tools each in it, any other tool by name.
+fn offer(tool: &Value, name: &str, offered: &mut Vec<Offered>) {
+    match tool.get("tools").and_then(Value::as_array) {
+        Some(inner) => {
+            for t in inner {
+                if let Some(inner_name) = t.get("name").and_then(Value::as_str) {
+                    offered.push(Offered {
+                        name: inner_name.to_string(),
+                        namespace: Some(name.to_string()),
+                    });
+                }
+            }
+        }
+        None => offered.push(Offered {
+            name: name.to_string(),
+            namespace: None,
+        }),
+    }
+}
+
 fn str_field(v: &Value, key: &str) -> String {
     v.get(key).and_then(Value::as_str).unwrap_or("").to_string()
 }
@@ -110,6 +158,15 @@ pub fn answer(action: &Action, id: u64) -> (Vec<u8>, &'static str) {
             "type": "message", "role": "assistant", "id": format!("msg_scripted_{id}"),
             "status": "completed",
             "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }),
+        Action::Call {
+            name,
+            namespace: None,
+            input,
+        } if name == TOOL_SEARCH => json!({
+            "type": "tool_search_call", "id": format!("ts_scripted_{id}"),
+            "call_id": format!("call_scripted_{id}"), "execution": "client",
+            "status": "completed", "arguments": input,
         }),
         Action::Call {
             name,

@@ -16,7 +16,8 @@ pub const DEFAULT_MAX_PAGES: usize = 1000;
 
 /// Tools through which a harness loads the schemas of deferred tools: calls to them are the
 /// harness's discovery, not steps of the script.
-pub const DISCOVERY_TOOLS: &[&str] = &["ToolSearch"];
+/// Claude Code's `ToolSearch` takes `select:<name>`; Codex's `tool_search` a free-text query.
+pub const DISCOVERY_TOOLS: &[&str] = &["ToolSearch", "tool_search"];
 
 /// A tool the script calls, named the way the script's author thinks of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -258,7 +259,11 @@ fn call_action(tool: &ToolRef, args: Value, conversation: &Conversation) -> Acti
     let (name, namespace) = tool.resolve(conversation);
     if !conversation.offers(&name, namespace.as_deref()) {
         for discovery in DISCOVERY_TOOLS {
-            let query = format!("select:{name}");
+            let query = match tool {
+                _ if *discovery == "ToolSearch" => format!("select:{name}"),
+                ToolRef::Mcp { server, tool } => format!("{server} {tool}"),
+                ToolRef::Builtin { builtin } => builtin.clone(),
+            };
             let asked = conversation.calls.iter().any(|c| {
                 c.name == *discovery && c.input.get("query").and_then(Value::as_str) == Some(&query)
             });
