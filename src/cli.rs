@@ -179,6 +179,22 @@ pub struct Options {
     #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024, global = true)]
     pub max_read_bytes: u64,
 
+    /// The most bytes one tool answer carries (its text plus its structured copy), in every mode.
+    /// A tool with more to say answers with what fits, cut at a line, an entry or a match, and
+    /// says how to get the rest: read_text_file with `offset=`, the listings and searches with
+    /// `cursor=`; pipe-mode stdout is cut with `truncated: true`. Agent harnesses save larger
+    /// results to files of their own instead of showing them to the model. --max-read-bytes
+    /// still bounds what a whole read may open.
+    #[arg(
+        long,
+        value_name = "BYTES",
+        env = mcp_core::budget::MAX_RESULT_BYTES_ENV,
+        default_value_t = mcp_core::budget::DEFAULT_MAX_RESULT_BYTES,
+        value_parser = parse_result_budget,
+        global = true
+    )]
+    pub max_result_bytes: usize,
+
     /// Wall-clock limit of every tool call, in seconds (0: no limit). A call past it stops before
     /// its next effect and is answered as a timeout having changed nothing.
     #[arg(long, value_name = "SECONDS", default_value_t = 30, global = true)]
@@ -297,7 +313,26 @@ impl Cli {
     }
 }
 
+/// Reads `--max-result-bytes`: a byte count no smaller than the least a page needs.
+fn parse_result_budget(value: &str) -> Result<usize, String> {
+    let min = mcp_core::budget::MIN_RESULT_BYTES;
+    match value.trim().parse::<usize>() {
+        Ok(n) if n >= min => Ok(n),
+        Ok(n) => Err(format!(
+            "{n} bytes is too small for an answer and its continuation note; give at least {min}"
+        )),
+        Err(_) => Err(format!(
+            "'{value}' is not a number of bytes; give e.g. 40000"
+        )),
+    }
+}
+
 impl Options {
+    /// The one result budget every toolset and the core share (`--max-result-bytes`).
+    fn result_budget(&self) -> mcp_core::budget::ResultBudget {
+        mcp_core::budget::ResultBudget::new(self.max_result_bytes)
+    }
+
     /// The wall-clock limit of every call (`--timeout`; 0 means none).
     fn call_timeout(&self) -> Option<std::time::Duration> {
         (self.timeout > 0).then(|| std::time::Duration::from_secs(self.timeout))
@@ -309,6 +344,7 @@ impl Options {
                 options: FsOptions {
                     backup: self.backup,
                     max_read_bytes: self.max_read_bytes,
+                    result_budget: self.result_budget(),
                     tools: self.tools.clone().unwrap_or_default(),
                     listed: listed.clone(),
                 },
@@ -322,6 +358,7 @@ impl Options {
             approve_above: self.approve_above,
             max_write_bytes: self.max_write_bytes,
             max_output_bytes: self.max_output_bytes,
+            result_budget: self.result_budget(),
             stage_memory: self.stage_memory,
             surface: self.surface,
             tool_set: self.shelpa_tools,
@@ -682,6 +719,7 @@ fn run_server(cli: &Options) -> i32 {
         max_message_bytes: cli.max_message_bytes,
         page_size: cli.page_size,
         call_timeout: cli.call_timeout(),
+        result_budget: cli.result_budget(),
         workers: if cli.server {
             crate::daemon::WORKERS
         } else {
@@ -763,7 +801,7 @@ fn call_once(cli: &Options, tool: &str, raw_args: &str) -> i32 {
     }
     // A one-off call has the same wall-clock limit as a served one.
     let ctx = CallContext::with_timeout(Default::default(), cli.call_timeout());
-    let output = toolset.call(tool, &args, &ctx);
+    let output = cli.result_budget().enforce(toolset.call(tool, &args, &ctx));
     // The answer carries file contents and names an agent may have written: shown on a
     // terminal, their control characters are escaped so they cannot drive it. Sent anywhere else
     // (a pipe, a file) it stays byte for byte what the tool answered, so a script gets the file's

@@ -157,9 +157,12 @@ fn chain(first: &str, levels: usize) -> String {
         .join("/")
 }
 
-/// A filesystem-mode server on `root`, initialised.
+/// A filesystem-mode server on `root`, initialised. These tests look at whole answers of trees
+/// thousands deep, so the result budget is lifted: paging is not what they are about.
 fn serve(root: &Path, extra: &[&str]) -> Session {
-    let mut s = Session::start_in(root, extra);
+    let mut flags = vec!["--max-result-bytes", "1000000000"];
+    flags.extend_from_slice(extra);
+    let mut s = Session::start_in(root, &flags);
     s.initialize("2025-11-25");
     s
 }
@@ -345,6 +348,7 @@ fn a_deep_tree_in_one_root_does_not_take_the_daemon_down_for_the_others() {
     nest(&deep, "top", LEVELS, None);
     let mut cmd = command();
     cmd.arg("--server")
+        .args(["--max-result-bytes", "1000000000"])
         .arg("--allow-root")
         .arg(&scratch.base)
         .env_remove("FILESYSTEM_ALLOW_ROOTS")

@@ -92,7 +92,17 @@ fn a_whitespace_tolerant_edit_that_repeats_all_over_the_file_is_answered_at_once
     let dir = temp_dir();
     let body = "    xx\n".repeat(120_000);
     std::fs::write(dir.path().join("q.txt"), format!("{body}    yy\n")).expect("write");
-    let mut s = Session::start_in(dir.path(), &["--timeout", "20", "--no-call-log"]);
+    // About the diff engine, not the result budget: lifted, so one answer holds the whole diff.
+    let mut s = Session::start_in(
+        dir.path(),
+        &[
+            "--timeout",
+            "20",
+            "--no-call-log",
+            "--max-result-bytes",
+            "1000000000",
+        ],
+    );
     s.initialize("2025-06-18");
     let wanted = format!("{}yy", "xx\n".repeat(60_000));
     let started = Instant::now();
@@ -130,7 +140,11 @@ fn a_sixty_thousand_line_replacement_is_shown_as_one_block_that_patch_applies() 
     let new = numbered("new text", 60_000);
     let file = format!("head\n{old}tail\n");
     std::fs::write(dir.path().join("r.txt"), &file).expect("write");
-    let mut s = Session::start_in(dir.path(), &["--no-call-log"]);
+    // About the diff engine, not the result budget: lifted, so one answer holds the whole diff.
+    let mut s = Session::start_in(
+        dir.path(),
+        &["--no-call-log", "--max-result-bytes", "1000000000"],
+    );
     s.initialize("2025-06-18");
     let r = edit_call(
         &mut s,
@@ -163,7 +177,11 @@ fn a_diff_past_its_time_budget_is_one_block_that_patch_applies() {
     let new: String = lines.iter().rev().map(String::as_str).collect();
     let file = format!("a\nb\nc\nd\n{old}");
     std::fs::write(dir.path().join("r.txt"), &file).expect("write");
-    let mut s = Session::start_in(dir.path(), &["--no-call-log"]);
+    // About the diff engine, not the result budget: lifted, so one answer holds the whole diff.
+    let mut s = Session::start_in(
+        dir.path(),
+        &["--no-call-log", "--max-result-bytes", "1000000000"],
+    );
     s.initialize("2025-06-18");
     let r = edit_call(
         &mut s,

@@ -195,7 +195,17 @@ fn deep_tree() -> tempfile::TempDir {
 #[test]
 fn deep_paths_count_against_the_answer_of_search_content() {
     let dir = deep_tree();
-    let mut s = Bounded::start(dir.path(), &["--tools", "extended", "--timeout", "0"]);
+    let mut s = Bounded::start(
+        dir.path(),
+        &[
+            "--tools",
+            "extended",
+            "--timeout",
+            "0",
+            "--max-result-bytes",
+            "1000000000",
+        ],
+    );
     s.handshake("2025-06-18");
     s.send(&tools_call(
         2,
@@ -222,7 +232,17 @@ fn deep_paths_count_against_the_answer_of_search_content() {
 #[test]
 fn deep_paths_count_against_the_answer_of_find_files() {
     let dir = deep_tree();
-    let mut s = Bounded::start(dir.path(), &["--tools", "extended", "--timeout", "0"]);
+    let mut s = Bounded::start(
+        dir.path(),
+        &[
+            "--tools",
+            "extended",
+            "--timeout",
+            "0",
+            "--max-result-bytes",
+            "1000000000",
+        ],
+    );
     s.handshake("2025-06-18");
     s.send(&tools_call(
         2,
@@ -298,7 +318,10 @@ fn a_batch_of_large_reads_is_answered_within_a_bound_and_says_what_was_not_run()
     const READS: usize = 200;
     let dir = temp_dir();
     std::fs::write(dir.path().join("one-mib.txt"), words(1 << 20)).expect("write");
-    let mut s = Bounded::start(dir.path(), &["--timeout", "0"]);
+    let mut s = Bounded::start(
+        dir.path(),
+        &["--timeout", "0", "--max-result-bytes", "1000000000"],
+    );
     s.handshake("2025-03-26");
     let batch: Vec<Value> = (0..READS)
         .map(|n| {

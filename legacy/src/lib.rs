@@ -27,6 +27,7 @@ mod recorded;
 mod schema;
 pub mod scratch;
 pub mod session;
+mod stdout_budget;
 pub mod surface;
 pub mod tee;
 pub mod tools;
@@ -63,6 +64,9 @@ pub struct PipeOptions {
     pub max_write_bytes: usize,
     /// The returned stdout is cut to this many bytes.
     pub max_output_bytes: usize,
+    /// The most bytes one answer carries (`--max-result-bytes`): stdout beyond what fits is cut
+    /// and marked `truncated`, like stdout past `max_output_bytes`.
+    pub result_budget: mcp_core::budget::ResultBudget,
     /// Memory limit of each pipeline stage, in bytes (`--stage-memory`; 0: none). It also
     /// bounds each stage's scratch files (see [`limits`]).
     pub stage_memory: u64,
@@ -79,6 +83,7 @@ impl Default for PipeOptions {
             approve_above: 2 * 1024,
             max_write_bytes: 1024 * 1024,
             max_output_bytes: 1024 * 1024,
+            result_budget: Default::default(),
             stage_memory: limits::DEFAULT_STAGE_MEMORY,
             surface: Surface::default(),
             tool_set: ShelpaTools::default(),
@@ -219,15 +224,39 @@ impl Toolset for PipeToolset {
             other => Err(error::unknown_tool(other, served)),
         };
         let result = with_note(result, log.note.take());
+        let budget = self.options.result_budget;
         let mut output = match result {
-            Ok(value) => {
-                let text = match self.options.surface {
-                    Surface::Original => recorded::text(&value),
-                    Surface::Modern => value.to_string(),
+            Ok(mut value) => {
+                let surface = self.options.surface;
+                let text_of = |v: &Value| match surface {
+                    Surface::Original => recorded::text(v),
+                    Surface::Modern => v.to_string(),
                 };
-                ToolOutput::structured(text, value)
+                if let Value::Object(answer) = &mut value {
+                    stdout_budget::fit(answer, budget, |a| {
+                        let v = Value::Object(a.clone());
+                        text_of(&v).len() + mcp_core::budget::json_len(&v)
+                    });
+                }
+                ToolOutput::structured(text_of(&value), value)
             }
-            Err(failure) => {
+            Err(mut failure) => {
+                let render = |f: &Failure| match self.options.surface {
+                    Surface::Original => recorded::text(&recorded::wire(
+                        f,
+                        self.options.tool_set,
+                        self.options.approve_above,
+                    ))
+                    .len(),
+                    Surface::Modern => f.to_json().to_string().len(),
+                };
+                let mut partial = std::mem::take(&mut failure.partial);
+                stdout_budget::fit(&mut partial, budget, |p| {
+                    let mut probe = failure.clone();
+                    probe.partial = p.clone();
+                    render(&probe)
+                });
+                failure.partial = partial;
                 let text = match self.options.surface {
                     Surface::Original => recorded::text(&recorded::wire(
                         &failure,
@@ -386,7 +415,12 @@ impl PipeToolset {
         let memory = (self.options.stage_memory > 0).then_some(self.options.stage_memory);
         let limits = ExecLimits {
             timeout,
-            output_cap: self.options.max_output_bytes,
+            // The answer carries stdout twice (text and structured copy): past half the budget
+            // it would be cut anyway, so the capture stops there (stdout_budget cuts the rest).
+            output_cap: self
+                .options
+                .max_output_bytes
+                .min(self.options.result_budget.bytes() / 2),
             stderr_cap: STDERR_CAP,
             tee_limit: self.options.max_write_bytes,
             stage: StageLimits::new(memory, timeout),

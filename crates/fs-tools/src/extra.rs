@@ -15,11 +15,16 @@ use serde_json::{json, Map, Value};
 
 use super::error::FsError;
 use super::list;
+use super::paging;
 use super::read::into_text;
-use super::schema::{object, path_property};
+use super::schema::{cursor_property, object, path_property, PAGED};
 use super::target;
 use super::tools::{FIND_FILES, GET_FILE_INFO, LIST_DIRECTORY_WITH_SIZES, READ_MULTIPLE_FILES};
 use super::{reject_unknown, FsContext};
+use mcp_core::budget::{
+    cursor_note, cut_at_line, entry_digest, json_len, thousands, Cursor, Page, ResultBudget,
+    CURSOR_ARG,
+};
 use mcp_core::toolset::{Args, CallContext, Effects, ToolDef, ToolOutput};
 use workspace::guard::{display_relative, Resolved};
 use workspace::walk::Tree;
@@ -47,7 +52,8 @@ pub fn definitions() -> Vec<ToolDef> {
                 "Read several UTF-8 text files in one call (1 to {MAX_FILES} paths). Each result is labelled with its path, \
                  in the order given (`path:` then the content, parts separated by `---`); a file that cannot be read \
                  is reported as `path: Error - reason` and does not fail the others. All files together are bounded \
-                 like one read_text_file; read a large file alone with head or tail."
+                 like one read_text_file; read a large file alone with head or tail. {PAGED} A file larger than one answer \
+                 is shown cut after a whole line, with the read_text_file offset that continues it."
             ),
             input_schema: object(
                 json!({
@@ -58,6 +64,7 @@ pub fn definitions() -> Vec<ToolDef> {
                         "maxItems": MAX_FILES,
                         "description": "The files to read, relative to the workspace root (or absolute inside it)",
                     },
+                    "cursor": cursor_property(),
                 }),
                 &["paths"],
             ),
@@ -72,10 +79,15 @@ pub fn definitions() -> Vec<ToolDef> {
                                 "path": {"type": "string"},
                                 "content": {"type": "string"},
                                 "error": {"type": "string"},
+                                "truncated": {"type": "boolean"},
+                                "next_offset": {"type": "integer"},
+                                "total_lines": {"type": "integer"},
                             },
                             "required": ["path"],
                         },
                     },
+                    "next_cursor": {"type": "string"},
+                    "truncated": {"type": "boolean"},
                 },
                 "required": ["files"],
             })),
@@ -98,11 +110,14 @@ pub fn definitions() -> Vec<ToolDef> {
             description: "List a directory's entries with file sizes, one per line as `[FILE] name size` or `[DIR] name`, then the \
                           number of files and directories and their combined size. sortBy `name` (default) or `size` (largest first). \
                           A symlink counts with its target's size only when the target is a file inside the workspace. \
-                          Build/cache directories and the root .gitignore's matches are left out, as in list_directory."
-                .into(),
+                          Build/cache directories and the root .gitignore's matches are left out, as in list_directory. \
+                          The totals follow the last page. "
+                .to_string()
+                + PAGED,
             input_schema: object(
                 json!({
                     "path": path_property("The directory to list (\".\" for the root)"),
+                    "cursor": cursor_property(),
                     "sortBy": {"type": "string", "enum": ["name", "size"], "default": "name", "description": "Sort entries by name or by size (largest first)"},
                 }),
                 &["path"],
@@ -118,7 +133,7 @@ pub fn definitions() -> Vec<ToolDef> {
                  path relative to that directory, so `*.rs` finds only its direct entries and `**/*.rs` finds them at any depth \
                  (case-sensitive; `*` does not cross `/`). excludePatterns leave entries out and are not descended into (a pattern \
                  without '/' matches names at any depth). Matches by name, not content. Answers root-relative paths, one per line, \
-                 at most {MAX_MATCHES} (and {} KiB of paths).",
+                 at most {MAX_MATCHES} (and {} KiB of paths) in all pages together. {PAGED}",
                 MAX_FOUND_BYTES / 1024
             ),
             input_schema: object(
@@ -126,6 +141,7 @@ pub fn definitions() -> Vec<ToolDef> {
                     "path": path_property("The directory to search below (\".\" for the root)"),
                     "pattern": {"type": "string", "description": "Glob matched against paths relative to `path`, e.g. \"**/*.md\""},
                     "excludePatterns": {"type": "array", "items": {"type": "string"}, "default": [], "description": "Glob patterns to leave out"},
+                    "cursor": cursor_property(),
                 }),
                 &["path", "pattern"],
             ),
@@ -141,7 +157,8 @@ pub fn read_multiple_files(
     args: &Map<String, Value>,
     ctx: &CallContext,
 ) -> Result<ToolOutput, FsError> {
-    reject_unknown(args, &["paths"])?;
+    reject_unknown(args, &["paths", CURSOR_ARG])?;
+    let from = paging::cursor(READ_MULTIPLE_FILES, args)?;
     let Some(paths) = Args(args).opt_str_list("paths")? else {
         return Err(FsError::InvalidArgument(
             "'paths' is required: an array of the files to read".into(),
@@ -170,6 +187,12 @@ pub fn read_multiple_files(
             path.len() + body + SEPARATOR.len()
         })
         .sum();
+    let budget = cx.options.result_budget;
+    // The structured copy holds every content again: an answer whose text alone is over half
+    // the budget cannot fit, and goes to the pager without being built whole.
+    if from.is_some() || size.saturating_mul(2) > budget.bytes() {
+        return page_files(&paths, outcomes, from, budget, args);
+    }
     let mut text = String::with_capacity(size);
     let mut files = Vec::with_capacity(outcomes.len());
     for (i, (path, outcome)) in paths.iter().zip(outcomes).enumerate() {
@@ -191,7 +214,147 @@ pub fn read_multiple_files(
             }
         }
     }
-    Ok(ToolOutput::structured(text, json!({ "files": files })))
+    let whole = ToolOutput::structured(text, json!({ "files": files }));
+    if budget.fits(&whole) {
+        return Ok(whole);
+    }
+    // Escaping made it larger than it looked: page the same outcomes, taken back.
+    let outcomes = files
+        .into_iter()
+        .map(|mut f| match f.get_mut("content").map(Value::take) {
+            Some(Value::String(content)) => Ok(content),
+            _ => Err(f["error"].as_str().unwrap_or_default().to_string()),
+        })
+        .collect();
+    page_files(&paths, outcomes, None, budget, args)
+}
+
+/// One page of `read_multiple_files`: the files from the cursor's position whose parts fit in
+/// the budget, in the order given, and a cursor for the rest. A file whose content alone is
+/// larger than a page is shown cut after a whole line, with the `read_text_file` offset that
+/// continues it, and the next page starts at the file after it.
+fn page_files(
+    paths: &[&str],
+    outcomes: Vec<Result<String, String>>,
+    from: Option<Cursor>,
+    budget: ResultBudget,
+    args: &Map<String, Value>,
+) -> Result<ToolOutput, FsError> {
+    let start = match from {
+        None => 0,
+        Some(c) => {
+            let at = usize::try_from(c.position).unwrap_or(usize::MAX);
+            let before = at.checked_sub(1).and_then(|i| paths.get(i));
+            paging::check_anchor(c, before.map(|p| p.as_bytes()))?;
+            at
+        }
+    };
+    let mut page = Page::new(budget.for_entries());
+    let mut text = String::new();
+    let mut files = Vec::new();
+    let mut end = start;
+    for (i, (path, outcome)) in paths.iter().zip(outcomes).enumerate().skip(start) {
+        let (part, item) = file_part(path, outcome, None);
+        let sep = if files.is_empty() { 0 } else { SEPARATOR.len() };
+        let cost = sep + part.len() + json_len(&item) + 1;
+        if page.taken() == 0 && cost > page_room(budget) {
+            // Alone too large for a page: shown cut, and the page ends with it.
+            let (part, item) = fit_alone(path, &item, budget);
+            text.push_str(&part);
+            files.push(item);
+            end = i + 1;
+            page.take(usize::MAX / 2);
+            continue;
+        }
+        if !page.take(cost) {
+            break;
+        }
+        if sep > 0 {
+            text.push_str(SEPARATOR);
+        }
+        text.push_str(&part);
+        files.push(item);
+        end = i + 1;
+    }
+    let mut structured = json!({ "files": files });
+    if end < paths.len() {
+        let cursor = Cursor {
+            position: end as u64,
+            anchor: entry_digest(paths[end - 1].as_bytes()),
+        }
+        .encode(READ_MULTIPLE_FILES, args);
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&cursor_note(
+            "files",
+            start as u64 + 1,
+            end as u64,
+            Some(paths.len() as u64),
+            &cursor,
+        ));
+        structured["next_cursor"] = json!(cursor);
+        structured["truncated"] = json!(true);
+    } else {
+        structured["truncated"] = json!(false);
+    }
+    Ok(ToolOutput::structured(text, structured))
+}
+
+/// What one page may hold of a single file.
+fn page_room(budget: ResultBudget) -> usize {
+    budget.for_entries()
+}
+
+/// One file's part of the text and its structured entry; with `cut`, only that many bytes of
+/// its content (the caller chose a line boundary).
+fn file_part(path: &str, outcome: Result<String, String>, cut: Option<usize>) -> (String, Value) {
+    match outcome {
+        Ok(mut content) => {
+            if let Some(at) = cut {
+                content.truncate(at);
+            }
+            let part = format!("{path}:\n{content}\n");
+            (part, json!({"path": path, "content": content}))
+        }
+        Err(message) => (
+            format!("{path}: Error - {message}"),
+            json!({"path": path, "error": message}),
+        ),
+    }
+}
+
+/// The part of a file too large for a page by itself: its content cut after the last whole line
+/// that fits (text and structured copy together), with a note of the offset that continues it.
+fn fit_alone(path: &str, item: &Value, budget: ResultBudget) -> (String, Value) {
+    let content = item["content"].as_str().unwrap_or_default();
+    let total = content.lines().count() as u64;
+    // The content is sent twice (and escaped once more in the copy): start from a third of the
+    // room and shrink until the part fits.
+    let mut room = page_room(budget) / 3;
+    loop {
+        let keep = cut_at_line(content, room);
+        let kept = &content[..keep];
+        let whole_lines = memchr::memchr_iter(b'\n', kept.as_bytes()).count() as u64;
+        let next = whole_lines + 1;
+        let note = format!(
+            "[lines 1–{} of {} of this file shown (it is larger than one answer holds); read the rest with read_text_file path=\"{path}\" offset={next}]",
+            thousands(whole_lines),
+            thousands(total)
+        );
+        let part = format!("{path}:\n{kept}\n{note}");
+        let entry = json!({
+            "path": path,
+            "content": kept,
+            "truncated": true,
+            "next_offset": next,
+            "total_lines": total,
+        });
+        if part.len() + json_len(&entry) <= page_room(budget) || room < 64 {
+            return (part, entry);
+        }
+        room = room * 3 / 4;
+    }
 }
 
 /// What separates the files in `read_multiple_files`' text, as in the reference server.
@@ -424,7 +587,8 @@ pub fn find_files(
     args: &Map<String, Value>,
     ctx: &CallContext,
 ) -> Result<ToolOutput, FsError> {
-    reject_unknown(args, &["path", "pattern", "excludePatterns"])?;
+    reject_unknown(args, &["path", "pattern", "excludePatterns", CURSOR_ARG])?;
+    paging::cursor(FIND_FILES, args)?;
     let a = Args(args);
     let path = a.str("path")?;
     let pattern = a.str("pattern")?;
@@ -496,18 +660,28 @@ pub fn find_files(
             let _ = tree.descend();
         }
     }
-    let mut out = found.join("\n");
+    let mut footer = String::new();
     if let Some(why) = truncated {
-        if !out.is_empty() {
-            out.push('\n');
+        if !found.is_empty() {
+            footer.push('\n');
         }
-        out.push_str(&format!(
+        footer.push_str(&format!(
             "[truncated: {why}. Narrow the pattern, the path or add excludePatterns]"
         ));
-    } else if found.is_empty() {
+    } else if found.is_empty() && !args.contains_key(CURSOR_ARG) {
         return Ok(ToolOutput::text("No matches found"));
     }
-    Ok(ToolOutput::text(out))
+    let whole = ToolOutput::text(format!("{}{footer}", found.join("\n")));
+    paging::Listing {
+        tool: FIND_FILES,
+        args,
+        header: String::new(),
+        lines: found,
+        items: None,
+        footer,
+        noun: "paths",
+    }
+    .answer(whole, cx.options.result_budget)
 }
 
 /// The `pattern` of `find_files` as a glob on relative paths (`*` stays within one component).
@@ -636,6 +810,7 @@ mod tests {
             crate::FsOptions {
                 backup: false,
                 max_read_bytes: budget,
+                result_budget: mcp_core::budget::ResultBudget::new(64 << 20),
                 tools: crate::tools::Selection::Extended,
                 listed: Default::default(),
             },

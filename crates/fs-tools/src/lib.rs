@@ -11,6 +11,7 @@ pub mod error;
 mod extra;
 mod list;
 mod media;
+mod paging;
 mod read;
 pub mod recovery;
 mod schema;
@@ -36,6 +37,8 @@ pub struct FsOptions {
     /// Largest file `read_text_file` returns whole, and the most bytes one
     /// `read_multiple_files` call returns in all.
     pub max_read_bytes: u64,
+    /// The most bytes one answer carries (`--max-result-bytes`): what does not fit is paged.
+    pub result_budget: mcp_core::budget::ResultBudget,
     /// Which tools are served (`--tools`).
     pub tools: tools::Selection,
     /// Other roots an MCP client named, shown by `list_allowed_directories` (empty with
@@ -212,6 +215,7 @@ impl FsToolset {
             FsOptions {
                 backup: false,
                 max_read_bytes: 1024,
+                result_budget: Default::default(),
                 tools: tools::Selection::Extended,
                 listed: Default::default(),
             },

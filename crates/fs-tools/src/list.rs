@@ -19,9 +19,13 @@ use rustix::fs::{Dir, FileType, Mode, OFlags};
 use serde_json::{Map, Value};
 
 use super::error::FsError;
+use super::paging;
 use super::target;
+use super::tools::{DIRECTORY_TREE, LIST_DIRECTORY, LIST_DIRECTORY_WITH_SIZES};
 use super::{reject_unknown, FsContext};
+use mcp_core::budget::{cursor_note, entry_digest, Cursor, CursorError, CURSOR_ARG};
 use mcp_core::toolset::{Args, CallContext, Stop, ToolOutput};
+use serde_json::json;
 use workspace::guard::{PathGuard, Resolved};
 use workspace::walk::{self, Descent, MAX_DEPTH};
 
@@ -235,8 +239,9 @@ pub(crate) fn open_dir(
 
 /// `list_directory`.
 pub fn list_directory(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
-    reject_unknown(args, &["path"])?;
+    reject_unknown(args, &["path", CURSOR_ARG])?;
     let path = Args(args).str("path")?;
+    paging::cursor(LIST_DIRECTORY, args)?;
     let resolved = cx.guard.resolve(path)?;
     let fd = open_dir(cx, &resolved, "read it with read_text_file")?;
     let listing = Dir::new(fd)
@@ -249,7 +254,7 @@ pub fn list_directory(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolO
         exclude_paths: GlobSet::empty(),
     };
     let mut rel = resolved.relative.clone();
-    let mut out = String::new();
+    let mut lines = Vec::with_capacity(listing.entries.len());
     for e in &listing.entries {
         let name = listing.name(e);
         rel.push(OsStr::from_bytes(name));
@@ -258,13 +263,20 @@ pub fn list_directory(cx: &FsContext, args: &Map<String, Value>) -> Result<ToolO
         if hidden {
             continue;
         }
-        if !out.is_empty() {
-            out.push('\n');
-        }
-        out.push_str(if e.is_dir { "[DIR] " } else { "[FILE] " });
-        out.push_str(&String::from_utf8_lossy(name));
+        let kind = if e.is_dir { "[DIR] " } else { "[FILE] " };
+        lines.push(format!("{kind}{}", String::from_utf8_lossy(name)));
     }
-    Ok(ToolOutput::text(out))
+    let whole = ToolOutput::text(lines.join("\n"));
+    paging::Listing {
+        tool: LIST_DIRECTORY,
+        args,
+        header: String::new(),
+        lines,
+        items: None,
+        footer: String::new(),
+        noun: "entries",
+    }
+    .answer(whole, cx.options.result_budget)
 }
 
 /// `list_directory_with_sizes`: the reference server's format (`[FILE] name` padded to 30,
@@ -276,7 +288,8 @@ pub fn list_directory_with_sizes(
     cx: &FsContext,
     args: &Map<String, Value>,
 ) -> Result<ToolOutput, FsError> {
-    reject_unknown(args, &["path", "sortBy"])?;
+    reject_unknown(args, &["path", "sortBy", CURSOR_ARG])?;
+    paging::cursor(LIST_DIRECTORY_WITH_SIZES, args)?;
     let a = Args(args);
     let path = a.str("path")?;
     let by_size = match a.opt_str("sortBy")? {
@@ -331,27 +344,42 @@ pub fn list_directory_with_sizes(
                 .then_with(|| a.0.cmp(&b.0))
         });
     }
-    let mut out = String::new();
+    let mut lines = Vec::with_capacity(rows.len());
     let (mut files, mut dirs, mut total) = (0u64, 0u64, 0u64);
     for (name, is_dir, size) in &rows {
         if *is_dir {
             dirs += 1;
-            out.push_str(&format!("[DIR] {} \n", pad_end(name, 30)));
+            lines.push(format!("[DIR] {} ", pad_end(name, 30)));
         } else {
             files += 1;
             total += size;
-            out.push_str(&format!(
-                "[FILE] {} {:>10}\n",
+            lines.push(format!(
+                "[FILE] {} {:>10}",
                 pad_end(name, 30),
                 format_size(*size)
             ));
         }
     }
-    out.push_str(&format!(
-        "\nTotal: {files} files, {dirs} directories\nCombined size: {}",
+    let footer = format!(
+        "\n\nTotal: {files} files, {dirs} directories\nCombined size: {}",
         format_size(total)
-    ));
-    Ok(ToolOutput::text(out))
+    );
+    let whole = if lines.is_empty() {
+        // No rows: the totals alone, as before paging (which starts them with one line ending).
+        ToolOutput::text(footer[1..].to_string())
+    } else {
+        ToolOutput::text(format!("{}{footer}", lines.join("\n")))
+    };
+    paging::Listing {
+        tool: LIST_DIRECTORY_WITH_SIZES,
+        args,
+        header: String::new(),
+        lines,
+        items: None,
+        footer,
+        noun: "entries",
+    }
+    .answer(whole, cx.options.result_budget)
 }
 
 /// The size of the file a symlink at root-relative `rel` points to, or 0 when the target is
@@ -404,8 +432,9 @@ pub fn directory_tree(
     args: &Map<String, Value>,
     ctx: &CallContext,
 ) -> Result<ToolOutput, FsError> {
-    reject_unknown(args, &["path", "excludePatterns", "maxDepth"])?;
+    reject_unknown(args, &["path", "excludePatterns", "maxDepth", CURSOR_ARG])?;
     let a = Args(args);
+    let from = paging::cursor(DIRECTORY_TREE, args)?;
     let path = a.str("path")?;
     let patterns = a.opt_str_list("excludePatterns")?.unwrap_or_default();
     let max_depth = match a.opt_u64("maxDepth")? {
@@ -425,14 +454,41 @@ pub fn directory_tree(
         exclude_names,
         exclude_paths,
     };
-    let out = match tree_json(fd, &filter, &resolved.relative, max_depth, ctx) {
+    let budget = cx.options.result_budget;
+    let page = TreePage {
+        from,
+        room: budget.for_entries(),
+    };
+    let (out, next) = match tree_json(fd, &filter, &resolved.relative, max_depth, ctx, &page) {
         Ok(out) => out,
         Err(TreeStop::Call(stop)) => return Ok(ToolOutput::stopped(stop, "directory_tree")),
         Err(TreeStop::Failed(e)) => return Err(e),
     };
-    let text = String::from_utf8(out)
+    let mut text = String::from_utf8(out)
         .map_err(|_| FsError::IoError("the tree could not be rendered as UTF-8 text".into()))?;
-    Ok(ToolOutput::text(text))
+    let Some((shown, next)) = next else {
+        if from.is_none() {
+            return Ok(ToolOutput::text(text));
+        }
+        return Ok(ToolOutput::structured(text, json!({"truncated": false})));
+    };
+    let first = from.map_or(0, |c| c.position) + 1;
+    let cursor = next.encode(DIRECTORY_TREE, args);
+    text.push('\n');
+    text.push_str(&cursor_note("tree entries", first, shown, None, &cursor));
+    Ok(ToolOutput::structured(
+        text,
+        json!({"truncated": true, "next_cursor": cursor}),
+    ))
+}
+
+/// Which part of a tree one answer shows: the entries after the cursor's position (counted
+/// depth first, in the order the tree is written), as many as fit in `room` bytes.
+pub(crate) struct TreePage {
+    /// Where the page starts; `None` for the first.
+    pub from: Option<Cursor>,
+    /// The bytes the page's JSON may take.
+    pub room: usize,
 }
 
 /// What is shown in place of the children of a directory at [`MAX_DEPTH`].
@@ -459,14 +515,21 @@ struct Frame {
 }
 
 /// Writes the compact JSON tree of the directory open at `fd` (root-relative `start`), entries
-/// to `max_depth` levels (and never more than [`MAX_DEPTH`]).
+/// to `max_depth` levels (and never more than [`MAX_DEPTH`]), as far as `page` allows.
+///
+/// Entries are numbered depth first. A page that starts after the first entry begins with the
+/// directories that hold its first entry, marked `"continued":true` (they were shown on an
+/// earlier page); a page that ends early closes what it opened, so every page is a JSON tree.
+/// Returns the JSON and, when the page ended before the tree did, the number of the last entry
+/// shown and the cursor that continues after it.
 fn tree_json(
     fd: OwnedFd,
     filter: &Filter,
     start: &Path,
     max_depth: u64,
     ctx: &CallContext,
-) -> Result<Vec<u8>, TreeStop> {
+    page: &TreePage,
+) -> Result<(Vec<u8>, Option<(u64, Cursor)>), TreeStop> {
     // A limit the caller asked for is honoured silently, as always; the walk's own limit is
     // marked where it cut, so a deep tree is never mistaken for a complete one.
     let limit = max_depth.min(MAX_DEPTH as u64);
@@ -475,6 +538,8 @@ fn tree_json(
     let failed = |rel: &Path, e: std::io::Error| {
         TreeStop::Failed(target::io_error("cannot read directory", rel, e))
     };
+    let skip = page.from.map_or(0, |c| c.position);
+    let stale = || TreeStop::Failed(FsError::InvalidArgument(CursorError::Stale.to_string()));
     // The root-relative path of the entry being visited (pushed and popped, never rebuilt).
     let mut rel = start.to_path_buf();
     let mut walk = Descent::new(fd).map_err(|e| failed(&rel, e))?;
@@ -491,19 +556,35 @@ fn tree_json(
         next: 0,
         first: true,
     }];
-    out.push(b'[');
-    while let Some(frame) = stack.last_mut() {
+    // Entries seen so far (depth first), and whether this page has started writing.
+    let mut index = 0u64;
+    let mut writing = skip == 0;
+    let mut next = None;
+    // The path of the last entry written: the entry a cursor continues after.
+    let mut last: Vec<u8> = Vec::new();
+    if writing {
+        out.push(b'[');
+    }
+    loop {
+        let depth = stack.len();
+        let Some((frame, below)) = stack.split_last_mut() else {
+            break;
+        };
         // The entries of this frame are at depth `level`; its subdirectories' at one more.
         let level = walk.depth() as u64 + 1;
         let Some(&e) = frame.listing.entries.get(frame.next) else {
             // This directory's array ends, and with it the entry that holds it.
-            out.push(b']');
+            if writing {
+                out.push(b']');
+            }
             stack.pop();
             if stack.is_empty() {
                 break;
             }
             walk.leave();
-            out.push(b'}');
+            if writing {
+                out.push(b'}');
+            }
             rel.pop();
             continue;
         };
@@ -514,38 +595,97 @@ fn tree_json(
             rel.pop();
             continue;
         }
-        if !frame.first {
-            out.push(b',');
-        }
-        frame.first = false;
-        out.extend_from_slice(b"{\"name\":");
-        push_json_string(&mut out, name);
-        if !e.is_dir {
-            // Links are never followed, so they have no `children` either.
-            out.extend_from_slice(if e.is_link {
-                b",\"type\":\"symlink\"}".as_slice()
-            } else {
-                b",\"type\":\"file\"}".as_slice()
-            });
-            rel.pop();
-            continue;
-        }
-        out.extend_from_slice(b",\"type\":\"directory\",\"children\":");
-        if level >= limit {
-            out.extend_from_slice(b"[]");
-            if marked {
-                out.extend_from_slice(b",\"truncated\":");
-                push_json_string(&mut out, note.as_bytes());
+        let this = index;
+        index += 1;
+        if !writing {
+            if this + 1 == skip {
+                // The entry the cursor continues after must still be where it was.
+                if let Some(c) = page.from {
+                    c.check_anchor(Some(rel.as_os_str().as_bytes()))
+                        .map_err(|_| stale())?;
+                }
             }
-            out.push(b'}');
+            if this == skip {
+                writing = true;
+                out.push(b'[');
+                // The directories that hold this entry, shown on an earlier page, open again.
+                let inner = rel.strip_prefix(start).unwrap_or(&rel);
+                let holders: Vec<_> = inner.components().collect();
+                for holder in &holders[..holders.len().saturating_sub(1)] {
+                    out.extend_from_slice(b"{\"name\":");
+                    push_json_string(&mut out, holder.as_os_str().as_bytes());
+                    out.extend_from_slice(
+                        b",\"type\":\"directory\",\"continued\":true,\"children\":[",
+                    );
+                }
+                for f in below.iter_mut() {
+                    f.first = false;
+                }
+            }
+        }
+        let mark = out.len();
+        if writing {
+            if !frame.first {
+                out.push(b',');
+            }
+            frame.first = false;
+            out.extend_from_slice(b"{\"name\":");
+            push_json_string(&mut out, name);
+        }
+        if !e.is_dir {
+            if writing {
+                // Links are never followed, so they have no `children` either.
+                out.extend_from_slice(if e.is_link {
+                    b",\"type\":\"symlink\"}".as_slice()
+                } else {
+                    b",\"type\":\"file\"}".as_slice()
+                });
+                if out.len() + 2 * depth > page.room && this > skip {
+                    out.truncate(mark);
+                    next = Some(this);
+                    break;
+                }
+                remember(&mut last, &rel);
+            }
             rel.pop();
             continue;
+        }
+        if writing {
+            out.extend_from_slice(b",\"type\":\"directory\",\"children\":");
+        }
+        if level >= limit {
+            if writing {
+                out.extend_from_slice(b"[]");
+                if marked {
+                    out.extend_from_slice(b",\"truncated\":");
+                    push_json_string(&mut out, note.as_bytes());
+                }
+                out.push(b'}');
+                if out.len() + 2 * depth > page.room && this > skip {
+                    out.truncate(mark);
+                    next = Some(this);
+                    break;
+                }
+                remember(&mut last, &rel);
+            }
+            rel.pop();
+            continue;
+        }
+        if writing {
+            if out.len() + 2 + 2 * depth > page.room && this > skip {
+                out.truncate(mark);
+                next = Some(this);
+                break;
+            }
+            remember(&mut last, &rel);
         }
         ctx.check().map_err(TreeStop::Call)?;
         // An unreadable (or swapped-out, or moved-away) directory is shown empty rather than
         // failing the whole tree.
         if walk.enter(OsStr::from_bytes(name)).is_err() {
-            out.extend_from_slice(b"[]}");
+            if writing {
+                out.extend_from_slice(b"[]}");
+            }
             rel.pop();
             continue;
         }
@@ -556,14 +696,44 @@ fn tree_json(
                 entries: Vec::new(),
             },
         };
-        out.push(b'[');
+        if writing {
+            out.push(b'[');
+        }
         stack.push(Frame {
             listing,
             next: 0,
             first: true,
         });
     }
-    Ok(out)
+    if !writing {
+        // The cursor points past the end: the tree has fewer entries than when it was given.
+        return Err(stale());
+    }
+    let Some(cut) = next else {
+        return Ok((out, None));
+    };
+    // Close what the page opened: each directory's array and object, then the top array.
+    for _ in 1..stack.len() {
+        out.extend_from_slice(b"]}");
+    }
+    out.push(b']');
+    let anchor = entry_digest(&last);
+    Ok((
+        out,
+        Some((
+            cut,
+            Cursor {
+                position: cut,
+                anchor,
+            },
+        )),
+    ))
+}
+
+/// Keeps `rel` as the last entry written, in a buffer reused for every entry.
+fn remember(last: &mut Vec<u8>, rel: &Path) {
+    last.clear();
+    last.extend_from_slice(rel.as_os_str().as_bytes());
 }
 
 /// Appends `name` as a JSON string. Most names need no escaping and are copied as they are; a
@@ -618,7 +788,13 @@ mod tests {
             exclude_names: GlobSet::empty(),
             exclude_paths: GlobSet::empty(),
         };
-        let walk = |ctx: &CallContext| tree_json(open(), &filter, Path::new(""), u64::MAX, ctx);
+        let whole = TreePage {
+            from: None,
+            room: usize::MAX,
+        };
+        let walk = |ctx: &CallContext| {
+            tree_json(open(), &filter, Path::new(""), u64::MAX, ctx, &whole).map(|(out, _)| out)
+        };
         let late = CallContext {
             deadline: Some(std::time::Instant::now()),
             timeout: Some(std::time::Duration::from_secs(1)),

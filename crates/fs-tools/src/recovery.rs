@@ -8,10 +8,13 @@
 use serde_json::{json, Map, Value};
 
 use super::error::FsError;
+use super::paging;
+use super::schema::{cursor_property, PAGED};
 use super::{reject_unknown, FsContext, FsOptions};
 use crate::tools::{
     DELETE_FILE, LIST_TRASH, MOVE_FILE, REDO_FILE, RESTORE_FILE, SEARCH_FILE, UNDO_FILE,
 };
+use mcp_core::budget::CURSOR_ARG;
 use mcp_core::toolset::{Args, CallContext, Effects, ToolDef, ToolOutput};
 use workspace::guard::{display_relative, Resolved};
 use workspace::history::{Story, StoryEvent, TrashEntry, Whereabouts};
@@ -52,11 +55,16 @@ pub fn definitions(options: &FsOptions) -> Vec<ToolDef> {
         ToolDef {
             name: LIST_TRASH.into(),
             title: "List trash".into(),
-            description: "List everything in the trash: id, original path, when it was deleted, file or directory, size. Use an id with restore_file.".into(),
-            input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            description: format!("List everything in the trash: id, original path, when it was deleted, file or directory, size. Use an id with restore_file. {PAGED}"),
+            input_schema: json!({"type": "object", "properties": {"cursor": cursor_property()}, "additionalProperties": false}),
             output_schema: Some(json!({
                 "type": "object",
-                "properties": {"entries": {"type": "array", "items": trash_entry_schema()}},
+                "properties": {
+                    "entries": {"type": "array", "items": trash_entry_schema()},
+                    "next_cursor": {"type": "string", "description": "Present when the answer was cut: pass it as cursor for the rest"},
+                    "truncated": {"type": "boolean"},
+                    "total": {"type": "integer"},
+                },
                 "required": ["entries"]
             })),
             effects: Effects::READ_ONLY,
@@ -222,31 +230,53 @@ fn list_trash(
     args: &Map<String, Value>,
     ctx: &CallContext,
 ) -> Result<ToolOutput, FsError> {
-    reject_unknown(args, &[])?;
+    reject_unknown(args, &[CURSOR_ARG])?;
+    paging::cursor(LIST_TRASH, args)?;
     let _lock = cx.lock_for_reading(ctx)?;
     let entries = cx.store.list_trash()?;
-    let text = if entries.is_empty() {
-        "The trash is empty.".to_string()
-    } else {
-        let mut t = format!(
-            "{} entr{} in the trash (restore_file takes the id):\n",
-            entries.len(),
-            if entries.len() == 1 { "y" } else { "ies" }
-        );
-        for e in &entries {
-            t.push_str(&format!(
-                "id {}  {}  {}  {} bytes  deleted {}\n",
+    let items: Vec<Value> = entries.iter().map(trash_entry_json).collect();
+    if entries.is_empty() {
+        let structured = json!({ "entries": items });
+        if let Some(c) = paging::cursor(LIST_TRASH, args)? {
+            // Nothing is left of the listing the cursor was given for.
+            paging::check_anchor(c, None)?;
+        }
+        return Ok(ToolOutput::structured("The trash is empty.", structured));
+    }
+    let header = format!(
+        "{} entr{} in the trash (restore_file takes the id):\n",
+        entries.len(),
+        if entries.len() == 1 { "y" } else { "ies" }
+    );
+    let lines: Vec<String> = entries
+        .iter()
+        .map(|e| {
+            format!(
+                "id {}  {}  {}  {} bytes  deleted {}",
                 e.id,
                 display_relative(&e.path),
                 e.kind.name(),
                 e.size,
                 e.deleted_at
-            ));
-        }
-        t
-    };
-    let structured = json!({"entries": entries.iter().map(trash_entry_json).collect::<Vec<_>>()});
-    Ok(ToolOutput::structured(text, structured))
+            )
+        })
+        .collect();
+    let mut text = header.clone();
+    for line in &lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let whole = ToolOutput::structured(text, json!({ "entries": items }));
+    paging::Listing {
+        tool: LIST_TRASH,
+        args,
+        header,
+        lines,
+        items: Some(("entries", items)),
+        footer: "\n".into(),
+        noun: "entries",
+    }
+    .answer(whole, cx.options.result_budget)
 }
 
 /// A trash id as clients send it: a number, or digits in a string (`"00003"`).

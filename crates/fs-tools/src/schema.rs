@@ -18,6 +18,17 @@ pub(crate) fn path_property(what: &str) -> Value {
     })
 }
 
+/// The `cursor` argument of a paged tool: the same wording everywhere.
+pub(crate) fn cursor_property() -> Value {
+    json!({
+        "type": "string",
+        "description": "Continue a cut answer: the cursor its last line gave (continue with cursor=\"…\"); omit it to start from the beginning"
+    })
+}
+
+/// What a paged tool's description says about a cut answer.
+pub(crate) const PAGED: &str = "An answer larger than the result budget ends after a whole entry with     `[… shown; continue with cursor=\"…\"]` (and `next_cursor` in the structured content): call again with the same     arguments and that cursor for the rest.";
+
 /// A tool's argument object: these properties, these required, nothing else.
 pub(crate) fn object(properties: Value, required: &[&str]) -> Value {
     json!({
@@ -40,14 +51,18 @@ pub fn definitions() -> Vec<ToolDef> {
         ToolDef {
             name: READ_TEXT_FILE.into(),
             title: "Read Text File".into(),
-            description: "Read a UTF-8 text file. Use `head` for the first N lines or `tail` for the last N lines (not both); \
-                          large files must be read with head or tail. Binary files and directories are refused."
+            description: "Read a UTF-8 text file. Use `head` for the first N lines or `tail` for the last N lines (not both), \
+                          or `offset` (first line, 1-based) and `limit` (number of lines) for any range. An answer larger than the \
+                          result budget is cut after a whole line and ends with `[lines A–B of N shown; continue with offset=B+1]`: \
+                          call again with that offset for the rest. Binary files and directories are refused."
                 .into(),
             input_schema: object(
                 json!({
                     "path": path_property("The file to read"),
                     "head": {"type": "integer", "minimum": 0, "description": "Return only the first N lines"},
                     "tail": {"type": "integer", "minimum": 0, "description": "Return only the last N lines"},
+                    "offset": {"type": "integer", "minimum": 1, "description": "The first line to return (1-based); not with head or tail"},
+                    "limit": {"type": "integer", "minimum": 1, "description": "How many lines to return from offset (default: to the end, as far as one answer holds); not with head or tail"},
                 }),
                 &["path"],
             ),
@@ -145,11 +160,12 @@ pub fn definitions() -> Vec<ToolDef> {
         ToolDef {
             name: LIST_DIRECTORY.into(),
             title: "List Directory".into(),
-            description: "List a directory's entries, one per line as `[DIR] name` or `[FILE] name`, sorted by name. \
-                          Build/cache directories (.git, node_modules, target, …) and the root .gitignore's matches are left out."
-                .into(),
+            description: format!(
+                "List a directory's entries, one per line as `[DIR] name` or `[FILE] name`, sorted by name. \
+                 Build/cache directories (.git, node_modules, target, …) and the root .gitignore's matches are left out. {PAGED}"
+            ),
             input_schema: object(
-                json!({"path": path_property("The directory to list (\".\" for the root)")}),
+                json!({"path": path_property("The directory to list (\".\" for the root)"), "cursor": cursor_property()}),
                 &["path"],
             ),
             output_schema: None,
@@ -161,11 +177,14 @@ pub fn definitions() -> Vec<ToolDef> {
             description: "A recursive listing as a JSON array of {name, type: \"file\"|\"directory\"|\"symlink\", children}; \
                           only directories have children. Symlinks (to files or directories) are shown as \"symlink\" and not followed. Use maxDepth to limit the size (1 = direct entries only) and \
                           excludePatterns (globs; a pattern without '/' matches names at any depth) to skip entries. \
-                          Build/cache directories and the root .gitignore's matches are left out."
-                .into(),
+                          Build/cache directories and the root .gitignore's matches are left out. A cut answer's next page \
+                          starts with the directories that hold its first entry, marked \"continued\": true. "
+                .to_string()
+                + PAGED,
             input_schema: object(
                 json!({
                     "path": path_property("The directory to start from (\".\" for the root)"),
+                    "cursor": cursor_property(),
                     "excludePatterns": {"type": "array", "items": {"type": "string"}, "default": [], "description": "Glob patterns to leave out"},
                     "maxDepth": {"type": "integer", "minimum": 1, "description": "How many levels to descend; omitted means unlimited"},
                 }),

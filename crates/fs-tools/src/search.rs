@@ -36,10 +36,12 @@ mod ignores;
 use self::ignores::{Budget, IgnoreLevel};
 use super::error::FsError;
 use super::list::HIDDEN_DIRS;
-use super::schema::object;
+use super::paging;
+use super::schema::{cursor_property, object, PAGED};
 use super::target;
 use super::tools::SEARCH_CONTENT;
 use super::{reject_unknown, FsContext};
+use mcp_core::budget::{cursor_note, entry_digest, json_len, Cursor, CursorError, CURSOR_ARG};
 use mcp_core::toolset::{Args, CallContext, Effects, Stop, ToolDef, ToolOutput};
 use workspace::guard::{display_relative, Resolved};
 use workspace::walk::{self, Tree};
@@ -94,7 +96,8 @@ pub fn definition() -> ToolDef {
              against paths relative to `path` (a glob without '/' matches names at any depth, e.g. \"*.rs\"; \
              an excluded directory is not searched). Binary files, symlinks, build/cache directories \
              (.git, node_modules, target, …) and .gitignore'd entries are skipped. At most maxResults matching lines \
-             (default {DEFAULT_MAX_RESULTS}, at most {MAX_RESULTS}); a cut answer ends with a [truncated: …] note."
+             (default {DEFAULT_MAX_RESULTS}, at most {MAX_RESULTS}) in all pages together; an answer cut by that cap ends with a \
+             [truncated: …] note. {PAGED} (With contextLines, a page's first match brings its leading context again.)"
         ),
         input_schema: object(
             json!({
@@ -105,7 +108,8 @@ pub fn definition() -> ToolDef {
                 "include": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_GLOBS, "default": [], "description": "Only search files matching one of these globs, e.g. [\"*.rs\", \"docs/**/*.md\"]"},
                 "exclude": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_GLOBS, "default": [], "description": "Skip files and directories matching any of these globs, e.g. [\"*.min.js\", \"vendor\"]"},
                 "contextLines": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT_LINES, "default": 0, "description": "Lines of context to show before and after each match"},
-                "maxResults": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "default": DEFAULT_MAX_RESULTS, "description": "The most matching lines to return"},
+                "maxResults": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "default": DEFAULT_MAX_RESULTS, "description": "The most matching lines to return (over all pages)"},
+                "cursor": cursor_property(),
             }),
             &["pattern"],
         ),
@@ -125,6 +129,7 @@ pub fn definition() -> ToolDef {
                     },
                 },
                 "truncated": {"type": "boolean", "description": "True when more matches exist than were returned"},
+                "next_cursor": {"type": "string", "description": "Present when the answer was cut at the result budget: pass it as cursor for the next page"},
             },
             "required": ["matches", "truncated"],
         })),
@@ -158,6 +163,7 @@ pub fn search_content(
             "exclude",
             "contextLines",
             "maxResults",
+            CURSOR_ARG,
         ],
     )?;
     let a = Args(args);
@@ -174,6 +180,10 @@ pub fn search_content(
         include: globs(&a, "include", false)?,
         exclude: globs(&a, "exclude", true)?,
     };
+    let page = SearchPage {
+        from: paging::cursor(SEARCH_CONTENT, args)?,
+        room: cx.options.result_budget.for_entries(),
+    };
     let resolved = cx.guard.resolve(path)?;
     let fd = match cx.guard.open_beneath(
         &resolved,
@@ -182,7 +192,7 @@ pub fn search_content(
     ) {
         Ok(fd) => fd,
         Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
-            return search_one_file(cx, &resolved, &query, ctx)
+            return search_one_file(cx, &resolved, &query, ctx, page, args)
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(target::not_found(&resolved.relative))
@@ -191,7 +201,7 @@ pub fn search_content(
     };
     let budget = Budget::default();
     let ignores = ignores::ancestors(&cx.guard, &resolved, &budget);
-    let mut results = Results::new(&query);
+    let mut results = Results::new(&query, page);
     // The start is listed here, so a directory that cannot be read is an error, not an empty
     // answer (below it, such a directory is simply not searched).
     let tree = Tree::new(fd)
@@ -207,7 +217,7 @@ pub fn search_content(
         what: format!("search_content in '{}'", resolved.display()),
     })?;
     results.note = budget.note();
-    Ok(results.finish())
+    results.finish(args)
 }
 
 /// A named file: searched whatever its name (the filters choose among a directory's entries, and
@@ -217,6 +227,8 @@ fn search_one_file(
     resolved: &Resolved,
     query: &Query,
     ctx: &CallContext,
+    page: SearchPage,
+    args: &Map<String, Value>,
 ) -> Result<ToolOutput, FsError> {
     let file = target::open_for_reading(&cx.guard, resolved)?;
     workspace::require_regular(&file).map_err(|e| {
@@ -224,12 +236,12 @@ fn search_one_file(
     })?;
     let what = || format!("search_content in '{}'", resolved.display());
     FsError::check(ctx, what)?;
-    let mut results = Results::new(query);
+    let mut results = Results::new(query, page);
     let shown = display_relative(&resolved.relative);
     let hits = search_file(&mut searcher(query), query, &file, shown.len(), ctx);
     FsError::check(ctx, what)?;
     results.add(&shown, hits);
-    Ok(results.finish())
+    results.finish(args)
 }
 
 /// The compiled pattern, or `InvalidArgument` saying what is wrong with it.
@@ -495,10 +507,22 @@ impl Read for Watched<'_> {
     }
 }
 
+/// Which page of matches one call answers: the matches after the cursor's position, as many as
+/// fit in `room` bytes (text and structured copy together).
+#[derive(Clone, Copy)]
+struct SearchPage {
+    from: Option<Cursor>,
+    room: usize,
+}
+
 /// The answer being built, in walk order.
+///
+/// Every line is counted as the whole (unpaged) answer would hold it, so the caps (`maxResults`,
+/// [`MAX_OUTPUT_BYTES`]) cut the same place on every page; only the lines of this page are kept.
 struct Results {
     text: String,
     matches: Vec<Value>,
+    /// Matches counted so far, those of earlier pages included.
     count: usize,
     limit: usize,
     context: bool,
@@ -506,10 +530,29 @@ struct Results {
     cut: Option<String>,
     /// Said after the lines: what the search left out besides them (ignore files over budget).
     note: Option<String>,
+    /// The bytes the whole answer would hold so far.
+    whole: usize,
+    /// The bytes of this page's structured copy so far.
+    structured: usize,
+    page: SearchPage,
+    /// Context lines seen since the last match, before this page's first match: they lead it.
+    lead: Vec<(u64, String, String)>,
+    /// True once this page shows a match.
+    showing: bool,
+    /// Where the next page starts, once this one is full: the next match's number, and the
+    /// digest of the last match shown.
+    next: Option<(usize, u64)>,
+    /// The digest of the last match shown.
+    last: u64,
+}
+
+/// How a match is named in a cursor: its path and line.
+fn match_key(path: &str, line: u64) -> Vec<u8> {
+    format!("{path}:{line}").into_bytes()
 }
 
 impl Results {
-    fn new(query: &Query) -> Results {
+    fn new(query: &Query, page: SearchPage) -> Results {
         Results {
             text: String::new(),
             matches: Vec::new(),
@@ -518,12 +561,36 @@ impl Results {
             context: query.context > 0,
             cut: None,
             note: None,
+            whole: 0,
+            structured: 0,
+            page,
+            lead: Vec::new(),
+            showing: page.from.is_none(),
+            next: None,
+            last: 0,
         }
+    }
+
+    /// Where this page starts: the number of matches of earlier pages.
+    fn skip(&self) -> usize {
+        self.page
+            .from
+            .map_or(0, |c| usize::try_from(c.position).unwrap_or(usize::MAX))
     }
 
     /// True once nothing more can be added.
     fn full(&self) -> bool {
-        self.cut.is_some()
+        self.cut.is_some() || self.next.is_some()
+    }
+
+    /// A separator line (`--`), counted in the whole answer and shown when this page is.
+    fn separator(&mut self) {
+        self.whole += 3;
+        if self.showing {
+            self.text.push_str("--\n");
+        } else {
+            self.lead.clear();
+        }
     }
 
     /// Appends one file's lines, as far as the limits allow.
@@ -533,51 +600,109 @@ impl Results {
             self.cut_at_limit();
             return;
         }
+        if !self.showing {
+            // Context of another file never leads this one's match.
+            self.lead.clear();
+        }
         let mut first = true;
         for hit in hits.lines {
             if self.full() {
                 return;
             }
-            let (sep, line, text) = match &hit {
+            let (sep, line, text) = match hit {
                 Hit::Match(_, _) | Hit::Break if self.count == self.limit => {
                     // Another match, or a gap before the group of another match: there is
                     // more than the cap lets through.
                     self.cut_at_limit();
                     return;
                 }
-                Hit::Match(n, t) => (':', *n, t),
-                Hit::Context(n, t) => ('-', *n, t),
+                Hit::Match(n, t) => (':', n, t),
+                Hit::Context(n, t) => ('-', n, t),
                 Hit::Break => {
-                    self.text.push_str("--\n");
+                    self.separator();
                     continue;
                 }
             };
             // Groups of different files are divided like groups within one, as ripgrep does.
-            if first && self.context && !self.text.is_empty() {
-                self.text.push_str("--\n");
+            if first && self.context && self.whole > 0 {
+                self.separator();
             }
             first = false;
-            let before = self.text.len();
-            self.text.push_str(path);
-            self.text.push(sep);
-            self.text.push_str(&line.to_string());
-            self.text.push(sep);
-            self.text.push_str(text);
-            self.text.push('\n');
-            if self.text.len() > MAX_OUTPUT_BYTES {
-                self.text.truncate(before);
+            let len = path.len() + 2 + decimal_len(line) + text.len() + 1;
+            if self.whole + len > MAX_OUTPUT_BYTES {
                 self.cut = Some(format!(
                     "the answer reached {} KiB; the lines after this point are not shown. Narrow the pattern or the path, or add include/exclude globs",
                     MAX_OUTPUT_BYTES / 1024
                 ));
                 return;
             }
-            if let Hit::Match(..) = hit {
+            let is_match = sep == ':';
+            if !self.showing {
+                self.whole += len;
+                if !is_match {
+                    self.lead.push((line, text, path.to_string()));
+                    continue;
+                }
+                let number = self.count;
                 self.count += 1;
-                self.matches
-                    .push(json!({"path": path, "line": line, "text": text}));
+                if number + 1 == self.skip() {
+                    // The match the cursor continues after must still be where it was.
+                    let key = entry_digest(&match_key(path, line));
+                    if self.page.from.is_some_and(|c| c.anchor != key) {
+                        self.cut = Some(STALE.into());
+                        return;
+                    }
+                }
+                if number < self.skip() {
+                    self.lead.clear();
+                    continue;
+                }
+                // This page's first match: its leading context first.
+                self.showing = true;
+                for (n, t, p) in std::mem::take(&mut self.lead) {
+                    self.push_line(&p, '-', n, &t);
+                }
+                self.push_match(path, line, text);
+                continue;
+            }
+            let item = is_match.then(|| json!({"path": path, "line": line, "text": text}));
+            let cost = len + item.as_ref().map_or(0, |v| json_len(v) + 1);
+            if !self.matches.is_empty() && self.text.len() + self.structured + cost > self.page.room
+            {
+                self.next = Some((self.count, self.last));
+                return;
+            }
+            self.whole += len;
+            match item {
+                Some(item) => {
+                    self.count += 1;
+                    self.structured += json_len(&item) + 1;
+                    self.last = entry_digest(&match_key(path, line));
+                    self.matches.push(item);
+                    self.push_line(path, sep, line, &text);
+                }
+                None => self.push_line(path, sep, line, &text),
             }
         }
+    }
+
+    /// Shows the first match of a page (counted already).
+    fn push_match(&mut self, path: &str, line: u64, text: String) {
+        let item = json!({"path": path, "line": line, "text": text});
+        self.structured += json_len(&item) + 1;
+        self.last = entry_digest(&match_key(path, line));
+        self.push_line(path, ':', line, &text);
+        self.matches.push(item);
+    }
+
+    /// Appends one line of the answer as `path<sep>line<sep>text`.
+    fn push_line(&mut self, path: &str, sep: char, line: u64, text: &str) {
+        self.text.push_str(path);
+        self.text.push(sep);
+        self.text.push_str(&line.to_string());
+        self.text.push(sep);
+        self.text.push_str(text);
+        self.text.push('\n');
     }
 
     /// Ends the answer at the result cap.
@@ -588,14 +713,42 @@ impl Results {
         ));
     }
 
-    fn finish(mut self) -> ToolOutput {
+    fn finish(mut self, args: &Map<String, Value>) -> Result<ToolOutput, FsError> {
+        if self.cut.as_deref() == Some(STALE) || (self.page.from.is_some() && !self.showing) {
+            // The cursor's match is gone, or lies past the matches there are now.
+            return Err(FsError::InvalidArgument(CursorError::Stale.to_string()));
+        }
+        if let Some((next, last)) = self.next {
+            let cursor = Cursor {
+                position: next as u64,
+                anchor: last,
+            }
+            .encode(SEARCH_CONTENT, args);
+            self.text.push_str(&cursor_note(
+                "matches",
+                self.skip() as u64 + 1,
+                next as u64,
+                None,
+                &cursor,
+            ));
+            if let Some(note) = &self.note {
+                self.text.push_str(&format!("\n[note: {note}]"));
+            }
+            return Ok(ToolOutput::structured(
+                self.text,
+                json!({"matches": self.matches, "truncated": true, "next_cursor": cursor}),
+            ));
+        }
         let truncated = self.cut.is_some();
         if self.count == 0 && !truncated {
             let mut text = "No matches found".to_string();
             if let Some(note) = &self.note {
                 text.push_str(&format!("\n[note: {note}]"));
             }
-            return ToolOutput::structured(text, json!({"matches": [], "truncated": false}));
+            return Ok(ToolOutput::structured(
+                text,
+                json!({"matches": [], "truncated": false}),
+            ));
         }
         if let Some(why) = &self.cut {
             self.text.push_str(&format!("[truncated: {why}]"));
@@ -605,11 +758,19 @@ impl Results {
         if let Some(note) = &self.note {
             self.text.push_str(&format!("\n[note: {note}]"));
         }
-        ToolOutput::structured(
+        Ok(ToolOutput::structured(
             self.text,
             json!({"matches": self.matches, "truncated": truncated}),
-        )
+        ))
     }
+}
+
+/// What [`Results::cut`] holds when the cursor's match was not found where it was.
+const STALE: &str = "stale cursor";
+
+/// The digits of `n` in decimal.
+fn decimal_len(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
 }
 
 /// A subtree waiting for a walker: its directory, opened beneath the root without following
@@ -1021,7 +1182,13 @@ mod tests {
     #[test]
     fn the_cap_keeps_the_first_matches_and_says_so() {
         let q = query("x", 2, 0);
-        let mut r = Results::new(&q);
+        let mut r = Results::new(
+            &q,
+            SearchPage {
+                from: None,
+                room: usize::MAX,
+            },
+        );
         let hits = |lines: Vec<Hit>| FileHits {
             matches: lines.len(),
             bytes: 0,
@@ -1032,7 +1199,7 @@ mod tests {
             hits(vec![Hit::Match(1, "x".into()), Hit::Match(2, "x".into())]),
         );
         r.add("b", hits(vec![Hit::Match(3, "x".into())]));
-        let out = r.finish();
+        let out = r.finish(&Map::new()).expect("an answer");
         assert!(
             out.text
                 .starts_with("a:1:x\na:2:x\n[truncated: more than 2"),

@@ -173,6 +173,7 @@ mod tests {
         let options = FsOptions {
             backup,
             max_read_bytes: 1,
+            result_budget: Default::default(),
             tools,
             listed: Default::default(),
         };
@@ -235,6 +236,7 @@ mod tests {
             crate::instructions(&FsOptions {
                 backup: false,
                 max_read_bytes: 1,
+                result_budget: Default::default(),
                 tools,
                 listed: Default::default(),
             })

@@ -140,6 +140,8 @@ pub struct Executor {
     pub in_flight: InFlight,
     /// Wall-clock limit of every call.
     pub call_timeout: Option<Duration>,
+    /// The most bytes one answer carries; the last resort for a tool that left more.
+    pub result_budget: crate::budget::ResultBudget,
 }
 
 impl Executor {
@@ -156,6 +158,7 @@ impl Executor {
             let id = job.id.to_json();
             match outcome {
                 Ok(output) => {
+                    let output = self.result_budget.enforce(output);
                     if let Some(observer) = &self.observer {
                         observer.observe(&CallRecord {
                             tool: &job.name,

@@ -11,6 +11,7 @@
 //! and joins them with channels.
 
 pub mod batch;
+pub mod budget;
 pub mod buffer;
 pub mod dispatch;
 pub mod executor;

@@ -22,6 +22,7 @@ use super::output::{write_loop, Out, Outbox};
 use super::peer::Peer;
 use super::schedule::{Queue, QueueLimits};
 use super::wire::{write_frame, Frame, FrameReader, Framing};
+use crate::budget::ResultBudget;
 use crate::toolset::Toolset;
 
 // Callers name these through the server, the one module they start a session with.
@@ -41,6 +42,9 @@ pub struct ServerConfig {
     /// time in arrival order; more workers only let different lanes (the daemon's roots) proceed
     /// side by side.
     pub workers: usize,
+    /// The most bytes one tool answer carries (`--max-result-bytes`); an answer a tool left
+    /// larger is cut by [`ResultBudget::enforce`] before it is sent.
+    pub result_budget: ResultBudget,
 }
 
 impl Default for ServerConfig {
@@ -50,6 +54,7 @@ impl Default for ServerConfig {
             page_size: 100,
             call_timeout: Some(Duration::from_secs(30)),
             workers: 1,
+            result_budget: ResultBudget::default(),
         }
     }
 }
@@ -139,6 +144,7 @@ where
             observer: observer.clone(),
             in_flight,
             call_timeout: config.call_timeout,
+            result_budget: config.result_budget,
         },
         queue: Queue::new(QueueLimits {
             jobs: QUEUED_CALLS,
