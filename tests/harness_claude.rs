@@ -229,7 +229,7 @@ fn claude_code_receives_a_1_mb_file_whole_across_pages() {
     );
 
     let pages = results_of(&run, "read_text_file");
-    assert!(pages.len() > 20, "{} pages", pages.len());
+    assert!(pages.len() > 20, "{} pages: {:#?}", pages.len(), run.model.records());
     assert_none_diverted(&pages);
     assert!(joined_pages(&pages) == file, "the pages do not add up to the file");
 
@@ -294,7 +294,7 @@ fn claude_code_receives_a_large_directory_tree_and_search_content_whole_across_p
     );
 
     let tree_pages = results_of(&run, "directory_tree");
-    assert!(tree_pages.len() > 1);
+    assert!(tree_pages.len() > 1, "{:#?}", run.model.records());
     assert_none_diverted(&tree_pages);
     let mut paths = Vec::new();
     for page in &tree_pages {

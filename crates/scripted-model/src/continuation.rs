@@ -22,9 +22,20 @@ const OFFSET_NOTE: &str = "continue with offset=";
 const CURSOR_NOTE: &str = "continue with cursor=\"";
 
 impl Continuation {
-    /// The continuation the text ends with, if any: the later of the last offset note and the
-    /// last cursor note.
+    /// The continuation a result names, if any. A result that is one JSON object (a harness
+    /// that shows the model a result's structured content in place of its text: Claude Code
+    /// does) continues by its `next_offset` or `next_cursor` field; any other text by the later
+    /// of its last offset note and its last cursor note.
     pub fn find(text: &str) -> Option<Continuation> {
+        if let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(text) {
+            if let Some(n) = fields.get("next_offset").and_then(Value::as_u64) {
+                return Some(Continuation::Offset(n));
+            }
+            return fields
+                .get("next_cursor")
+                .and_then(Value::as_str)
+                .map(|c| Continuation::Cursor(c.to_string()));
+        }
         let offset = text.rfind(OFFSET_NOTE).and_then(|at| {
             let digits: String = text[at + OFFSET_NOTE.len()..]
                 .chars()
@@ -86,6 +97,15 @@ mod tests {
         assert_eq!(Continuation::find(text), Some(Continuation::Cursor("c".into())));
         assert_eq!(Continuation::find("all shown"), None);
         assert_eq!(Continuation::find("continue with offset=]"), None);
+    }
+
+    #[test]
+    fn a_structured_result_continues_by_its_next_fields() {
+        let text = r#"{"next_offset": 708, "truncated": true}"#;
+        assert_eq!(Continuation::find(text), Some(Continuation::Offset(708)));
+        let text = r#"{"matches": [], "next_cursor": "396.ab", "truncated": true}"#;
+        assert_eq!(Continuation::find(text), Some(Continuation::Cursor("396.ab".into())));
+        assert_eq!(Continuation::find(r#"{"matches": [], "next_cursor": null}"#), None);
     }
 
     #[test]
