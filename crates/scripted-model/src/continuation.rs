@@ -20,39 +20,52 @@ pub enum Continuation {
 
 const OFFSET_NOTE: &str = "continue with offset=";
 const CURSOR_NOTE: &str = "continue with cursor=\"";
+const OFFSET_FIELD: &str = "\"next_offset\":";
+const CURSOR_FIELD: &str = "\"next_cursor\":";
+
+/// Where the last `marker` is, and the text after it.
+fn last_after<'a>(text: &'a str, marker: &str) -> Option<(usize, &'a str)> {
+    text.rfind(marker).map(|at| (at, &text[at + marker.len()..]))
+}
+
+/// [`last_after`] for a JSON field name, past the blanks after its colon.
+fn last_field<'a>(text: &'a str, field: &str) -> Option<(usize, &'a str)> {
+    last_after(text, field).map(|(at, rest)| (at, rest.trim_start()))
+}
+
+/// A line number at the start of `rest` (thousands separators allowed).
+fn offset(rest: &str) -> Option<Continuation> {
+    let digits: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == ',')
+        .filter(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok().map(Continuation::Offset)
+}
+
+/// A cursor up to the closing quote.
+fn cursor(rest: &str) -> Option<Continuation> {
+    rest.find('"')
+        .map(|end| Continuation::Cursor(rest[..end].to_string()))
+}
 
 impl Continuation {
-    /// The continuation a result names, if any. A result that is one JSON object (a harness
-    /// that shows the model a result's structured content in place of its text: Claude Code
-    /// does) continues by its `next_offset` or `next_cursor` field; any other text by the later
-    /// of its last offset note and its last cursor note.
+    /// The continuation a result names, if any: the last of its notes (`continue with
+    /// offset=N`, `continue with cursor="C"`) or, where a harness showed the model the result's
+    /// structured content in place of its text (Claude Code and Codex do whenever a result has
+    /// one), the last `"next_offset": N` or `"next_cursor": "C"` field in it.
     pub fn find(text: &str) -> Option<Continuation> {
-        if let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(text) {
-            if let Some(n) = fields.get("next_offset").and_then(Value::as_u64) {
-                return Some(Continuation::Offset(n));
-            }
-            return fields
-                .get("next_cursor")
-                .and_then(Value::as_str)
-                .map(|c| Continuation::Cursor(c.to_string()));
-        }
-        let offset = text.rfind(OFFSET_NOTE).and_then(|at| {
-            let digits: String = text[at + OFFSET_NOTE.len()..]
-                .chars()
-                .take_while(|c| c.is_ascii_digit() || *c == ',')
-                .filter(char::is_ascii_digit)
-                .collect();
-            digits.parse().ok().map(|n| (at, Continuation::Offset(n)))
-        });
-        let cursor = text.rfind(CURSOR_NOTE).and_then(|at| {
-            let rest = &text[at + CURSOR_NOTE.len()..];
-            rest.find('"')
-                .map(|end| (at, Continuation::Cursor(rest[..end].to_string())))
-        });
-        match (offset, cursor) {
-            (Some(o), Some(c)) => Some(if o.0 > c.0 { o.1 } else { c.1 }),
-            (o, c) => o.or(c).map(|(_, found)| found),
-        }
+        [
+            last_after(text, OFFSET_NOTE).and_then(|(at, rest)| offset(rest).map(|c| (at, c))),
+            last_after(text, CURSOR_NOTE).and_then(|(at, rest)| cursor(rest).map(|c| (at, c))),
+            last_field(text, OFFSET_FIELD).and_then(|(at, rest)| offset(rest).map(|c| (at, c))),
+            last_field(text, CURSOR_FIELD)
+                .and_then(|(at, rest)| rest.strip_prefix('"').and_then(cursor).map(|c| (at, c))),
+        ]
+        .into_iter()
+        .flatten()
+        .max_by_key(|(at, _)| *at)
+        .map(|(_, found)| found)
     }
 
     /// The arguments of the next page: the previous call's, with the offset or cursor set.
@@ -101,7 +114,7 @@ mod tests {
 
     #[test]
     fn a_structured_result_continues_by_its_next_fields() {
-        let text = r#"{"next_offset": 708, "truncated": true}"#;
+        let text = "Wall time: 0.1 seconds\nOutput:\n{\"next_offset\":708,\"truncated\":true}";
         assert_eq!(Continuation::find(text), Some(Continuation::Offset(708)));
         let text = r#"{"matches": [], "next_cursor": "396.ab", "truncated": true}"#;
         assert_eq!(Continuation::find(text), Some(Continuation::Cursor("396.ab".into())));
