@@ -102,7 +102,8 @@ fn assert_none_diverted(results: &[ToolResultSeen]) {
         let text = r.text();
         assert!(!r.is_error, "an error reached the model: {text:.300}");
         assert!(
-            !text.contains("<persisted-output>") && !text.contains("exceeds maximum allowed tokens"),
+            !text.contains("<persisted-output>")
+                && !text.contains("exceeds maximum allowed tokens"),
             "Claude Code diverted a result: {text:.300}"
         );
         assert!(text.chars().count() <= CLAUDE_WHOLE_CHARS);
@@ -119,8 +120,13 @@ fn joined_pages(results: &[ToolResultSeen]) -> String {
         assert_eq!(
             note.is_some(),
             i + 1 < results.len(),
-            "page {i} of {}: note {note:?}",
-            results.len()
+            "page {i} of {}: the text the model got {} a continuation note: {text:.300}",
+            results.len(),
+            if note.is_some() {
+                "ends with"
+            } else {
+                "has no"
+            }
         );
         joined.push_str(body);
     }
@@ -131,14 +137,23 @@ fn joined_pages(results: &[ToolResultSeen]) -> String {
 fn logged_calls(log: &Path) -> Vec<(String, Value)> {
     json_lines(log)
         .into_iter()
-        .map(|l| (l["tool"].as_str().unwrap_or("").to_string(), l["args"].clone()))
+        .map(|l| {
+            (
+                l["tool"].as_str().unwrap_or("").to_string(),
+                l["args"].clone(),
+            )
+        })
         .collect()
 }
 
 /// `filesystem report` over the run's transcripts, as JSON.
 fn report(home: &Home) -> Value {
     let projects = home.claude_projects();
-    assert!(projects.is_dir(), "Claude Code wrote no transcript under {}", projects.display());
+    assert!(
+        projects.is_dir(),
+        "Claude Code wrote no transcript under {}",
+        projects.display()
+    );
     let out = test_support::bin::command()
         .arg("report")
         .arg("--transcripts")
@@ -146,7 +161,11 @@ fn report(home: &Home) -> Value {
         .args(["--format", "json"])
         .output()
         .expect("run filesystem report");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("report prints JSON")
 }
 
@@ -178,27 +197,54 @@ fn claude_code_offers_the_servers_tools_and_the_scripted_calls_reach_it() {
     );
 
     let records = run.model.records();
-    let first = records.iter().find(|r| r.kind == Kind::Turn).expect("a turn");
+    let first = records
+        .iter()
+        .find(|r| r.kind == Kind::Turn)
+        .expect("a turn");
     // Claude Code defers MCP tools: their names in a message, the schemas behind ToolSearch.
-    assert!(first.offered.iter().any(|o| o.name == "ToolSearch"), "{:?}", first.offered);
-    for tool in ["read_text_file", "list_directory", "edit_file", "write_file", "directory_tree"] {
+    assert!(
+        first.offered.iter().any(|o| o.name == "ToolSearch"),
+        "{:?}",
+        first.offered
+    );
+    for tool in [
+        "read_text_file",
+        "list_directory",
+        "edit_file",
+        "write_file",
+        "directory_tree",
+    ] {
         let name = format!("mcp__filesystem__{tool}");
-        assert!(first.deferred.contains(&name), "{name} not offered: {:?}", first.deferred);
+        assert!(
+            first.deferred.contains(&name),
+            "{name} not offered: {:?}",
+            first.deferred
+        );
     }
 
-    assert_eq!(results_of(&run, "list_directory")[0].text(), "[FILE] main.rs");
+    assert_eq!(
+        results_of(&run, "list_directory")[0].text(),
+        "[FILE] main.rs"
+    );
     assert_eq!(results_of(&run, "read_text_file")[0].text(), "hello\n");
     assert_eq!(
         logged_calls(&run.call_log),
         [
             ("list_directory".to_string(), json!({"path": "src"})),
-            ("read_text_file".to_string(), json!({"path": "hello.txt", "head": 1})),
+            (
+                "read_text_file".to_string(),
+                json!({"path": "hello.txt", "head": 1})
+            ),
         ]
     );
 
     let report = report(&run.home);
     let ours = by_tool(&report, "filesystem");
-    assert_eq!(ours, json!({"list_directory": 1, "read_text_file": 1}), "{report:#}");
+    assert_eq!(
+        ours,
+        json!({"list_directory": 1, "read_text_file": 1}),
+        "{report:#}"
+    );
     assert_eq!(
         report["transcripts"]["total"]["interfaces"]["filesystem"]["calls"],
         json!(2)
@@ -229,9 +275,17 @@ fn claude_code_receives_a_1_mb_file_whole_across_pages() {
     );
 
     let pages = results_of(&run, "read_text_file");
-    assert!(pages.len() > 20, "{} pages: {:#?}", pages.len(), run.model.records());
+    assert!(
+        pages.len() > 20,
+        "{} pages: {:#?}",
+        pages.len(),
+        run.model.records()
+    );
     assert_none_diverted(&pages);
-    assert!(joined_pages(&pages) == file, "the pages do not add up to the file");
+    assert!(
+        joined_pages(&pages) == file,
+        "the pages do not add up to the file"
+    );
 
     // Each page the model asked for went to the server with the offset the last note named.
     let logged = logged_calls(&run.call_log);

@@ -102,7 +102,10 @@ fn assert_none_cut(results: &[ToolResultSeen]) {
     for r in results {
         let text = codex_tool_text(&r.parts);
         assert!(!r.is_error, "an error reached the model: {text:.300}");
-        assert!(!text.contains("tokens truncated…"), "Codex cut a result: {text:.300}");
+        assert!(
+            !text.contains("tokens truncated…"),
+            "Codex cut a result: {text:.300}"
+        );
         assert!(text.len() <= CODEX_WHOLE_BYTES);
     }
 }
@@ -112,7 +115,17 @@ fn joined_pages(results: &[ToolResultSeen]) -> String {
     for (i, r) in results.iter().enumerate() {
         let text = codex_tool_text(&r.parts);
         let (body, note) = split_page_note(&text);
-        assert_eq!(note.is_some(), i + 1 < results.len(), "page {i}: {note:?}");
+        assert_eq!(
+            note.is_some(),
+            i + 1 < results.len(),
+            "page {i} of {}: the text the model got {} a continuation note: {text:.300}",
+            results.len(),
+            if note.is_some() {
+                "ends with"
+            } else {
+                "has no"
+            }
+        );
         joined.push_str(body);
     }
     joined
@@ -121,7 +134,12 @@ fn joined_pages(results: &[ToolResultSeen]) -> String {
 fn logged_calls(run: &Run) -> Vec<(String, Value)> {
     json_lines(&run.call_log)
         .into_iter()
-        .map(|l| (l["tool"].as_str().unwrap_or("").to_string(), l["args"].clone()))
+        .map(|l| {
+            (
+                l["tool"].as_str().unwrap_or("").to_string(),
+                l["args"].clone(),
+            )
+        })
         .collect()
 }
 
@@ -161,7 +179,10 @@ fn assert_two_calls_reached_the_server(run: &Run) {
         logged_calls(run),
         [
             ("list_directory".to_string(), json!({"path": "src"})),
-            ("read_text_file".to_string(), json!({"path": "hello.txt", "head": 1})),
+            (
+                "read_text_file".to_string(),
+                json!({"path": "hello.txt", "head": 1})
+            ),
         ]
     );
 }
@@ -171,10 +192,20 @@ fn codex_defers_the_server_behind_tool_search_for_a_known_model_and_the_calls_re
     let ws = small_workspace();
     let run = run(&ws, KNOWN_MODEL, two_calls(), &[]);
     let records = run.model.records();
-    let first = records.iter().find(|r| r.kind == Kind::Turn).expect("a turn");
-    assert!(first.offered.iter().any(|o| o.name == "tool_search"), "{:?}", first.offered);
+    let first = records
+        .iter()
+        .find(|r| r.kind == Kind::Turn)
+        .expect("a turn");
     assert!(
-        !first.offered.iter().any(|o| o.namespace.as_deref() == Some("mcp__filesystem")),
+        first.offered.iter().any(|o| o.name == "tool_search"),
+        "{:?}",
+        first.offered
+    );
+    assert!(
+        !first
+            .offered
+            .iter()
+            .any(|o| o.namespace.as_deref() == Some("mcp__filesystem")),
         "the server's tools were offered before the search: {:?}",
         first.offered
     );
@@ -206,10 +237,22 @@ fn codex_offers_the_servers_namespace_up_front_for_an_unknown_model_and_the_call
     let ws = small_workspace();
     let run = run(&ws, "local-scripted-model", two_calls(), &[]);
     let records = run.model.records();
-    let first = records.iter().find(|r| r.kind == Kind::Turn).expect("a turn");
-    for tool in ["read_text_file", "list_directory", "edit_file", "write_file", "directory_tree"] {
+    let first = records
+        .iter()
+        .find(|r| r.kind == Kind::Turn)
+        .expect("a turn");
+    for tool in [
+        "read_text_file",
+        "list_directory",
+        "edit_file",
+        "write_file",
+        "directory_tree",
+    ] {
         assert!(
-            first.offered.iter().any(|o| o.name == tool && o.namespace.as_deref() == Some("mcp__filesystem")),
+            first
+                .offered
+                .iter()
+                .any(|o| o.name == tool && o.namespace.as_deref() == Some("mcp__filesystem")),
             "{tool} not offered: {:?}",
             first.offered
         );
@@ -243,7 +286,10 @@ fn codex_receives_a_1_mb_file_whole_across_pages() {
     let pages = results_of(&run, "read_text_file");
     assert!(pages.len() > 20, "{} pages", pages.len());
     assert_none_cut(&pages);
-    assert!(joined_pages(&pages) == file, "the pages do not add up to the file");
+    assert!(
+        joined_pages(&pages) == file,
+        "the pages do not add up to the file"
+    );
     let logged = logged_calls(&run);
     assert_eq!(logged.len(), pages.len());
     for (call, page) in logged.iter().zip(&pages) {
@@ -307,5 +353,8 @@ fn codex_receives_a_large_directory_tree_and_search_content_whole_across_pages()
     let joined = joined_pages(&search_pages);
     assert_eq!(joined.trim_end(), whole_search.trim_end());
     assert_eq!(joined.lines().count(), 1500);
-    assert_eq!(logged_calls(&run).len(), tree_pages.len() + search_pages.len());
+    assert_eq!(
+        logged_calls(&run).len(),
+        tree_pages.len() + search_pages.len()
+    );
 }

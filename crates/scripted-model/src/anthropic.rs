@@ -25,7 +25,12 @@ pub fn parse(body: &Value) -> Conversation {
         stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
         ..Conversation::default()
     };
-    for tool in body.get("tools").and_then(Value::as_array).into_iter().flatten() {
+    for tool in body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         if let Some(name) = tool.get("name").and_then(Value::as_str) {
             conv.offered.push(Offered {
                 name: name.to_string(),
@@ -101,7 +106,10 @@ fn read_tool_results(content: &Value, calls: &mut [Call]) {
         if let Some(call) = calls.iter_mut().rev().find(|c| c.id == id) {
             call.result = Some(CallResult {
                 parts: text_parts(block.get("content").unwrap_or(&Value::Null)),
-                is_error: block.get("is_error").and_then(Value::as_bool).unwrap_or(false),
+                is_error: block
+                    .get("is_error")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
             });
         }
     }
@@ -180,7 +188,9 @@ pub fn answer(action: &Action, model: &str, id: u64, stream: bool) -> (Vec<u8>, 
 /// The answer to `count_tokens`: an estimate of four bytes a token, which is all a harness
 /// uses it for (deciding when to compact).
 pub fn count_tokens(body_len: usize) -> Vec<u8> {
-    json!({"input_tokens": body_len / 4}).to_string().into_bytes()
+    json!({"input_tokens": body_len / 4})
+        .to_string()
+        .into_bytes()
 }
 
 #[cfg(test)]
@@ -225,7 +235,10 @@ mod tests {
         assert_eq!(kind, "text/event-stream");
         let text = String::from_utf8(body).unwrap();
         assert!(text.contains("event: content_block_delta"));
-        assert!(text.contains(r#""partial_json":"{\"file_path\":\"a\"}""#), "{text}");
+        assert!(
+            text.contains(r#""partial_json":"{\"file_path\":\"a\"}""#),
+            "{text}"
+        );
         assert!(text.contains(r#""stop_reason":"tool_use""#));
         assert!(text.contains("toolu_scripted_7"));
     }

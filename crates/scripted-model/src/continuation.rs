@@ -25,7 +25,8 @@ const CURSOR_FIELD: &str = "\"next_cursor\":";
 
 /// Where the last `marker` is, and the text after it.
 fn last_after<'a>(text: &'a str, marker: &str) -> Option<(usize, &'a str)> {
-    text.rfind(marker).map(|at| (at, &text[at + marker.len()..]))
+    text.rfind(marker)
+        .map(|at| (at, &text[at + marker.len()..]))
 }
 
 /// [`last_after`] for a JSON field name, past the blanks after its colon.
@@ -107,7 +108,10 @@ mod tests {
     #[test]
     fn the_last_note_counts_and_a_text_without_one_has_none() {
         let text = "continue with offset=5 appears in the file\n[continue with cursor=\"c\"]";
-        assert_eq!(Continuation::find(text), Some(Continuation::Cursor("c".into())));
+        assert_eq!(
+            Continuation::find(text),
+            Some(Continuation::Cursor("c".into()))
+        );
         assert_eq!(Continuation::find("all shown"), None);
         assert_eq!(Continuation::find("continue with offset=]"), None);
     }
@@ -117,8 +121,14 @@ mod tests {
         let text = "Wall time: 0.1 seconds\nOutput:\n{\"next_offset\":708,\"truncated\":true}";
         assert_eq!(Continuation::find(text), Some(Continuation::Offset(708)));
         let text = r#"{"matches": [], "next_cursor": "396.ab", "truncated": true}"#;
-        assert_eq!(Continuation::find(text), Some(Continuation::Cursor("396.ab".into())));
-        assert_eq!(Continuation::find(r#"{"matches": [], "next_cursor": null}"#), None);
+        assert_eq!(
+            Continuation::find(text),
+            Some(Continuation::Cursor("396.ab".into()))
+        );
+        assert_eq!(
+            Continuation::find(r#"{"matches": [], "next_cursor": null}"#),
+            None
+        );
     }
 
     #[test]

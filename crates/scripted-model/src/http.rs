@@ -136,7 +136,9 @@ pub fn read_request(reader: &mut impl BufRead) -> Result<Option<Request>, ReadEr
             return if head.is_empty() {
                 Ok(None)
             } else {
-                Err(ReadError::Malformed("the connection closed inside the head".into()))
+                Err(ReadError::Malformed(
+                    "the connection closed inside the head".into(),
+                ))
             };
         }
         if head.len() > MAX_HEAD_BYTES {
@@ -151,7 +153,8 @@ pub fn read_request(reader: &mut impl BufRead) -> Result<Option<Request>, ReadEr
             break;
         }
     }
-    let head = String::from_utf8(head).map_err(|_| ReadError::Malformed("head not UTF-8".into()))?;
+    let head =
+        String::from_utf8(head).map_err(|_| ReadError::Malformed("head not UTF-8".into()))?;
     let mut lines = head.lines();
     let start = lines.next().unwrap_or("");
     let mut parts = start.split_whitespace();
@@ -232,7 +235,10 @@ fn write_response(w: &mut impl Write, response: &Response, close: bool) -> io::R
 pub fn sse(events: &[Value]) -> Vec<u8> {
     let mut out = Vec::new();
     for event in events {
-        let name = event.get("type").and_then(Value::as_str).unwrap_or("message");
+        let name = event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("message");
         out.extend_from_slice(format!("event: {name}\ndata: {event}\n\n").as_bytes());
     }
     out
@@ -244,7 +250,8 @@ mod tests {
 
     #[test]
     fn requests_with_a_length_and_chunked_are_read_in_turn() {
-        let wire = b"POST /v1/messages?beta=true HTTP/1.1\r\nContent-Length: 2\r\nHost: x\r\n\r\n{}\
+        let wire =
+            b"POST /v1/messages?beta=true HTTP/1.1\r\nContent-Length: 2\r\nHost: x\r\n\r\n{}\
 POST /v1/responses HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
         let mut reader = BufReader::new(&wire[..]);
         let first = read_request(&mut reader).unwrap().unwrap();
@@ -258,10 +265,16 @@ POST /v1/responses HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r
 
     #[test]
     fn an_oversized_head_or_body_is_refused() {
-        let long = format!("GET / HTTP/1.1\r\nx: {}\r\n\r\n", "a".repeat(MAX_HEAD_BYTES));
+        let long = format!(
+            "GET / HTTP/1.1\r\nx: {}\r\n\r\n",
+            "a".repeat(MAX_HEAD_BYTES)
+        );
         let err = read_request(&mut BufReader::new(long.as_bytes())).unwrap_err();
         assert!(matches!(err, ReadError::HeadTooLarge), "{err}");
-        let big = format!("POST / HTTP/1.1\r\ncontent-length: {}\r\n\r\n", MAX_BODY_BYTES + 1);
+        let big = format!(
+            "POST / HTTP/1.1\r\ncontent-length: {}\r\n\r\n",
+            MAX_BODY_BYTES + 1
+        );
         let err = read_request(&mut BufReader::new(big.as_bytes())).unwrap_err();
         assert!(matches!(err, ReadError::BodyTooLarge), "{err}");
     }

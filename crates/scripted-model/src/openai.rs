@@ -33,25 +33,38 @@ pub fn parse(body: &Value) -> Conversation {
         .get("instructions")
         .and_then(Value::as_str)
         .map_or(0, |s| s.chars().count());
-    for tool in body.get("tools").and_then(Value::as_array).into_iter().flatten() {
+    for tool in body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         // Codex's `tool_search` (a client-run discovery tool) has a type and no name.
-        let Some(name) = tool
-            .get("name")
-            .and_then(Value::as_str)
-            .or_else(|| tool.get("type").and_then(Value::as_str).filter(|t| *t == TOOL_SEARCH))
-        else {
+        let Some(name) = tool.get("name").and_then(Value::as_str).or_else(|| {
+            tool.get("type")
+                .and_then(Value::as_str)
+                .filter(|t| *t == TOOL_SEARCH)
+        }) else {
             continue;
         };
         offer(tool, name, &mut conv.offered);
     }
-    for item in body.get("input").and_then(Value::as_array).into_iter().flatten() {
+    for item in body
+        .get("input")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         match item.get("type").and_then(Value::as_str) {
             Some("function_call") => {
                 let arguments = item.get("arguments").and_then(Value::as_str).unwrap_or("");
                 conv.calls.push(Call {
                     id: str_field(item, "call_id"),
                     name: str_field(item, "name"),
-                    namespace: item.get("namespace").and_then(Value::as_str).map(String::from),
+                    namespace: item
+                        .get("namespace")
+                        .and_then(Value::as_str)
+                        .map(String::from),
                     input: serde_json::from_str(arguments)
                         .unwrap_or_else(|_| Value::String(arguments.to_string())),
                     result: None,
@@ -67,7 +80,12 @@ pub fn parse(body: &Value) -> Conversation {
             Some("tool_search_output") => {
                 // The tools a search loaded are offered from then on, as if listed up front.
                 let mut loaded = Vec::new();
-                for tool in item.get("tools").and_then(Value::as_array).into_iter().flatten() {
+                for tool in item
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     if let Some(name) = tool.get("name").and_then(Value::as_str) {
                         offer(tool, name, &mut loaded);
                     }
@@ -115,8 +133,10 @@ pub fn parse(body: &Value) -> Conversation {
                         }
                     }
                     Some("developer") | Some("system") => {
-                        conv.system_chars +=
-                            text_parts(content).iter().map(|t| t.chars().count()).sum::<usize>();
+                        conv.system_chars += text_parts(content)
+                            .iter()
+                            .map(|t| t.chars().count())
+                            .sum::<usize>();
                     }
                     _ => {}
                 }

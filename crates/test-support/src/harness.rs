@@ -208,8 +208,18 @@ fn finish(mut cmd: Command, home: &Home, workspace: &Path) -> Finished {
             String::from_utf8_lossy(&text).into_owned()
         })
     };
-    let out = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let err = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait for the harness") {
@@ -256,7 +266,12 @@ pub fn codex_tool_text(parts: &[String]) -> String {
 
 /// The answer `filesystem call` gives with no budget in the way: what the pages of a paged
 /// answer must add up to.
-pub fn unlimited_answer(root: &Path, tool: &str, args: &serde_json::Value, flags: &[&str]) -> String {
+pub fn unlimited_answer(
+    root: &Path,
+    tool: &str,
+    args: &serde_json::Value,
+    flags: &[&str],
+) -> String {
     let mut all = vec!["--max-result-bytes", "1000000000", "--no-call-log"];
     all.extend_from_slice(flags);
     crate::cli::call(root, tool, &args.to_string(), &all).expect_ok()
@@ -266,8 +281,9 @@ pub fn unlimited_answer(root: &Path, tool: &str, args: &serde_json::Value, flags
 /// first, leaving out the directories a later page repeats to say where it continues
 /// (`"continued": true`): the pages' paths put together are the whole tree's.
 pub fn tree_paths(json: &str) -> Vec<String> {
-    let tree: serde_json::Value =
-        serde_json::from_str(json.trim_end()).unwrap_or_else(|e| panic!("a tree page is JSON: {e}: {json:.200}"));
+    let tree: serde_json::Value = serde_json::from_str(json.trim_end()).unwrap_or_else(|e| {
+        panic!("a directory_tree page the model got is not a JSON tree ({e}): {json:.300}")
+    });
     let mut out = Vec::new();
     let mut stack: Vec<(String, &serde_json::Value)> = Vec::new();
     push_children(&mut stack, "", &tree);

@@ -41,7 +41,11 @@ fn run() -> Result<(), String> {
     // Serve until stdin closes; what arrives on it is ignored.
     let mut stdin = std::io::stdin().lock();
     let mut sink_buf = [0u8; 4096];
-    while stdin.read(&mut sink_buf).map_err(|e| format!("reading stdin: {e}"))? > 0 {}
+    while stdin
+        .read(&mut sink_buf)
+        .map_err(|e| format!("reading stdin: {e}"))?
+        > 0
+    {}
     drop(model);
     Ok(())
 }
