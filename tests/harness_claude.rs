@@ -17,7 +17,7 @@ use scripted_model::{Script, ScriptedModel, Step, ToolRef, ToolResultSeen};
 use serde_json::{json, Value};
 
 use test_support::harness::{
-    run_claude, split_page_note, tree_paths, unlimited_answer, Home, Server,
+    run_claude, search_page, split_page_note, tree_paths, unlimited_answer, Home, Server,
 };
 use test_support::logs::json_lines;
 use test_support::temp::TempRoot;
@@ -315,62 +315,85 @@ fn large_tree(ws: &TempRoot) {
 }
 
 #[test]
-fn claude_code_receives_a_large_directory_tree_and_search_content_whole_across_pages() {
+fn claude_code_receives_a_large_directory_tree_whole_across_pages() {
     let ws = TempRoot::new();
     large_tree(&ws);
-    let tree_args = json!({"path": "tree"});
-    let search_args = json!({"pattern": "needle", "path": "tree", "maxResults": 2000});
-    let extended = ["--tools", "extended"];
-    let whole_tree = unlimited_answer(&ws.root, "directory_tree", &tree_args, &extended);
-    let whole_search = unlimited_answer(&ws.root, "search_content", &search_args, &extended);
-    // One answer would be diverted: the paging is what brings them through.
-    assert!(whole_tree.chars().count() > CLAUDE_WHOLE_CHARS);
-    assert!(whole_search.chars().count() > CLAUDE_WHOLE_CHARS);
+    let args = json!({"path": "tree"});
+    let whole = unlimited_answer(&ws.root, "directory_tree", &args, &[]);
+    // One answer would not reach the model whole: the paging is what brings it through.
+    assert!(whole.chars().count() > CLAUDE_WHOLE_CHARS);
+    let run = run_steps(&ws, "directory_tree", args, &[]);
+    let pages = results_of(&run, "directory_tree");
+    assert!(pages.len() > 1, "{} pages", pages.len());
+    assert_none_diverted(&pages);
+    let mut paths = Vec::new();
+    for (i, page) in pages.iter().enumerate() {
+        let text = page.text();
+        let (body, note) = split_page_note(&text);
+        assert_eq!(
+            note.is_some(),
+            i + 1 < pages.len(),
+            "page {i} of {}: the text the model got: {text:.300}",
+            pages.len()
+        );
+        paths.extend(tree_paths(body));
+    }
+    assert_eq!(paths, tree_paths(&whole));
+    assert_eq!(paths.len(), 3000 + 60);
+    assert_eq!(logged_calls(&run.call_log).len(), pages.len());
+    assert_eq!(
+        by_tool(&report(&run.home), "filesystem"),
+        json!({"directory_tree": pages.len()})
+    );
+}
 
-    let run = run(
-        &ws,
+#[test]
+fn claude_code_receives_a_large_search_content_whole_across_pages() {
+    let ws = TempRoot::new();
+    large_tree(&ws);
+    let args = json!({"pattern": "needle", "path": "tree", "maxResults": 2000});
+    let extended = ["--tools", "extended"];
+    let whole = unlimited_answer(&ws.root, "search_content", &args, &extended);
+    assert!(whole.chars().count() > CLAUDE_WHOLE_CHARS);
+    let run = run_steps(&ws, "search_content", args, &extended);
+    let pages = results_of(&run, "search_content");
+    assert!(pages.len() > 1, "{} pages", pages.len());
+    assert_none_diverted(&pages);
+    let mut lines = Vec::new();
+    for (i, page) in pages.iter().enumerate() {
+        let text = page.text();
+        let (page_lines, more) = search_page(&text);
+        assert_eq!(
+            more,
+            i + 1 < pages.len(),
+            "page {i} of {}: the text the model got: {text:.300}",
+            pages.len()
+        );
+        lines.extend(page_lines);
+    }
+    assert_eq!(lines, whole.lines().collect::<Vec<_>>());
+    assert_eq!(lines.len(), 1500);
+    assert_eq!(logged_calls(&run.call_log).len(), pages.len());
+    assert_eq!(
+        by_tool(&report(&run.home), "filesystem"),
+        json!({"search_content": pages.len()})
+    );
+}
+
+/// Runs one `page` step of `tool` from `args`, then finishes.
+fn run_steps(ws: &TempRoot, tool: &str, args: Value, flags: &[&str]) -> Run {
+    run(
+        ws,
         vec![
             Step::Page {
-                tool: fs("directory_tree"),
-                args: tree_args,
-                max_pages: 100,
-            },
-            Step::Page {
-                tool: fs("search_content"),
-                args: search_args,
+                tool: fs(tool),
+                args,
                 max_pages: 100,
             },
             Step::Finish {
                 text: "listed".into(),
             },
         ],
-        &extended,
-    );
-
-    let tree_pages = results_of(&run, "directory_tree");
-    assert!(tree_pages.len() > 1, "{:#?}", run.model.records());
-    assert_none_diverted(&tree_pages);
-    let mut paths = Vec::new();
-    for page in &tree_pages {
-        let text = page.text();
-        paths.extend(tree_paths(split_page_note(&text).0));
-    }
-    assert_eq!(paths, tree_paths(&whole_tree));
-    assert_eq!(paths.len(), 3000 + 60);
-
-    let search_pages = results_of(&run, "search_content");
-    assert!(search_pages.len() > 1);
-    assert_none_diverted(&search_pages);
-    let joined = joined_pages(&search_pages);
-    assert_eq!(joined.trim_end(), whole_search.trim_end());
-    assert_eq!(joined.lines().count(), 1500);
-
-    let logged = logged_calls(&run.call_log);
-    assert_eq!(logged.len(), tree_pages.len() + search_pages.len());
-    let report = report(&run.home);
-    assert_eq!(
-        by_tool(&report, "filesystem"),
-        json!({"directory_tree": tree_pages.len(), "search_content": search_pages.len()}),
-        "{report:#}"
-    );
+        flags,
+    )
 }

@@ -16,7 +16,8 @@ use scripted_model::{Script, ScriptedModel, Step, ToolRef, ToolResultSeen};
 use serde_json::{json, Value};
 
 use test_support::harness::{
-    codex_tool_text, run_codex, split_page_note, tree_paths, unlimited_answer, Home, Server,
+    codex_tool_text, run_codex, search_page, split_page_note, tree_paths, unlimited_answer, Home,
+    Server,
 };
 use test_support::logs::json_lines;
 use test_support::temp::TempRoot;
@@ -299,8 +300,65 @@ fn codex_receives_a_1_mb_file_whole_across_pages() {
 }
 
 #[test]
-fn codex_receives_a_large_directory_tree_and_search_content_whole_across_pages() {
+fn codex_receives_a_large_directory_tree_whole_across_pages() {
     let ws = TempRoot::new();
+    large_tree(&ws);
+    let args = json!({"path": "tree"});
+    let whole = unlimited_answer(&ws.root, "directory_tree", &args, &[]);
+    // One answer would not reach the model whole: the paging is what brings it through.
+    assert!(whole.len() > CODEX_WHOLE_BYTES);
+    let run = run_steps(&ws, "directory_tree", args, &[]);
+    let pages = results_of(&run, "directory_tree");
+    assert!(pages.len() > 1, "{} pages", pages.len());
+    assert_none_cut(&pages);
+    let mut paths = Vec::new();
+    for (i, page) in pages.iter().enumerate() {
+        let text = codex_tool_text(&page.parts);
+        let (body, note) = split_page_note(&text);
+        assert_eq!(
+            note.is_some(),
+            i + 1 < pages.len(),
+            "page {i} of {}: the text the model got: {text:.300}",
+            pages.len()
+        );
+        paths.extend(tree_paths(body));
+    }
+    assert_eq!(paths, tree_paths(&whole));
+    assert_eq!(paths.len(), 3000 + 60);
+    assert_eq!(logged_calls(&run).len(), pages.len());
+}
+
+#[test]
+fn codex_receives_a_large_search_content_whole_across_pages() {
+    let ws = TempRoot::new();
+    large_tree(&ws);
+    let args = json!({"pattern": "needle", "path": "tree", "maxResults": 2000});
+    let extended = ["--tools", "extended"];
+    let whole = unlimited_answer(&ws.root, "search_content", &args, &extended);
+    assert!(whole.len() > CODEX_WHOLE_BYTES);
+    let run = run_steps(&ws, "search_content", args, &extended);
+    let pages = results_of(&run, "search_content");
+    assert!(pages.len() > 1, "{} pages", pages.len());
+    assert_none_cut(&pages);
+    let mut lines = Vec::new();
+    for (i, page) in pages.iter().enumerate() {
+        let text = codex_tool_text(&page.parts);
+        let (page_lines, more) = search_page(&text);
+        assert_eq!(
+            more,
+            i + 1 < pages.len(),
+            "page {i} of {}: the text the model got: {text:.300}",
+            pages.len()
+        );
+        lines.extend(page_lines);
+    }
+    assert_eq!(lines, whole.lines().collect::<Vec<_>>());
+    assert_eq!(lines.len(), 1500);
+    assert_eq!(logged_calls(&run).len(), pages.len());
+}
+
+/// 3,000 files in 60 directories; every other one holds a line that `needle` finds.
+fn large_tree(ws: &TempRoot) {
     for i in 0..3000 {
         let word = if i % 2 == 0 { "needle" } else { "hay" };
         ws.write(
@@ -308,53 +366,23 @@ fn codex_receives_a_large_directory_tree_and_search_content_whole_across_pages()
             format!("{word} {i:05} {}\n", "payload ".repeat(12)),
         );
     }
-    let tree_args = json!({"path": "tree"});
-    let search_args = json!({"pattern": "needle", "path": "tree", "maxResults": 2000});
-    let extended = ["--tools", "extended"];
-    let whole_tree = unlimited_answer(&ws.root, "directory_tree", &tree_args, &extended);
-    let whole_search = unlimited_answer(&ws.root, "search_content", &search_args, &extended);
-    assert!(whole_tree.len() > CODEX_WHOLE_BYTES);
-    assert!(whole_search.len() > CODEX_WHOLE_BYTES);
+}
 
-    let run = run(
-        &ws,
+/// Runs one `page` step of `tool` from `args`, then finishes.
+fn run_steps(ws: &TempRoot, tool: &str, args: Value, flags: &[&str]) -> Run {
+    run(
+        ws,
         KNOWN_MODEL,
         vec![
             Step::Page {
-                tool: fs("directory_tree"),
-                args: tree_args,
-                max_pages: 100,
-            },
-            Step::Page {
-                tool: fs("search_content"),
-                args: search_args,
+                tool: fs(tool),
+                args,
                 max_pages: 100,
             },
             Step::Finish {
                 text: "listed".into(),
             },
         ],
-        &extended,
-    );
-    let tree_pages = results_of(&run, "directory_tree");
-    assert!(tree_pages.len() > 1);
-    assert_none_cut(&tree_pages);
-    let mut paths = Vec::new();
-    for page in &tree_pages {
-        let text = codex_tool_text(&page.parts);
-        paths.extend(tree_paths(split_page_note(&text).0));
-    }
-    assert_eq!(paths, tree_paths(&whole_tree));
-    assert_eq!(paths.len(), 3000 + 60);
-
-    let search_pages = results_of(&run, "search_content");
-    assert!(search_pages.len() > 1);
-    assert_none_cut(&search_pages);
-    let joined = joined_pages(&search_pages);
-    assert_eq!(joined.trim_end(), whole_search.trim_end());
-    assert_eq!(joined.lines().count(), 1500);
-    assert_eq!(
-        logged_calls(&run).len(),
-        tree_pages.len() + search_pages.len()
-    );
+        flags,
+    )
 }

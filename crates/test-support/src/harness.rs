@@ -257,11 +257,50 @@ pub fn split_page_note(text: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// What Codex passed back of an MCP result, without the line it puts in front of every tool's
-/// output (`Wall time: … seconds\nOutput:` as its own text block).
+/// What Codex passed back of an MCP result, without what it puts in front of every tool's output
+/// (`Wall time: … seconds` and `Output:` lines, a text block of their own or the start of the
+/// first one).
 pub fn codex_tool_text(parts: &[String]) -> String {
-    let skip = usize::from(parts.first().is_some_and(|p| p.starts_with("Wall time:")));
-    parts[skip..].join("\n")
+    let joined = parts.join("\n");
+    if !joined.starts_with("Wall time:") {
+        return joined;
+    }
+    match joined.find("Output:") {
+        Some(at) => {
+            let rest = &joined[at + "Output:".len()..];
+            rest.strip_prefix('\n').unwrap_or(rest).to_string()
+        }
+        None => joined,
+    }
+}
+
+/// The match lines of one `search_content` page as the model got it, and whether it says to
+/// continue: the text's lines without its note, or, where the harness showed the model the
+/// structured content in place of the text, its `matches` as `path:line:text` and its
+/// `next_cursor`.
+pub fn search_page(text: &str) -> (Vec<String>, bool) {
+    if let Ok(serde_json::Value::Object(page)) = serde_json::from_str(text.trim()) {
+        let lines = page
+            .get("matches")
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|m| {
+                format!(
+                    "{}:{}:{}",
+                    m["path"].as_str().unwrap_or(""),
+                    m["line"],
+                    m["text"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        let more = page
+            .get("next_cursor")
+            .is_some_and(serde_json::Value::is_string);
+        return (lines, more);
+    }
+    let (body, note) = split_page_note(text);
+    (body.lines().map(String::from).collect(), note.is_some())
 }
 
 /// The answer `filesystem call` gives with no budget in the way: what the pages of a paged
