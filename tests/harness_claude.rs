@@ -120,10 +120,10 @@ fn joined_pages(results: &[ToolResultSeen]) -> String {
         assert_eq!(
             note.is_some(),
             i + 1 < results.len(),
-            "page {i} of {}: the text the model got {} a continuation note: {text:.300}",
+            "page {i} of {}: the text the model got {} continuation note: {text:.300}",
             results.len(),
             if note.is_some() {
-                "ends with"
+                "ends with a"
             } else {
                 "has no"
             }
