@@ -189,7 +189,13 @@ fn a_stage_killed_by_sigpipe_is_not_a_failure() {
 #[test]
 fn the_output_cap_truncates_as_a_success_and_stops_the_producer() {
     let ws = Ws::new();
-    let v = ws.pipe_ok(r#"awk 'BEGIN { while (1) print "0123456789abcdef" }' | head -n 1000000"#);
+    // The output cap, not the result budget (lifted here), is what this is about.
+    let (ok, v) = ws.call_with(
+        "shelpa_pipe",
+        json!({"command": r#"awk 'BEGIN { while (1) print "0123456789abcdef" }' | head -n 1000000"#}),
+        &["--max-result-bytes", "1000000000"],
+    );
+    assert!(ok, "{v}");
     assert_eq!(v["stdout"].as_str().expect("text").len(), 1024 * 1024);
     let last = &v["meta"]["steps"][1];
     assert_eq!(last["truncated"], true);
@@ -382,7 +388,8 @@ fn writes_beyond_the_hard_limit_are_cut_and_reported() {
     let (ok, v) = ws.call_with(
         "shelpa_pipe",
         json!({"command": "tail -n +1 huge.txt | tee cut.txt", "confirm_oversize": true}),
-        &[],
+        // tee's limits, not the result budget (lifted here; tests/result_budget.rs keeps it).
+        &["--max-result-bytes", "1000000000"],
     );
     assert!(ok, "{v}");
     assert_eq!(v["meta"]["tee"]["truncated"], true);

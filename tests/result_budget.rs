@@ -179,7 +179,7 @@ fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -618,9 +618,9 @@ fn pipe_stdout_beyond_the_budget_is_cut_and_marked_truncated() {
     assert!(stdout.ends_with('\n'), "cut after a whole line");
     assert_eq!(structured["meta"]["steps"][0]["truncated"], json!(true));
     assert!(
-        structured["note"]
-            .as_str()
-            .is_some_and(|n| n.contains("stdout cut at the result budget of 20,000 bytes")),
+        structured["note"].as_str().is_some_and(|n| n
+            .contains("output cut at the result budget of 20,000 bytes")
+            && n.contains("of stdout's")),
         "{structured}"
     );
     // Output that fits is not marked.
@@ -630,6 +630,48 @@ fn pipe_stdout_beyond_the_budget_is_cut_and_marked_truncated() {
         json!(false)
     );
     assert!(small["structuredContent"].get("note").is_none());
+}
+
+#[test]
+fn tee_keeps_its_own_limits_under_the_budget_and_only_the_answer_is_cut() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let line = "abcdefghijklmnopqrstuvwxyz0123456789\n";
+    std::fs::write(dir.path().join("huge.txt"), line.repeat(50_000)).expect("write");
+    std::fs::write(dir.path().join("small.txt"), line.repeat(100)).expect("write");
+    let mut session = Session::start_in(
+        dir.path(),
+        &[
+            "--legacy-pipe",
+            "--no-call-log",
+            "--max-result-bytes",
+            "20000",
+        ],
+    );
+    session.initialize("2025-06-18");
+    // Over 2 KiB without confirmation: refused by tee's gate, whatever the budget.
+    let gated = session.call(
+        2,
+        "shelpa_pipe",
+        json!({"command": "cat small.txt | tee a.txt"}),
+    );
+    let gated_text = gated["content"][0]["text"].as_str().expect("text");
+    assert_eq!(gated["isError"], json!(true), "{gated_text}");
+    assert!(!dir.path().join("a.txt").exists());
+    // Confirmed, a write past 1 MiB is cut at exactly 1 MiB, while the answer stays in budget.
+    let result = session.call(
+        3,
+        "shelpa_pipe",
+        json!({"command": "tail -n +1 huge.txt | tee cut.txt", "confirm_oversize": true}),
+    );
+    let text = result["content"][0]["text"].as_str().expect("text");
+    assert_eq!(result["isError"], json!(false), "{text}");
+    let structured = &result["structuredContent"];
+    assert!(text.len() + structured.to_string().len() <= 20_000);
+    assert_eq!(structured["meta"]["tee"]["truncated"], json!(true));
+    assert_eq!(structured["meta"]["tee"]["bytes"], json!(1_048_576));
+    let written = std::fs::metadata(dir.path().join("cut.txt")).expect("written");
+    assert_eq!(written.len(), 1_048_576);
+    assert_eq!(structured["meta"]["steps"][1]["truncated"], json!(true));
 }
 
 #[test]

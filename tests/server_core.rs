@@ -269,7 +269,8 @@ fn a_client_that_closes_our_output_stops_the_calls_and_the_server_exits() {
 
 #[test]
 fn a_client_that_does_not_read_holds_the_server_to_a_bounded_size() {
-    let mut s = Session::start(&["--no-call-log"]);
+    // Replies of 4 MiB each are the point: the result budget is lifted.
+    let mut s = Session::start(&["--no-call-log", "--max-result-bytes", "1000000000"]);
     let four_mb = "y".repeat(4 * 1024 * 1024);
     std::fs::write(s.root.join("big.txt"), &four_mb).expect("seed");
     s.initialize("2025-11-25");

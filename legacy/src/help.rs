@@ -178,7 +178,9 @@ RULES
   - Save output only with tee FILE (overwrite, atomic) or tee -a FILE (append). Every write is
     also appended to the audit mirror .shelpa/<path>.
   - Writes over 2 KiB need \"confirm_oversize\": true; writes are cut at 1 MiB (truncated: true).
-  - Output is capped at 1 MiB (truncated: true); each call has a wall-clock limit (--timeout,
+  - Output is capped at 1 MiB (truncated: true), and cut after a whole line to what one answer
+    carries (--max-result-bytes, default 40,000 bytes: truncated: true and a note; narrow the
+    pipeline with head, sed -n or rg to see the rest); each call has a wall-clock limit (--timeout,
     default 30 s), counted for a pipeline from its first stage's start at the latest.
   - At most {max_stages} stages per pipeline (TOO_MANY_STAGES): split longer work over several calls,
     passing an intermediate file written with tee.

@@ -415,12 +415,9 @@ impl PipeToolset {
         let memory = (self.options.stage_memory > 0).then_some(self.options.stage_memory);
         let limits = ExecLimits {
             timeout,
-            // The answer carries stdout twice (text and structured copy): past half the budget
-            // it would be cut anyway, so the capture stops there (stdout_budget cuts the rest).
-            output_cap: self
-                .options
-                .max_output_bytes
-                .min(self.options.result_budget.bytes() / 2),
+            // The capture keeps its own cap: a pipeline that tees is not stopped early by the
+            // result budget, which only cuts what the answer shows (see stdout_budget).
+            output_cap: self.options.max_output_bytes,
             stderr_cap: STDERR_CAP,
             tee_limit: self.options.max_write_bytes,
             stage: StageLimits::new(memory, timeout),

@@ -1,53 +1,123 @@
-//! Pipe mode's share of the result budget: a pipeline's stdout beyond what one answer may carry
-//! is cut at a line, its step marked `truncated: true`, and a note says what was left out.
+//! Pipe mode's share of the result budget: a pipeline's stdout (and stderr) beyond what one
+//! answer may carry is cut after a whole line, the last step is marked `truncated: true`, and a
+//! note says what was left out.
 //!
-//! The answer carries stdout twice (in the text, as JSON, and in the structured copy), so what
-//! fits is found by measuring the answer as it will be sent, not by a fixed share of the budget.
-//! Only the returned stdout is cut: what `tee` writes is bounded by its own recorded limits.
+//! The answer carries its streams twice (in the text, as JSON, and in the structured copy), so
+//! what fits is found by measuring the answer as it will be sent, not by a fixed share of the
+//! budget. Only what the answer shows is cut: the pipeline itself ran under its own limits, and
+//! what `tee` wrote is bounded by tee's recorded limits alone.
 
 use mcp_core::budget::{cut_at_line, thousands, ResultBudget};
 use serde_json::{json, Map, Value};
 
-/// The most cuts tried before stdout is dropped whole; each one at least halves the excess.
+/// The most cuts tried; each one removes at least the excess, so two are usually enough.
 const ATTEMPTS: usize = 8;
 
-/// Cuts the `stdout` of `answer` until `cost` (what the answer costs as sent) is within
-/// `budget`; marks the last step truncated and appends a note. Returns whether it cut.
+/// The streams an answer may carry, in the order they give way when both are long: stderr is
+/// diagnostic, stdout the result.
+const STREAMS: [&str; 2] = ["stderr", "stdout"];
+
+/// Room kept for the note and the flag added while cutting.
+const NOTE_ROOM: usize = 700;
+
+/// Cuts the streams of `answer` until `cost` (what the answer costs as sent) is within
+/// `budget`; marks the last step truncated when stdout was cut and says so in the note. Returns
+/// whether anything was cut.
 pub(crate) fn fit(
     answer: &mut Map<String, Value>,
     budget: ResultBudget,
     cost: impl Fn(&Map<String, Value>) -> usize,
 ) -> bool {
-    let over = cost(answer).saturating_sub(budget.bytes());
-    let Some(Value::String(stdout)) = answer.get("stdout") else {
-        return false;
-    };
-    if over == 0 {
+    let totals: Vec<(&str, usize)> = STREAMS
+        .iter()
+        .filter_map(|k| {
+            answer
+                .get(*k)
+                .and_then(Value::as_str)
+                .map(|s| (*k, s.len()))
+        })
+        .collect();
+    let mut over = cost(answer).saturating_sub(budget.bytes());
+    if over == 0 || totals.is_empty() {
         return false;
     }
-    let total = stdout.len();
-    let mut stdout = stdout.clone();
-    // Room for the note and the flag added below.
-    let mut excess = over + 600;
+    over += NOTE_ROOM;
     for _ in 0..ATTEMPTS {
-        // Each byte of stdout counts twice (text and copy), and more when JSON escapes it.
-        let keep = cut_at_line(&stdout, stdout.len().saturating_sub(excess.div_ceil(2)));
-        stdout.truncate(keep);
-        answer.insert("stdout".into(), json!(stdout));
-        mark(answer, budget, stdout.len(), total);
+        // The longest stream gives way first; every byte of it counts twice (text and copy).
+        let Some((key, len)) = STREAMS
+            .iter()
+            .filter_map(|k| {
+                answer
+                    .get(*k)
+                    .and_then(Value::as_str)
+                    .map(|s| (*k, s.len()))
+            })
+            .filter(|&(_, len)| len > 0)
+            .max_by_key(|&(k, len)| (len, k == "stderr"))
+        else {
+            break;
+        };
+        let Some(Value::String(text)) = answer.get_mut(key) else {
+            break;
+        };
+        let keep = cut_at_line(text, len.saturating_sub(over.div_ceil(2)));
+        text.truncate(keep);
+        mark(answer, budget, &totals);
         let now = cost(answer);
-        if now <= budget.bytes() || stdout.is_empty() {
+        if now <= budget.bytes() {
             return true;
         }
-        excess = now - budget.bytes();
+        over = now - budget.bytes();
     }
-    answer.insert("stdout".into(), json!(""));
-    mark(answer, budget, 0, total);
+    for key in STREAMS {
+        if answer.contains_key(key) {
+            answer.insert(key.into(), json!(""));
+        }
+    }
+    mark(answer, budget, &totals);
     true
 }
 
-/// Marks the last step `truncated` and says in the note how much stdout was shown.
-fn mark(answer: &mut Map<String, Value>, budget: ResultBudget, shown: usize, total: usize) {
+/// Marks the last step `truncated` when stdout was cut, and says in the note how much of each
+/// stream was shown.
+fn mark(answer: &mut Map<String, Value>, budget: ResultBudget, totals: &[(&str, usize)]) {
+    let mut cut = Vec::new();
+    for &(key, total) in totals {
+        let shown = answer.get(key).and_then(Value::as_str).map_or(0, str::len);
+        if shown < total {
+            cut.push(format!(
+                "the first {} of {}'s {} bytes",
+                thousands(shown as u64),
+                key,
+                thousands(total as u64)
+            ));
+            if key == "stdout" {
+                mark_last_step(answer);
+            }
+        }
+    }
+    let said = format!(
+        "{PREFIX} of {} bytes: {} shown; narrow the pipeline (head -n, tail -n, sed -n 'A,Bp', rg) to see the rest",
+        thousands(budget.bytes() as u64),
+        cut.join(" and ")
+    );
+    // A note of the call's own is kept; one of an earlier attempt here is replaced.
+    let own = answer
+        .get("note")
+        .and_then(Value::as_str)
+        .map(|n| n.split(PREFIX).next().unwrap_or(n).trim_end().to_string())
+        .filter(|n| !n.is_empty());
+    let note = match own {
+        Some(own) => format!("{own}\n{said}"),
+        None => said,
+    };
+    answer.insert("note".into(), json!(note));
+}
+
+/// How the note of a cut begins.
+const PREFIX: &str = "output cut at the result budget";
+
+fn mark_last_step(answer: &mut Map<String, Value>) {
     if let Some(Value::Array(steps)) = answer
         .get_mut("meta")
         .and_then(|m| m.as_object_mut())
@@ -57,22 +127,4 @@ fn mark(answer: &mut Map<String, Value>, budget: ResultBudget, shown: usize, tot
             last.insert("truncated".into(), json!(true));
         }
     }
-    let cut = format!(
-        "stdout cut at the result budget of {} bytes: the first {} of its {} bytes shown; narrow the pipeline (head -n, tail -n, sed -n 'A,Bp', rg) to see the rest",
-        thousands(budget.bytes() as u64),
-        thousands(shown as u64),
-        thousands(total as u64)
-    );
-    let note = match answer.get("note").and_then(Value::as_str) {
-        // A note of an earlier attempt is replaced, one of the call's own kept.
-        Some(old) if !old.starts_with("stdout cut at the result budget") => {
-            let own = old
-                .split("\nstdout cut at the result budget")
-                .next()
-                .unwrap_or(old);
-            format!("{own}\n{cut}")
-        }
-        _ => cut,
-    };
-    answer.insert("note".into(), json!(note));
 }

@@ -91,8 +91,10 @@ fn lock_error(e: workspace::history::HistoryError, ctx: &CallContext) -> FsError
 const INSTRUCTIONS: &str = "\
 File access confined to one workspace, with nothing lost: prefer these tools over shell commands \
 for reading, creating and changing files here. Paths are relative to the workspace root.
-- Read with read_text_file (head/tail for large files); explore with list_directory and \
-directory_tree (build/cache directories and .gitignore'd entries are left out).
+- Read with read_text_file (head/tail, or offset/limit, for part of a file); explore with \
+list_directory and directory_tree (build/cache directories and .gitignore'd entries are left out).
+- A large answer comes in pages: it ends with a note saying how to get the rest (offset=N for a \
+file, cursor=\"…\" for a listing or search); call the same tool again with it, not another tool.
 - Change part of a file with edit_file (oldText must match one place; dryRun previews the diff); \
 create new files with create_file; replace whole files with write_file. Writes are atomic.
 - delete_file moves to a trash (list_trash, restore_file bring it back); move_file and \

@@ -466,7 +466,7 @@ pub fn directory_tree(
     };
     let mut text = String::from_utf8(out)
         .map_err(|_| FsError::IoError("the tree could not be rendered as UTF-8 text".into()))?;
-    let Some((shown, next)) = next else {
+    let Some(next) = next else {
         if from.is_none() {
             return Ok(ToolOutput::text(text));
         }
@@ -475,7 +475,13 @@ pub fn directory_tree(
     let first = from.map_or(0, |c| c.position) + 1;
     let cursor = next.encode(DIRECTORY_TREE, args);
     text.push('\n');
-    text.push_str(&cursor_note("tree entries", first, shown, None, &cursor));
+    text.push_str(&cursor_note(
+        "tree entries",
+        first,
+        next.position,
+        None,
+        &cursor,
+    ));
     Ok(ToolOutput::structured(
         text,
         json!({"truncated": true, "next_cursor": cursor}),
@@ -520,8 +526,8 @@ struct Frame {
 /// Entries are numbered depth first. A page that starts after the first entry begins with the
 /// directories that hold its first entry, marked `"continued":true` (they were shown on an
 /// earlier page); a page that ends early closes what it opened, so every page is a JSON tree.
-/// Returns the JSON and, when the page ended before the tree did, the number of the last entry
-/// shown and the cursor that continues after it.
+/// Returns the JSON and, when the page ended before the tree did, the cursor that continues after
+/// it (its position is the number of the last entry shown).
 fn tree_json(
     fd: OwnedFd,
     filter: &Filter,
@@ -529,7 +535,7 @@ fn tree_json(
     max_depth: u64,
     ctx: &CallContext,
     page: &TreePage,
-) -> Result<(Vec<u8>, Option<(u64, Cursor)>), TreeStop> {
+) -> Result<(Vec<u8>, Option<Cursor>), TreeStop> {
     // A limit the caller asked for is honoured silently, as always; the walk's own limit is
     // marked where it cut, so a deep tree is never mistaken for a complete one.
     let limit = max_depth.min(MAX_DEPTH as u64);
@@ -717,16 +723,12 @@ fn tree_json(
         out.extend_from_slice(b"]}");
     }
     out.push(b']');
-    let anchor = entry_digest(&last);
     Ok((
         out,
-        Some((
-            cut,
-            Cursor {
-                position: cut,
-                anchor,
-            },
-        )),
+        Some(Cursor {
+            position: cut,
+            anchor: entry_digest(&last),
+        }),
     ))
 }
 
