@@ -238,6 +238,14 @@ fn claude_code_offers_the_servers_tools_and_the_scripted_calls_reach_it() {
         ]
     );
 
+    // Each tool's schema was loaded by one ToolSearch call before its first use.
+    let searches = run
+        .model
+        .tool_results()
+        .iter()
+        .filter(|r| r.name == "ToolSearch")
+        .count();
+    assert_eq!(searches, 2);
     let report = report(&run.home);
     let ours = by_tool(&report, "filesystem");
     assert_eq!(
@@ -246,8 +254,14 @@ fn claude_code_offers_the_servers_tools_and_the_scripted_calls_reach_it() {
         "{report:#}"
     );
     assert_eq!(
-        report["transcripts"]["total"]["interfaces"]["filesystem"]["calls"],
-        json!(2)
+        by_tool(&report, "other"),
+        json!({"ToolSearch": 2}),
+        "{report:#}"
+    );
+    assert_eq!(
+        report["transcripts"]["total"]["calls"],
+        json!(4),
+        "{report:#}"
     );
 }
 
