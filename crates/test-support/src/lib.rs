@@ -10,6 +10,8 @@
 //!   `TempRoot`: a temp dir that is the root).
 //! - [`mcp`]: an MCP session over stdio to the real binary, and the messages a client sends.
 //! - [`framing`]: reading `Content-Length` framed replies.
+//! - [`harness`]: real agent harnesses (Claude Code, Codex CLI), installed by `scripts/test`, run
+//!   offline in a home of their own.
 //! - [`cli`]: running one subcommand (`call`, `audit`, ...) and reading what it printed.
 //! - [`arena`]: a workspace beside a canary directory it must never reach, with snapshots and a
 //!   reply screen for leaks.
@@ -31,6 +33,7 @@ pub mod bin;
 pub mod cli;
 pub mod fixtures;
 pub mod framing;
+pub mod harness;
 pub mod logs;
 pub mod mcp;
 pub mod procs;
