@@ -217,6 +217,14 @@ pub struct Options {
     )]
     pub max_result_bytes: usize,
 
+    /// Also put the paging fields (next_offset, next_cursor, truncated) of a cut answer in its
+    /// structured content for tools that declare no output schema, for clients that read both.
+    /// Off by default because Claude Code and Codex CLI show the model the structured content
+    /// instead of the text when it is present, so the page itself would never reach the model;
+    /// the text always ends with the note that says how to continue.
+    #[arg(long, global = true)]
+    pub structured_paging: bool,
+
     /// Wall-clock limit of every tool call, in seconds (0: no limit). A call past it stops before
     /// its next effect and is answered as a timeout having changed nothing.
     #[arg(long, value_name = "SECONDS", default_value_t = 30, global = true)]
@@ -379,6 +387,7 @@ impl Options {
                     backup: self.backup,
                     max_read_bytes: self.max_read_bytes,
                     result_budget: self.result_budget(),
+                    structured_paging: self.structured_paging,
                     tools: self.tools.clone().unwrap_or_default(),
                     listed: listed.clone(),
                     permissions: permissions.clone(),

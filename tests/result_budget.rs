@@ -30,7 +30,10 @@ struct Answer {
 
 impl Budgeted {
     fn start(root: &Path, budget: &str, extra: &[&str]) -> Budgeted {
+        // The paging fields are checked in the structured content too, where the server puts them
+        // for every tool only when asked (`--structured-paging`); the default is tested below.
         let mut flags = vec![
+            "--structured-paging",
             "--tools",
             "extended",
             "--no-call-log",
@@ -680,10 +683,15 @@ fn the_budget_comes_from_the_environment_and_holds_in_server_mode() {
     let root = dir.path().canonicalize().expect("canonical");
     std::fs::write(root.join("big.txt"), lines_file(2000)).expect("write");
     let mut cmd = test_support::bin::command();
-    cmd.args(["--server", "--no-call-log", "--allow-root"])
-        .arg(&root)
-        .env("FILESYSTEM_MAX_RESULT_BYTES", "5000")
-        .env_remove("FILESYSTEM_ALLOW_ROOTS");
+    cmd.args([
+        "--server",
+        "--structured-paging",
+        "--no-call-log",
+        "--allow-root",
+    ])
+    .arg(&root)
+    .env("FILESYSTEM_MAX_RESULT_BYTES", "5000")
+    .env_remove("FILESYSTEM_ALLOW_ROOTS");
     let mut server = Budgeted::from_command(cmd, 5000);
     let answer = server.call("read_text_file", json!({"root": root, "path": "big.txt"}));
     assert!(answer.ok, "{}", answer.text);
@@ -720,5 +728,54 @@ fn help_explains_the_budget_and_a_budget_too_small_is_refused() {
         String::from_utf8_lossy(&out.stderr).contains("at least 1024"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn by_default_only_tools_with_an_output_schema_carry_structured_content() {
+    // Claude Code and Codex CLI show the model a result's structured content in place of its
+    // text when it has one, so the pages of tools without an output schema are text alone, and
+    // the note in the text is what says how to go on.
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("big.txt"), lines_file(20_000)).expect("write");
+    for i in 0..300 {
+        std::fs::write(dir.path().join(format!("f{i:03}.txt")), "needle\n").expect("write");
+    }
+    let mut session = Session::start_in(
+        dir.path(),
+        &[
+            "--tools",
+            "extended",
+            "--no-call-log",
+            "--max-result-bytes",
+            "4000",
+        ],
+    );
+    session.initialize("2025-06-18");
+    let read = session.call(2, "read_text_file", json!({"path": "big.txt"}));
+    assert!(read.get("structuredContent").is_none(), "{read}");
+    let text = read["content"][0]["text"].as_str().expect("text");
+    let note = text.rsplit_once('\n').expect("a note line").1;
+    assert!(
+        note.starts_with("[lines 1–") && note.contains("continue with offset="),
+        "{note}"
+    );
+    let list = session.call(3, "list_directory", json!({"path": "."}));
+    assert!(list.get("structuredContent").is_none(), "{list}");
+    let text = list["content"][0]["text"].as_str().expect("text");
+    assert!(text.contains("continue with cursor=\""), "{text}");
+    // search_content declares an output schema: its structured content stays, cursor included.
+    let found = session.call(
+        4,
+        "search_content",
+        json!({"pattern": "needle", "maxResults": 2000}),
+    );
+    let cursor = found["structuredContent"]["next_cursor"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no next_cursor: {found}"));
+    let text = found["content"][0]["text"].as_str().expect("text");
+    assert!(
+        text.contains(&format!("continue with cursor=\"{cursor}\"")),
+        "{text}"
     );
 }

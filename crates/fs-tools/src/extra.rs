@@ -811,6 +811,7 @@ mod tests {
                 backup: false,
                 max_read_bytes: budget,
                 result_budget: mcp_core::budget::ResultBudget::new(64 << 20),
+                structured_paging: false,
                 tools: crate::tools::Selection::Extended,
                 listed: Default::default(),
                 permissions: Default::default(),

@@ -41,6 +41,12 @@ pub struct FsOptions {
     pub max_read_bytes: u64,
     /// The most bytes one answer carries (`--max-result-bytes`): what does not fit is paged.
     pub result_budget: mcp_core::budget::ResultBudget,
+    /// Keep the structured paging fields (`next_offset`, `next_cursor`, …) on the answers of
+    /// tools that declare no output schema (`--structured-paging`). Off by default: Claude Code
+    /// and Codex CLI show the model a result's `structuredContent` in place of its text whenever
+    /// it is present (the spec has the text be a copy of it), so a page of a file would reach the
+    /// model as its paging fields alone. The text always carries the note that says how to go on.
+    pub structured_paging: bool,
     /// Which tools are served (`--tools`).
     pub tools: tools::Selection,
     /// Other roots an MCP client named, shown by `list_allowed_directories` (empty with
@@ -224,6 +230,9 @@ impl ToolsetFactory<PathGuard> for FsFactory {
 /// The filesystem tools for one root.
 pub struct FsToolset {
     cx: FsContext,
+    /// The tools that declare an output schema, worked out at the first answer that needs it
+    /// (building every definition at start-up would slow `initialize`).
+    with_schema: std::sync::OnceLock<Vec<String>>,
 }
 
 impl FsToolset {
@@ -240,6 +249,7 @@ impl FsToolset {
                 store,
                 options,
             },
+            with_schema: std::sync::OnceLock::new(),
         }
     }
 
@@ -253,11 +263,29 @@ impl FsToolset {
                 backup: false,
                 max_read_bytes: 1024,
                 result_budget: Default::default(),
+                structured_paging: false,
                 tools: tools::Selection::Extended,
                 listed: Default::default(),
                 permissions: Default::default(),
             },
         )
+    }
+}
+
+impl FsToolset {
+    /// Whether `name` declares an output schema: only those answers keep structured content
+    /// unless `--structured-paging` asks for it everywhere.
+    fn declares_schema(&self, name: &str) -> bool {
+        self.with_schema
+            .get_or_init(|| {
+                all_definitions(&self.cx.options)
+                    .into_iter()
+                    .filter(|d| d.output_schema.is_some())
+                    .map(|d| d.name)
+                    .collect()
+            })
+            .iter()
+            .any(|n| n == name)
     }
 }
 
@@ -312,12 +340,19 @@ impl Toolset for FsToolset {
             tools::LIST_DIRECTORY => list::list_directory(cx, args),
             tools::DIRECTORY_TREE => list::directory_tree(cx, args, ctx),
             _ => match recovery::call(cx, name, args, ctx) {
-                Some(output) => return output,
+                Some(output) => Ok(output),
                 None => Err(FsError::InvalidArgument(format!(
                     "unknown tool '{name}'; call tools/list for the tools of this mode"
                 ))),
             },
         };
-        result.unwrap_or_else(FsError::into_output)
+        let mut output = result.unwrap_or_else(FsError::into_output);
+        if output.structured.is_some()
+            && !cx.options.structured_paging
+            && !self.declares_schema(name)
+        {
+            output.structured = None;
+        }
+        output
     }
 }
