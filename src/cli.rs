@@ -762,7 +762,8 @@ fn call_once(cli: &Options, tool: &str, raw_args: &str) -> i32 {
         return 2;
     }
     // A one-off call has the same wall-clock limit as a served one.
-    let ctx = CallContext::with_timeout(Default::default(), cli.call_timeout());
+    let mut ctx = CallContext::with_timeout(Default::default(), cli.call_timeout());
+    ctx.tool = tool.to_string();
     let output = toolset.call(tool, &args, &ctx);
     // The answer carries file contents and names an agent may have written: shown on a
     // terminal, their control characters are escaped so they cannot drive it. Sent anywhere else

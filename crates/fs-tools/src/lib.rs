@@ -59,8 +59,14 @@ impl FsContext {
     /// (a conversion, `audit import`, `check --repair`) fails in time instead of hanging its lane.
     pub(crate) fn lock(&self, ctx: &CallContext) -> Result<StoreLock, FsError> {
         let gave_up = || ctx.cancel.is_cancelled();
+        let origin = workspace::history::oplog::Origin {
+            client: ctx.client.as_ref().and_then(|c| c.name.clone()),
+            version: ctx.client.as_ref().and_then(|c| c.version.clone()),
+            mode: "filesystem".into(),
+            tool: ctx.tool.clone(),
+        };
         self.store
-            .lock_within(&LockWait::new(ctx.deadline, &gave_up))
+            .begin(&LockWait::new(ctx.deadline, &gave_up), &origin)
             .map_err(|e| lock_error(e, ctx))
     }
 

@@ -827,6 +827,15 @@ impl Workspace {
         dir.read_link(name)
     }
 
+    /// Creates the symbolic link `rel` pointing at `target` (which is stored as given, never
+    /// followed here), relative to its parent's descriptor; the directory is synced. For the
+    /// operation log's revert, which puts back a link an operation removed.
+    pub fn symlink(&self, target: &Path, rel: &Path) -> io::Result<()> {
+        let (dir, name) = self.parent(rel)?;
+        rustix::fs::symlinkat(target, &dir.fd, name)?;
+        dir.sync()
+    }
+
     /// Bytes in a file, or in all files below a directory (symlinks count as their own length and
     /// are never followed). A [`walk::Tree`], with the number of entries visited bounded by
     /// `budget` and the depth by [`walk::MAX_DEPTH`], so neither a deep nor a huge tree can

@@ -10,16 +10,19 @@ use super::record::TargetMirror;
 use super::target::{check_target, open_regular, recheck, Target};
 use super::{TeeError, TeeMode, TeeReport};
 use workspace::guard::display_relative;
+use workspace::history::StoreLock;
 use workspace::mirror::MIRROR_DIR;
 use workspace::{is_swap, Workspace};
 
-/// Writes `data` to every target and its mirror. The gate must already have been passed; `data`
+/// Writes `data` to every target and its mirror, under the history store's `lock` (whose
+/// operation-log entry records each target). The gate must already have been passed; `data`
 /// is already cut to the hard limit (`truncated` says whether it was). Targets are root-relative
 /// (see [`relative_target`](super::relative_target)); every operation goes through the workspace layer, relative to
 /// directory descriptors opened beneath the root, so a directory swapped for a symlink after the
 /// policy looked makes the write fail instead of landing elsewhere.
 pub fn commit(
     ws: &Workspace,
+    lock: &StoreLock,
     targets: &[PathBuf],
     data: &[u8],
     mode: TeeMode,
@@ -39,6 +42,8 @@ pub fn commit(
         truncated,
     };
     for target in &checked {
+        // Before the change, so the operation log records what was there.
+        lock.touch(&target.relative);
         write_one(ws, target, data, mode)?;
         report.paths.push(display_relative(&target.relative));
         report.mirror.push(format!(

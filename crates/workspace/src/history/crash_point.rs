@@ -2,7 +2,7 @@
 //! the crash tests can stop a conversion, move, delete or restore at every one of its writes in
 //! turn, deterministically, instead of hoping a timed kill lands there.
 //!
-//! With [`STOP_AFTER_ENV`] set to `OP:N` (`convert`, `move`, `delete` or `restore`, then a
+//! With [`STOP_AFTER_ENV`] set to `OP:N` (`convert`, `move`, `delete`, `restore` or `revert`, then a
 //! count), the process SIGKILLs itself right after the Nth change to the disk made by operations
 //! of kind `OP` (the finishing of one a crash cut short included), counted from the start of the
 //! process. `OP:N:park` parks the process there instead (it sleeps, holding the store lock,
@@ -27,6 +27,8 @@ pub enum Op {
     Delete,
     /// `Store::restore`, and finishing one cut short.
     Restore,
+    /// A revert of operations from the operation log: one count per path put back.
+    Revert,
 }
 
 impl Op {
@@ -36,6 +38,7 @@ impl Op {
             Op::Move => "move",
             Op::Delete => "delete",
             Op::Restore => "restore",
+            Op::Revert => "revert",
         }
     }
 }
@@ -54,7 +57,7 @@ fn plan() -> Option<(Op, u64, Then)> {
         let text = std::env::var(STOP_AFTER_ENV).ok()?;
         let mut parts = text.split(':');
         let op = parts.next()?;
-        let op = [Op::Convert, Op::Move, Op::Delete, Op::Restore]
+        let op = [Op::Convert, Op::Move, Op::Delete, Op::Restore, Op::Revert]
             .into_iter()
             .find(|o| o.name() == op)?;
         let n = parts.next()?.parse().ok()?;
