@@ -15,5 +15,6 @@ pub mod cli;
 pub mod daemon;
 mod lru;
 pub mod ran_on;
+pub mod rewind;
 pub mod root_opener;
 pub mod roots;

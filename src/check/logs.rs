@@ -1,4 +1,5 @@
-//! The append-only logs: `.moves`, `.deletes`, `.imports` and the call log `.calls.jsonl`.
+//! The append-only logs: `.moves`, `.deletes`, `.imports`, the operation log `.operations` (and
+//! its rotations) and the call log `.calls.jsonl`.
 //!
 //! A crash can leave one torn last line (an append that was never acknowledged); that is a
 //! warning, and `--repair` cuts it off, exactly as the next append would. A bad line anywhere
@@ -27,6 +28,8 @@ enum Grammar {
     Imports,
     /// one JSON object
     Calls,
+    /// one operation-log entry, its id above the one before
+    Operations,
 }
 
 /// Checks every log that exists.
@@ -39,6 +42,60 @@ pub(crate) fn check(state: &Path, fixer: &mut Fixer, report: &mut CheckReport) {
     ] {
         check_one(state, name, grammar, fixer, report);
     }
+    // Oldest rotation first, so the ids must rise from one file into the next.
+    let mut last_id = 0;
+    for rel in workspace::history::oplog::file::files(Path::new("")).iter().rev() {
+        let name = rel.to_string_lossy();
+        last_id = check_operations(state, &name, last_id, fixer, report);
+    }
+}
+
+/// Checks one file of the operation log: each entry parses, names plain root-relative paths
+/// and has an id above the one before (`last_id`, the newest of the older files); returns the
+/// newest id seen. A torn last line is cut by `--repair`, as for the other logs.
+fn check_operations(
+    state: &Path,
+    name: &str,
+    mut last_id: u64,
+    fixer: &Fixer,
+    report: &mut CheckReport,
+) -> u64 {
+    let rel = Path::new(workspace::guard::STATE_DIRS[0]).join(name);
+    match fixer.workspace().stat(&rel) {
+        Ok(Some(m)) if m.is_file() => {}
+        _ => return last_id,
+    }
+    check_one(state, name, Grammar::Operations, fixer, report);
+    let place = format!(".filesystem/{name}");
+    let Ok(file) = fixer
+        .workspace()
+        .open_regular(&rel, OFlags::RDONLY, Mode::empty())
+    else {
+        return last_id;
+    };
+    let mut reader = BufReader::new(file);
+    let mut line = Vec::new();
+    let mut n = 0usize;
+    while matches!(reader.read_until(b'\n', &mut line), Ok(k) if k > 0) {
+        n += 1;
+        if line.last() == Some(&b'\n') {
+            if let Ok(op) =
+                serde_json::from_slice::<workspace::history::oplog::Operation>(&line)
+            {
+                if op.id <= last_id {
+                    report.push(
+                        CheckSeverity::Error,
+                        format!("{place}:{n}"),
+                        format!("operation id {} is not above the one before it ({last_id}): ids must never repeat, so reverting by id could pick the wrong entry", op.id),
+                        Fix::Manual("inspect the log by hand; no writer of this server puts ids out of order".into()),
+                    );
+                }
+                last_id = last_id.max(op.id);
+            }
+        }
+        line.clear();
+    }
+    last_id
 }
 
 fn check_one(state: &Path, name: &str, grammar: Grammar, fixer: &Fixer, report: &mut CheckReport) {
@@ -113,6 +170,24 @@ fn check_one(state: &Path, name: &str, grammar: Grammar, fixer: &Fixer, report: 
 
 /// Checks one complete line (without its newline) against `grammar`.
 fn parse_line(line: &[u8], grammar: Grammar) -> Result<(), String> {
+    if let Grammar::Operations = grammar {
+        let op = serde_json::from_slice::<workspace::history::oplog::Operation>(line)
+            .map_err(|e| format!("not an operation entry: {e}"))?;
+        chrono::DateTime::parse_from_rfc3339(&op.time)
+            .map_err(|_| "the time is not an RFC 3339 timestamp".to_string())?;
+        for c in &op.changes {
+            let paths = std::iter::once(c.rel()).chain(
+                c.moved_from
+                    .as_deref()
+                    .map(workspace::history::oplog::record::field_to_path),
+            );
+            for p in paths {
+                layout::components(&p)
+                    .map_err(|_| "a path is not a plain root-relative path".to_string())?;
+            }
+        }
+        return Ok(());
+    }
     if let Grammar::Calls = grammar {
         return match serde_json::from_slice::<serde_json::Value>(line) {
             Ok(serde_json::Value::Object(_)) => Ok(()),
@@ -128,7 +203,7 @@ fn parse_line(line: &[u8], grammar: Grammar) -> Result<(), String> {
         Grammar::Moves => 3,
         Grammar::Deletes => 4,
         Grammar::Imports => 2,
-        Grammar::Calls => 1,
+        Grammar::Calls | Grammar::Operations => 1,
     };
     if fields.len() != want {
         return Err(format!("{} field(s), expected {want}", fields.len()));
@@ -164,7 +239,7 @@ fn parse_line(line: &[u8], grammar: Grammar) -> Result<(), String> {
             path(&fields[3])
         }
         Grammar::Imports => path(&fields[0]),
-        Grammar::Calls => Ok(()),
+        Grammar::Calls | Grammar::Operations => Ok(()),
     }
 }
 

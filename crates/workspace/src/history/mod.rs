@@ -170,6 +170,14 @@ impl StoreLock {
         self.journal().touch(rel);
     }
 
+    /// Makes the changes under this lock a long operation whose journal is kept on disk as it
+    /// goes (see [`oplog::journal`]): a revert of `reverts`. Call it before the first change.
+    pub fn make_durable(&self, reverts: Vec<u64>) -> Result<(), HistoryError> {
+        self.journal().make_durable(reverts).map_err(io_err(
+            "cannot start the journal of the operation (.filesystem/.pending-operation)",
+        ))
+    }
+
     /// Writes the operation log's entry for what was changed under this lock so far, and
     /// returns its id (`None` when nothing changed). Dropping the lock does the same, but can
     /// only print a failure; a caller that can report one calls this first.
@@ -470,21 +478,6 @@ impl Store {
         // Last, so the states it records are those the finished moves and deletes left.
         oplog::Journal::finish_pending(&self.ws, &state)
             .map_err(io_err("cannot finish the operation log's entry of a revert a crash cut short (.filesystem/.pending-operation)"))?;
-        Ok(lock)
-    }
-
-    /// Takes the lock for `begin`, for a long operation whose journal is kept on disk as it
-    /// goes (see [`oplog::journal`]): a revert of `reverts`.
-    pub fn begin_durable(
-        &self,
-        wait: &LockWait<'_>,
-        origin: &oplog::Origin,
-        reverts: Vec<u64>,
-    ) -> Result<StoreLock, HistoryError> {
-        let lock = self.begin(wait, origin)?;
-        lock.journal()
-            .make_durable(reverts)
-            .map_err(io_err("cannot start the journal of the operation (.filesystem/.pending-operation)"))?;
         Ok(lock)
     }
 

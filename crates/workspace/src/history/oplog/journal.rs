@@ -159,7 +159,10 @@ struct Touched {
     after_version: Option<u64>,
 }
 
-/// The changes of one lock, in the order they were made.
+/// The changes of one lock, in the order they were made. A path has one entry for each
+/// stretch between its arrivals and departures (a restore or a move's destination begins one;
+/// a trash or a move away ends it), so each entry holds at most one of them and a revert can
+/// undo them in reverse order.
 pub struct Journal {
     ws: Workspace,
     state: PathBuf,
@@ -167,6 +170,7 @@ pub struct Journal {
     tool: String,
     reverts: Vec<u64>,
     touched: Vec<Touched>,
+    /// The open entry of each path: the one a further change to it belongs to.
     by_path: HashMap<PathBuf, usize>,
     /// Set for a durable operation: the note each event is appended to first.
     note: Option<PendingNote>,
@@ -256,6 +260,7 @@ impl Journal {
         i
     }
 
+    /// The open entry of `rel`, begun now (with what is there) if it has none.
     fn entry(&mut self, rel: &Path) -> &mut Touched {
         let i = match self.by_path.get(rel) {
             Some(&i) => i,
@@ -267,10 +272,41 @@ impl Journal {
         &mut self.touched[i]
     }
 
-    /// What is at `from` is about to be moved to `to` (both already touched).
+    /// The open entry of `rel` for a departure: a fresh one when the open one began with an
+    /// arrival (which is then closed with what is there now), so no entry holds both.
+    fn departing(&mut self, rel: &Path) -> usize {
+        if let Some(&i) = self.by_path.get(rel) {
+            let t = &self.touched[i];
+            if t.moved_from.is_none() && t.restored_from.is_none() {
+                return i;
+            }
+            let now = observe(&self.ws, rel).unwrap_or(State::Other);
+            self.touched[i].after = Some(now.clone());
+            self.by_path.remove(rel);
+            return self.insert(rel.to_path_buf(), now);
+        }
+        let before = observe(&self.ws, rel).unwrap_or(State::Other);
+        self.insert(rel.to_path_buf(), before)
+    }
+
+    /// Ends the open entry of `rel` with `after`.
+    fn depart(&mut self, rel: &Path, after: State) {
+        let i = self.departing(rel);
+        self.touched[i].after = Some(after);
+        self.by_path.remove(rel);
+    }
+
+    /// Begins a fresh entry of `rel` (nothing there) for an arrival, ending any open one.
+    fn arriving(&mut self, rel: &Path) -> &mut Touched {
+        if let Some(i) = self.by_path.remove(rel) {
+            self.touched[i].after = Some(State::Absent);
+        }
+        let i = self.insert(rel.to_path_buf(), State::Absent);
+        &mut self.touched[i]
+    }
+
+    /// What is at `from` is about to be moved to `to`.
     pub fn moved(&mut self, from: &Path, to: &Path) {
-        self.touch(from);
-        self.touch(to);
         self.record(&Event::Moved {
             from: path_to_field(from),
             to: path_to_field(to),
@@ -279,34 +315,31 @@ impl Journal {
     }
 
     fn apply_moved(&mut self, from: &Path, to: &Path) {
-        self.entry(from).after = Some(State::Moved {
-            to: path_to_field(to),
-        });
-        let t = self.entry(to);
-        t.after = None;
-        t.moved_from = Some(from.to_path_buf());
+        self.depart(
+            from,
+            State::Moved {
+                to: path_to_field(to),
+            },
+        );
+        self.arriving(to).moved_from = Some(from.to_path_buf());
     }
 
-    /// What is at `rel` (already touched) is about to go to the trash as entry `id`.
+    /// What is at `rel` is about to go to the trash as entry `id`.
     pub fn trashed(&mut self, rel: &Path, id: u64) {
-        self.touch(rel);
         self.record(&Event::Trashed {
             path: path_to_field(rel),
             id,
         });
-        self.entry(rel).after = Some(State::Trashed { id });
+        self.depart(rel, State::Trashed { id });
     }
 
     /// Trash entry `id` is about to be put back at `rel`.
     pub fn restored(&mut self, rel: &Path, id: u64) {
-        self.touch(rel);
         self.record(&Event::Restored {
             path: path_to_field(rel),
             id,
         });
-        let t = self.entry(rel);
-        t.after = None;
-        t.restored_from = Some(id);
+        self.arriving(rel).restored_from = Some(id);
     }
 
     /// The versions (`--backup`) that hold `rel`'s content before (only if not yet known) and
@@ -333,13 +366,27 @@ impl Journal {
         let changes = self
             .touched
             .iter()
-            .map(|t| {
-                let seen = observe(&self.ws, &t.path).unwrap_or(State::Other);
-                // What the journal says went away is believed only if it did go: a crash may
-                // have come between the announcement and the rename.
+            .enumerate()
+            .map(|(i, t)| {
                 let after = match &t.after {
-                    Some(s) if seen.is_absent() => s.clone(),
-                    _ => seen,
+                    // An open entry ends with what is there now.
+                    None => observe(&self.ws, &t.path).unwrap_or(State::Other),
+                    // After a crash, what the journal says went away is believed only if it
+                    // did go: the crash may have come between the announcement and the rename.
+                    Some(s @ (State::Trashed { .. } | State::Moved { .. }))
+                        if interrupted && !last_of_path(&self.touched, i) =>
+                    {
+                        s.clone()
+                    }
+                    Some(s @ (State::Trashed { .. } | State::Moved { .. })) if interrupted => {
+                        let seen = observe(&self.ws, &t.path).unwrap_or(State::Other);
+                        if seen.is_absent() {
+                            s.clone()
+                        } else {
+                            seen
+                        }
+                    }
+                    Some(s) => s.clone(),
                 };
                 PathChange {
                     path: path_to_field(&t.path),
@@ -414,12 +461,10 @@ impl Journal {
                     journal.apply_moved(&field_to_path(&from), &field_to_path(&to))
                 }
                 Ok(Event::Trashed { path, id }) => {
-                    journal.entry(&field_to_path(&path)).after = Some(State::Trashed { id })
+                    journal.depart(&field_to_path(&path), State::Trashed { id })
                 }
                 Ok(Event::Restored { path, id }) => {
-                    let t = journal.entry(&field_to_path(&path));
-                    t.after = None;
-                    t.restored_from = Some(id);
+                    journal.arriving(&field_to_path(&path)).restored_from = Some(id);
                 }
                 Ok(Event::Versions {
                     path,
@@ -442,6 +487,11 @@ impl Journal {
         note.clear()?;
         Ok(id)
     }
+}
+
+/// True when entry `i` is the last of its path.
+fn last_of_path(touched: &[Touched], i: usize) -> bool {
+    !touched[i + 1..].iter().any(|t| t.path == touched[i].path)
 }
 
 /// `state` with `version` filled in, for a file.

@@ -146,8 +146,45 @@ struct Reverter<'a> {
 }
 
 impl Store {
-    /// Reverts `ops` (newest first, as [`select`] gives them) under `lock`, which should be a
-    /// durable lock ([`Store::begin_durable`]) unless `dry_run`.
+    /// The content with SHA-256 `sha256` from `rel`'s versions (`--backup`): `version` if it
+    /// holds it, else the newest that does; `None` when none does. For revert and `log show`.
+    pub fn content_with_hash(
+        &self,
+        rel: &Path,
+        sha256: &str,
+        version: Option<u64>,
+    ) -> Result<Option<Vec<u8>>, HistoryError> {
+        const EMPTY: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        if sha256 == EMPTY {
+            return Ok(Some(Vec::new()));
+        }
+        let state = PathBuf::from(crate::guard::STATE_DIRS[0]);
+        if layout::stored_history_tree(&state, rel)?.is_none() {
+            return Ok(None);
+        }
+        let v = versions::for_path(self.workspace(), &state, rel)?;
+        let Some(head) = v.head()? else {
+            return Ok(None);
+        };
+        let check = |n: u64| -> Result<Option<Vec<u8>>, HistoryError> {
+            Ok(v.snapshot(n)?.filter(|c| sha256_hex(c) == sha256))
+        };
+        if let Some(n) = version {
+            if let Some(c) = check(n)? {
+                return Ok(Some(c));
+            }
+        }
+        let newest = v.newest(head)?;
+        for n in (1..=newest).rev() {
+            if let Some(c) = check(n)? {
+                return Ok(Some(c));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reverts `ops` (newest first, as [`select`] gives them) under `lock`, made durable
+    /// ([`StoreLock::make_durable`]) unless `dry_run`.
     pub fn revert(
         &self,
         lock: &StoreLock,
@@ -319,7 +356,7 @@ impl Reverter<'_> {
                 version,
                 size,
             } => {
-                let Some(content) = self.content_of(&p.path, sha256, *version)? else {
+                let Some(content) = self.store.content_with_hash(&p.path, sha256, *version)? else {
                     self.out.cannot.push(Step {
                         path: p.path.clone(),
                         what: format!("its content before operation {} ({size} bytes) is in no version; only content written with --backup can be put back", p.op),
@@ -475,42 +512,6 @@ impl Reverter<'_> {
         Ok(())
     }
 
-    /// The content with SHA-256 `sha256` from `rel`'s versions: `version` if it holds it, else
-    /// the newest that does.
-    fn content_of(
-        &self,
-        rel: &Path,
-        sha256: &str,
-        version: Option<u64>,
-    ) -> Result<Option<Vec<u8>>, HistoryError> {
-        const EMPTY: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-        if sha256 == EMPTY {
-            return Ok(Some(Vec::new()));
-        }
-        let state = PathBuf::from(crate::guard::STATE_DIRS[0]);
-        if layout::stored_history_tree(&state, rel)?.is_none() {
-            return Ok(None);
-        }
-        let v = versions::for_path(self.store.workspace(), &state, rel)?;
-        let Some(head) = v.head()? else {
-            return Ok(None);
-        };
-        let check = |n: u64| -> Result<Option<Vec<u8>>, HistoryError> {
-            Ok(v.snapshot(n)?.filter(|c| sha256_hex(c) == sha256))
-        };
-        if let Some(n) = version {
-            if let Some(c) = check(n)? {
-                return Ok(Some(c));
-            }
-        }
-        let newest = v.newest(head)?;
-        for n in (1..=newest).rev() {
-            if let Some(c) = check(n)? {
-                return Ok(Some(c));
-            }
-        }
-        Ok(None)
-    }
 }
 
 fn io_ctx(context: String) -> impl FnOnce(std::io::Error) -> HistoryError {
