@@ -484,6 +484,9 @@ impl Store {
     /// Creates the directory `rel` and its missing parents (never through a symlink), each one
     /// created recorded in the operation log; true when the last one was created.
     pub fn create_dirs(&self, lock: &StoreLock, rel: &Path) -> io::Result<bool> {
+        if rel.as_os_str().is_empty() {
+            return Ok(false); // The root, which exists.
+        }
         let path = self
             .checked(rel)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;

@@ -234,8 +234,16 @@ impl Journal {
 
     /// `rel` is about to change: what is there now is its before-state (the first time only).
     pub fn touch(&mut self, rel: &Path) {
-        if self.by_path.contains_key(rel) {
-            return;
+        if let Some(&i) = self.by_path.get(rel) {
+            let t = &self.touched[i];
+            if t.moved_from.is_none() && t.restored_from.is_none() {
+                return;
+            }
+            // A change after an arrival is an entry of its own, so a revert undoes the change
+            // before it moves the thing back (or trashes it), not the arrival alone.
+            let now = observe(&self.ws, rel).unwrap_or(State::Other);
+            self.touched[i].after = Some(now);
+            self.by_path.remove(rel);
         }
         let before = observe(&self.ws, rel).unwrap_or(State::Other);
         self.record(&Event::Touch {
@@ -273,14 +281,18 @@ impl Journal {
     }
 
     /// The open entry of `rel` for a departure: a fresh one when the open one began with an
-    /// arrival (which is then closed with what is there now), so no entry holds both.
+    /// arrival or holds a change (it is then closed with what is there now), so an entry is
+    /// an arrival, a change or a departure, never two of them.
     fn departing(&mut self, rel: &Path) -> usize {
         if let Some(&i) = self.by_path.get(rel) {
+            let now = observe(&self.ws, rel).unwrap_or(State::Other);
             let t = &self.touched[i];
-            if t.moved_from.is_none() && t.restored_from.is_none() {
+            // An entry whose path was changed before it departs is closed first, so the
+            // departure leaves with what is there now and a revert undoes the change after it
+            // brings the thing back.
+            if t.moved_from.is_none() && t.restored_from.is_none() && t.before.matches(&now) {
                 return i;
             }
-            let now = observe(&self.ws, rel).unwrap_or(State::Other);
             self.touched[i].after = Some(now.clone());
             self.by_path.remove(rel);
             return self.insert(rel.to_path_buf(), now);

@@ -192,7 +192,16 @@ impl Operation {
         }
         if !self.reverts.is_empty() {
             let ids: Vec<String> = self.reverts.iter().map(u64::to_string).collect();
-            out = format!("revert of {}: {out}", ids.join(", "));
+            let which = if ids.len() <= SHOWN {
+                ids.join(", ")
+            } else {
+                let (lo, hi) = (
+                    self.reverts.iter().min().copied().unwrap_or_default(),
+                    self.reverts.iter().max().copied().unwrap_or_default(),
+                );
+                format!("{} operations ({lo} … {hi})", ids.len())
+            };
+            out = format!("revert of {which}: {out}");
         }
         if self.interrupted {
             out.push_str(" (cut short by a crash)");

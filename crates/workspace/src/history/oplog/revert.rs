@@ -143,6 +143,14 @@ struct Reverter<'a> {
     open: HashMap<PathBuf, usize>,
     out: Outcome,
     steps: Steps,
+    /// Set once a move, trash or restore has been planned (in a dry run, histories stay put).
+    moved_histories: bool,
+    /// Trash entries this revert made of what came back from an older entry: undoing a restore
+    /// of entry N puts the thing in a new entry M, and undoing the delete that made N must
+    /// bring back M.
+    renumbered: HashMap<u64, u64>,
+    /// The entry of the last thing this revert moved to the trash.
+    last_trashed: Option<u64>,
 }
 
 impl Store {
@@ -205,6 +213,9 @@ impl Store {
                 ..Outcome::default()
             },
             steps: Steps::new(Op::Revert),
+            moved_histories: false,
+            renumbered: HashMap::new(),
+            last_trashed: None,
         };
         for op in ops {
             r.out.reverted.push(op.id);
@@ -260,21 +271,27 @@ impl Reverter<'_> {
             return Ok(());
         }
         if let Some(from) = &c.moved_from {
-            self.flush_all()?;
-            return self.move_back(op, &path, &field_to_path(from), &c.after);
+            let from = field_to_path(from);
+            self.flush_under(&[&path, &from])?;
+            return self.move_back(op, &path, &from, &c.after);
         }
         if let State::Trashed { id } = c.after {
-            self.flush_all()?;
+            self.flush_under(&[&path])?;
             return self.untrash(op, &path, id, &c.before);
         }
-        if c.restored_from.is_some() {
-            self.flush_all()?;
-            return self.put_back(Pending {
+        if let Some(from) = c.restored_from {
+            self.flush_under(&[&path])?;
+            let before = self.out.done.len();
+            let id = self.put_back_to_trash(Pending {
                 path,
                 expect: c.after.clone(),
                 target: State::Absent,
                 op,
-            });
+            })?;
+            if let (Some(new), true) = (id, self.out.done.len() > before) {
+                self.renumbered.insert(from, new);
+            }
+            return Ok(());
         }
         match self.open.get(&path).copied() {
             Some(i) if self.pending[i].target.matches(&c.after) => {
@@ -309,6 +326,26 @@ impl Reverter<'_> {
         self.put_back(p)
     }
 
+    /// Puts back the pending runs at or below `paths` (in the order they were begun), before a
+    /// move, trash or restore there; runs elsewhere wait, so a run of changes to one file is not
+    /// cut by a move of another.
+    fn flush_under(&mut self, paths: &[&Path]) -> Result<(), HistoryError> {
+        let (now, later): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|p| paths.iter().any(|q| p.path.starts_with(q)));
+        self.pending = later;
+        self.open = self
+            .pending
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.path.clone(), i))
+            .collect();
+        for p in now {
+            self.put_back(p)?;
+        }
+        Ok(())
+    }
+
     fn flush_all(&mut self) -> Result<(), HistoryError> {
         self.open.clear();
         for p in std::mem::take(&mut self.pending) {
@@ -319,15 +356,21 @@ impl Reverter<'_> {
 
     /// Puts `p.path` back to `p.target`, if it still shows `p.expect` (or `force`).
     fn put_back(&mut self, p: Pending) -> Result<(), HistoryError> {
+        self.put_back_to_trash(p).map(|_| ())
+    }
+
+    /// [`Reverter::put_back`], returning the trash entry the thing went to when the target is
+    /// nothing.
+    fn put_back_to_trash(&mut self, p: Pending) -> Result<Option<u64>, HistoryError> {
         let now = self.now(&p.path);
         if p.target.matches(&now) {
             self.out.already += 1;
-            return Ok(());
+            return Ok(None);
         }
         let changed = !p.expect.matches(&now);
         if changed && !self.force {
             self.refuse(&p.path, p.op, &now, &p.expect);
-            return Ok(());
+            return Ok(None);
         }
         let shown = display_relative(&p.path);
         match &p.target {
@@ -344,11 +387,12 @@ impl Reverter<'_> {
                             path: p.path.clone(),
                             what: format!("operation {} created this directory, but it holds entries the chosen operations did not make; left as it is. Revert with --force to move it to the trash anyway", p.op),
                         });
-                        return Ok(());
+                        return Ok(None);
                     }
                 }
                 let id = self.trash(&p.path)?;
                 self.done(&p.path, format!("moved {shown} to the trash{id} (operation {} created it)", p.op));
+                return Ok(self.last_trashed);
             }
             State::File {
                 sha256,
@@ -356,12 +400,27 @@ impl Reverter<'_> {
                 version,
                 size,
             } => {
-                let Some(content) = self.store.content_with_hash(&p.path, sha256, *version)? else {
+                let found = self.store.content_with_hash(&p.path, sha256, *version)?;
+                // A dry run moves no history along with the moves and restores it plans, so
+                // after one of them it cannot tell where the versions will be: it says so
+                // instead of guessing that they are missing.
+                let found = match found {
+                    None if self.dry_run && self.moved_histories => {
+                        self.planned.insert(p.path.clone(), p.target.clone());
+                        self.out.done.push(Step {
+                            path: p.path.clone(),
+                            what: format!("put back {shown} as it was before operation {}, if a version holds that content once the earlier steps have moved the histories", p.op),
+                        });
+                        return Ok(None);
+                    }
+                    f => f,
+                };
+                let Some(content) = found else {
                     self.out.cannot.push(Step {
                         path: p.path.clone(),
                         what: format!("its content before operation {} ({size} bytes) is in no version; only content written with --backup can be put back", p.op),
                     });
-                    return Ok(());
+                    return Ok(None);
                 };
                 // What is there now is saved first: a version when the store keeps them and a
                 // file is there (the write saves an unknown content itself), else the trash.
@@ -420,16 +479,18 @@ impl Reverter<'_> {
                 what: format!("it was a special file before operation {}, which the server cannot make", p.op),
             }),
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Moves what is at `rel` to the trash (planned, for a dry run); returns " as entry N".
     fn trash(&mut self, rel: &Path) -> Result<String, HistoryError> {
         self.planned.insert(rel.to_path_buf(), State::Absent);
+        self.moved_histories = true;
         if self.dry_run {
             return Ok(String::new());
         }
         let entry = self.store.trash(self.lock, rel)?;
+        self.last_trashed = Some(entry.id);
         Ok(format!(" as entry {}", entry.id))
     }
 
@@ -464,6 +525,7 @@ impl Reverter<'_> {
         if !self.dry_run {
             self.store.rename(self.lock, to, from)?;
         }
+        self.moved_histories = true;
         self.planned.insert(from.to_path_buf(), now_to);
         self.planned.insert(to.to_path_buf(), State::Absent);
         self.done(
@@ -491,6 +553,10 @@ impl Reverter<'_> {
             }
             self.trash(rel)?;
         }
+        let mut id = id;
+        while let Some(&newer) = self.renumbered.get(&id) {
+            id = newer;
+        }
         if !self.dry_run {
             match self.store.restore(self.lock, id, Some(rel)) {
                 Ok(_) => {}
@@ -504,6 +570,7 @@ impl Reverter<'_> {
                 Err(e) => return Err(e),
             }
         }
+        self.moved_histories = true;
         self.planned.insert(rel.to_path_buf(), before.clone());
         self.done(
             rel,
