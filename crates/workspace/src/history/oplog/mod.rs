@@ -12,5 +12,8 @@ pub mod journal;
 pub mod record;
 pub mod revert;
 
+#[cfg(test)]
+mod props;
+
 pub use journal::{observe, session_id, Journal, Origin};
 pub use record::{Operation, PathChange, Session, State};

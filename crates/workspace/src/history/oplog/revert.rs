@@ -151,6 +151,11 @@ struct Reverter<'a> {
     renumbered: HashMap<u64, u64>,
     /// The entry of the last thing this revert moved to the trash.
     last_trashed: Option<u64>,
+    /// Every path the chosen operations touched: a directory one of them made may be moved to
+    /// the trash holding these, and nothing else.
+    ours: std::collections::HashSet<PathBuf>,
+    /// Set while undoing a restore: the thing goes back to the trash whole.
+    whole: bool,
 }
 
 impl Store {
@@ -216,6 +221,14 @@ impl Store {
             moved_histories: false,
             renumbered: HashMap::new(),
             last_trashed: None,
+            ours: ops
+                .iter()
+                .flat_map(|o| o.changes.iter())
+                .flat_map(|c| {
+                    std::iter::once(c.rel()).chain(c.moved_from.as_deref().map(field_to_path))
+                })
+                .collect(),
+            whole: false,
         };
         for op in ops {
             r.out.reverted.push(op.id);
@@ -235,7 +248,7 @@ impl Store {
 impl Reverter<'_> {
     /// What is at `rel`: the disk, or for a dry run what the planned steps would leave.
     fn now(&self, rel: &Path) -> State {
-        if let Some(s) = self.planned.get(rel) {
+        if let Some(s) = self.planned.get(rel).filter(|_| self.dry_run) {
             return s.clone();
         }
         observe(self.store.workspace(), rel).unwrap_or(State::Other)
@@ -282,12 +295,16 @@ impl Reverter<'_> {
         if let Some(from) = c.restored_from {
             self.flush_under(&[&path])?;
             let before = self.out.done.len();
+            // What came back from the trash goes back whole, whatever is inside it.
+            self.whole = true;
             let id = self.put_back_to_trash(Pending {
                 path,
                 expect: c.after.clone(),
                 target: State::Absent,
                 op,
-            })?;
+            });
+            self.whole = false;
+            let id = id?;
             if let (Some(new), true) = (id, self.out.done.len() > before) {
                 self.renumbered.insert(from, new);
             }
@@ -340,15 +357,24 @@ impl Reverter<'_> {
             .enumerate()
             .map(|(i, p)| (p.path.clone(), i))
             .collect();
-        for p in now {
-            self.put_back(p)?;
-        }
-        Ok(())
+        self.put_back_all(now)
     }
 
     fn flush_all(&mut self) -> Result<(), HistoryError> {
         self.open.clear();
-        for p in std::mem::take(&mut self.pending) {
+        let all = std::mem::take(&mut self.pending);
+        self.put_back_all(all)
+    }
+
+    /// Puts back `runs` of distinct paths: first what goes away, deepest first (a directory's
+    /// entries before the directory), then what comes back, shallowest first.
+    fn put_back_all(&mut self, runs: Vec<Pending>) -> Result<(), HistoryError> {
+        let depth = |p: &Pending| p.path.components().count();
+        let (mut away, mut back): (Vec<Pending>, Vec<Pending>) =
+            runs.into_iter().partition(|p| p.target.is_absent());
+        away.sort_by_key(|p| std::cmp::Reverse(depth(p)));
+        back.sort_by_key(depth);
+        for p in away.into_iter().chain(back) {
             self.put_back(p)?;
         }
         Ok(())
@@ -376,12 +402,17 @@ impl Reverter<'_> {
         match &p.target {
             t if t.is_absent() => {
                 if let State::Dir { .. } = now {
+                    // Entries this revert brought back (a file of a directory that came
+                    // back from the trash whole, then went on its own) are its own to move.
                     let has_entries = !self.dry_run
-                        && self
-                            .store
-                            .workspace()
-                            .entries(&p.path)
-                            .is_ok_and(|e| !e.is_empty());
+                        && !self.whole
+                        && self.store.workspace().entries(&p.path).is_ok_and(|e| {
+                            e.iter().any(|x| {
+                                let at = p.path.join(&x.name);
+                                !self.ours.contains(&at)
+                                    && !matches!(self.planned.get(&at), Some(s) if !s.is_absent())
+                            })
+                        });
                     if has_entries && !self.force {
                         self.out.refused.push(Step {
                             path: p.path.clone(),
