@@ -10,7 +10,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use workspace::history::oplog::file::NewestFirst;
 use workspace::history::oplog::record::{field_to_path, Operation, State};
-use workspace::history::oplog::revert::{select, Outcome, Selection};
+use workspace::history::oplog::revert::{parse_since, select, Outcome, Selection};
 use workspace::history::oplog::Origin;
 use workspace::history::{LockWait, Store};
 use workspace::terminal::escape_text;
@@ -83,29 +83,6 @@ pub struct RevertArgs {
     /// text or json.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-}
-
-/// A time as the log writes it (UTC, microseconds), from RFC 3339 or an age before now.
-pub fn parse_since(text: &str) -> Result<String, String> {
-    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
-        return Ok(t
-            .with_timezone(&chrono::Utc)
-            .to_rfc3339_opts(chrono::SecondsFormat::Micros, true));
-    }
-    let (digits, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
-    let n: i64 = digits
-        .parse()
-        .map_err(|_| format!("--since {text:?} is neither an RFC 3339 time (2026-05-01T12:00:00Z) nor an age such as 30m, 2h or 1d"))?;
-    let seconds = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => return Err(format!("--since {text:?}: the age's unit must be s, m, h or d")),
-    };
-    let age = chrono::Duration::try_seconds(n.saturating_mul(seconds))
-        .ok_or_else(|| format!("--since {text:?} is too long ago"))?;
-    Ok((chrono::Utc::now() - age).to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
 }
 
 /// The store of the root the command names.
@@ -284,32 +261,15 @@ fn revert(root: Option<&Path>, allow_root_slash: bool, args: &RevertArgs) -> Res
         (None, Some(t)) => Selection::Since(parse_since(t)?),
         (None, None) => Selection::Ids(args.ids.clone()),
     };
-    revert_selection(&store, &selection, args.dry_run, args.force, &Origin::command("revert"))
+    store
+        .revert_chosen(
+            &LockWait::patient(),
+            &Origin::command("revert"),
+            &selection,
+            args.dry_run,
+            args.force,
+        )
         .map_err(|e| e.to_string())
-}
-
-/// Reverts `selection` in `store` on behalf of `origin`: the one road from the command and the
-/// agent tool to the store's revert.
-pub fn revert_selection(
-    store: &Store,
-    selection: &Selection,
-    dry_run: bool,
-    force: bool,
-    origin: &Origin,
-) -> Result<Outcome, workspace::history::HistoryError> {
-    let lock = store.begin(&LockWait::patient(), origin)?;
-    // Chosen under the lock, so no entry is appended between the choice and the revert.
-    let ops = select(store, selection)?;
-    if ops.is_empty() {
-        return Ok(Outcome {
-            dry_run,
-            ..Outcome::default()
-        });
-    }
-    if !dry_run {
-        lock.make_durable(ops.iter().map(|o| o.id).collect())?;
-    }
-    store.revert(&lock, &ops, force, dry_run)
 }
 
 /// The outcome as text or JSON.

@@ -502,3 +502,39 @@ fn the_log_is_filtered_by_path_session_and_time_and_shows_diffs() {
     assert_eq!(entry["session"]["client"], json!("test"));
     assert!(entry["changes"].to_string().find("\"b\\n\"").is_none(), "no contents in the log");
 }
+
+#[test]
+fn the_agent_lists_operations_page_by_page_and_reverts_one_without_forcing() {
+    let (_t, root) = canonical_temp_dir();
+    seed(&root);
+    let mut c = Client::start(&root, &["--backup", "--tools", "list_operations,revert_operation,write_file"]);
+    for i in 0..3 {
+        assert!(c.call("write_file", json!({"path": format!("w{i}.txt"), "content": "x\n"})).ok);
+    }
+    let first = c.call("list_operations", json!({"limit": 2}));
+    assert!(first.ok, "{}", first.text);
+    let raw: Value = serde_json::from_str(&first.raw).expect("json");
+    let page = &raw["structuredContent"];
+    assert_eq!(page["operations"].as_array().map(Vec::len), Some(2), "{}", first.raw);
+    assert_eq!(page["operations"][0]["id"], json!(3));
+    let cursor = page["nextCursor"].as_str().expect("a next page").to_string();
+    let second = c.call("list_operations", json!({"limit": 2, "cursor": cursor}));
+    let raw: Value = serde_json::from_str(&second.raw).expect("json");
+    assert_eq!(raw["structuredContent"]["operations"][0]["id"], json!(1));
+    assert!(raw["structuredContent"]["nextCursor"].is_null());
+
+    let dry = c.call("revert_operation", json!({"id": 3, "dryRun": true}));
+    assert!(dry.ok && dry.text.contains("Would revert"), "{}", dry.text);
+    assert!(root.join("w2.txt").exists());
+    let done = c.call("revert_operation", json!({"id": 3}));
+    assert!(done.ok && done.text.contains("as operation 4"), "{}", done.text);
+    assert!(!root.join("w2.txt").exists());
+
+    std::fs::write(root.join("w1.txt"), "by hand\n").expect("outside edit");
+    let refused = c.call("revert_operation", json!({"id": 2}));
+    assert!(refused.text.contains("left alone w1.txt"), "{}", refused.text);
+    assert_eq!(std::fs::read_to_string(root.join("w1.txt")).expect("kept"), "by hand\n");
+    let both = c.call("revert_operation", json!({"id": 2, "session": "x"}));
+    assert!(!both.ok && both.text.contains("exactly one"), "{}", both.text);
+    c.close();
+}

@@ -11,6 +11,7 @@ pub mod error;
 mod extra;
 mod list;
 mod media;
+mod operations;
 mod read;
 pub mod recovery;
 mod schema;
@@ -117,6 +118,8 @@ fn instructions(options: &FsOptions) -> String {
         tools::READ_MEDIA_FILE => "an image or audio file as image/audio content",
         tools::LIST_ALLOWED_DIRECTORIES => "the workspace root and the client's other roots",
         tools::SEARCH_CONTENT => "a regex or text search of file contents",
+        tools::LIST_OPERATIONS => "the log of every change made through this server",
+        tools::REVERT_OPERATION => "putting back what logged operations changed",
         _ => "paths by glob",
     };
     let extras: Vec<String> = tools::EXTRAS
@@ -140,6 +143,7 @@ fn all_definitions(options: &FsOptions) -> Vec<ToolDef> {
         defs.push(media::definition());
         defs.extend(allowed::definitions());
         defs.push(search::definition());
+        defs.extend(operations::definitions());
     }
     defs.retain(|d| options.tools.serves(&d.name));
     defs
@@ -260,6 +264,8 @@ impl Toolset for FsToolset {
             tools::READ_MEDIA_FILE => media::read_media_file(cx, args, ctx),
             tools::LIST_ALLOWED_DIRECTORIES => allowed::list_allowed_directories(cx, args),
             tools::SEARCH_CONTENT => search::search_content(cx, args, ctx),
+            tools::LIST_OPERATIONS => operations::list_operations(cx, args, ctx),
+            tools::REVERT_OPERATION => operations::revert_operation(cx, args, ctx),
             tools::READ_TEXT_FILE => read::read_text_file(cx, args, ctx),
             tools::CREATE_FILE => write::create_file(cx, args, ctx),
             tools::WRITE_FILE => write::write_file(cx, args, ctx),

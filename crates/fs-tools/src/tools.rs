@@ -48,6 +48,10 @@ pub const FIND_FILES: &str = "find_files";
 pub const READ_MEDIA_FILE: &str = "read_media_file";
 pub const LIST_ALLOWED_DIRECTORIES: &str = "list_allowed_directories";
 pub const SEARCH_CONTENT: &str = "search_content";
+/// See [`EXTRAS`].
+pub const LIST_OPERATIONS: &str = "list_operations";
+/// See [`EXTRAS`].
+pub const REVERT_OPERATION: &str = "revert_operation";
 
 /// The tools served only with version history (`--backup`): without it there is nothing to step
 /// through, so they are not offered.
@@ -80,9 +84,10 @@ pub const TOOLS: [ToolEntry; 14] = [
 /// [`TOOLS`] in `tools/list` order. They are a table of their own so that the default mode serves
 /// exactly [`TOOLS`], which adoption studies compare; the report reads both tables.
 ///
-/// None of them changes anything: `read_multiple_files`, `read_media_file` and `search_content`
-/// read content, the others look around.
-pub const EXTRAS: [ToolEntry; 7] = [
+/// Only `revert_operation` changes anything (it puts back what logged operations did):
+/// `read_multiple_files`, `read_media_file` and `search_content` read content, the others look
+/// around.
+pub const EXTRAS: [ToolEntry; 9] = [
     entry(READ_MULTIPLE_FILES, ToolClass::Read),
     entry(GET_FILE_INFO, ToolClass::Navigate),
     entry(LIST_DIRECTORY_WITH_SIZES, ToolClass::Navigate),
@@ -90,6 +95,8 @@ pub const EXTRAS: [ToolEntry; 7] = [
     entry(READ_MEDIA_FILE, ToolClass::Read),
     entry(LIST_ALLOWED_DIRECTORIES, ToolClass::Navigate),
     entry(SEARCH_CONTENT, ToolClass::Read),
+    entry(LIST_OPERATIONS, ToolClass::History),
+    entry(REVERT_OPERATION, ToolClass::History),
 ];
 
 /// Which tools a filesystem mode serves (`--tools`). Whatever is selected, the tools that need
@@ -203,7 +210,7 @@ mod tests {
     fn extended_serves_the_table_then_the_extras() {
         let all: Vec<&str> = every_tool().map(|t| t.name).collect();
         assert_eq!(served_with(true, Selection::Extended), all);
-        assert_eq!(all.len(), 21);
+        assert_eq!(all.len(), 23);
     }
 
     #[test]

@@ -31,6 +31,29 @@ pub enum Selection {
     Since(String),
 }
 
+/// A time as the log writes it (UTC, microseconds), from RFC 3339 or an age before now.
+pub fn parse_since(text: &str) -> Result<String, String> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Ok(t
+            .with_timezone(&chrono::Utc)
+            .to_rfc3339_opts(chrono::SecondsFormat::Micros, true));
+    }
+    let (digits, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let n: i64 = digits
+        .parse()
+        .map_err(|_| format!("--since {text:?} is neither an RFC 3339 time (2026-05-01T12:00:00Z) nor an age such as 30m, 2h or 1d"))?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("--since {text:?}: the age's unit must be s, m, h or d")),
+    };
+    let age = chrono::Duration::try_seconds(n.saturating_mul(seconds))
+        .ok_or_else(|| format!("--since {text:?} is too long ago"))?;
+    Ok((chrono::Utc::now() - age).to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
+}
+
 /// The most operations one revert takes on: beyond it the command asks for a narrower choice.
 pub const MAX_OPERATIONS: usize = 1_000_000;
 
@@ -194,6 +217,32 @@ impl Store {
             }
         }
         Ok(None)
+    }
+
+    /// Reverts the operations `selection` chooses, on behalf of `origin`, waiting for the lock
+    /// no longer than `wait` allows: the one road from `filesystem revert` and the
+    /// `revert_operation` tool to [`Store::revert`]. The choice is made under the lock, so no
+    /// entry is appended between the choice and the revert.
+    pub fn revert_chosen(
+        &self,
+        wait: &super::super::LockWait<'_>,
+        origin: &super::Origin,
+        selection: &Selection,
+        dry_run: bool,
+        force: bool,
+    ) -> Result<Outcome, HistoryError> {
+        let lock = self.begin(wait, origin)?;
+        let ops = select(self, selection)?;
+        if ops.is_empty() {
+            return Ok(Outcome {
+                dry_run,
+                ..Outcome::default()
+            });
+        }
+        if !dry_run {
+            lock.make_durable(ops.iter().map(|o| o.id).collect())?;
+        }
+        self.revert(&lock, &ops, force, dry_run)
     }
 
     /// Reverts `ops` (newest first, as [`select`] gives them) under `lock`, made durable
