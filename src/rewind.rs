@@ -168,11 +168,42 @@ fn find(store: &Store, id: u64) -> Result<Operation, String> {
     }
 }
 
+/// How many newer entries `log show` reads to follow a file's later moves to its history.
+const FOLLOW_LIMIT: usize = 100_000;
+
+/// Where the history of what was at `rel` after operation `id` is now: `rel` moved along by
+/// each later move of it (a move carries the history). `None` when a later delete took it to
+/// the trash.
+fn where_now(store: &Store, rel: &Path, id: u64) -> Option<PathBuf> {
+    let mut newer = Vec::new();
+    let mut entries = NewestFirst::new(store.workspace(), Path::new(workspace::guard::STATE_DIRS[0]));
+    while let Ok(Some(op)) = entries.next_entry() {
+        if op.id <= id || newer.len() == FOLLOW_LIMIT {
+            break;
+        }
+        newer.push(op);
+    }
+    let mut at = rel.to_path_buf();
+    for op in newer.iter().rev() {
+        for c in &op.changes {
+            if c.rel() != at {
+                continue;
+            }
+            match &c.after {
+                State::Moved { to } => at = field_to_path(to),
+                State::Trashed { .. } => return None,
+                _ => {}
+            }
+        }
+    }
+    Some(at)
+}
+
 fn show(store: &Store, id: u64) -> Result<i32, String> {
     let op = find(store, id)?;
     let mut text = format!("{}\n", line(&op));
     for c in &op.changes {
-        let rel = c.rel();
+        let rel = where_now(store, &c.rel(), op.id).unwrap_or_else(|| c.rel());
         text.push_str(&format!(
             "  {}: {} → {}\n",
             c.path,
