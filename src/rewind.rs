@@ -87,7 +87,8 @@ pub struct RevertArgs {
 
 /// The store of the root the command names.
 fn open_store(root: Option<&Path>, allow_root_slash: bool, backup: bool) -> Result<Store, String> {
-    let opened = workspace::root::resolve_opened(root, allow_root_slash).map_err(|e| e.to_string())?;
+    let opened =
+        workspace::root::resolve_opened(root, allow_root_slash).map_err(|e| e.to_string())?;
     Ok(Store::new(opened.into_workspace(), backup))
 }
 
@@ -127,12 +128,18 @@ pub fn run_log(root: Option<&Path>, allow_root_slash: bool, args: &LogArgs) -> i
 fn list(store: &Store, args: &LogArgs) -> Result<i32, String> {
     let since = args.since.as_deref().map(parse_since).transpose()?;
     let limit = args.limit.min(MAX_LIMIT);
-    let mut entries = NewestFirst::new(store.workspace(), Path::new(workspace::guard::STATE_DIRS[0]));
+    let mut entries = NewestFirst::new(
+        store.workspace(),
+        Path::new(workspace::guard::STATE_DIRS[0]),
+    );
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut shown = 0;
     while shown < limit {
-        let Some(op) = entries.next_entry().map_err(|e| format!("cannot read .filesystem/.operations: {e}"))? else {
+        let Some(op) = entries
+            .next_entry()
+            .map_err(|e| format!("cannot read .filesystem/.operations: {e}"))?
+        else {
             break;
         };
         if since.as_deref().is_some_and(|t| op.time.as_str() < t) {
@@ -176,7 +183,10 @@ const FOLLOW_LIMIT: usize = 100_000;
 /// the trash.
 fn where_now(store: &Store, rel: &Path, id: u64) -> Option<PathBuf> {
     let mut newer = Vec::new();
-    let mut entries = NewestFirst::new(store.workspace(), Path::new(workspace::guard::STATE_DIRS[0]));
+    let mut entries = NewestFirst::new(
+        store.workspace(),
+        Path::new(workspace::guard::STATE_DIRS[0]),
+    );
     while let Ok(Some(op)) = entries.next_entry() {
         if op.id <= id || newer.len() == FOLLOW_LIMIT {
             break;
@@ -211,7 +221,9 @@ fn show(store: &Store, id: u64) -> Result<i32, String> {
             state_words(&c.after)
         ));
         let content = |s: &State| match s {
-            State::File { sha256, version, .. } => store
+            State::File {
+                sha256, version, ..
+            } => store
                 .content_with_hash(&rel, sha256, *version)
                 .ok()
                 .flatten()
@@ -253,7 +265,12 @@ fn show(store: &Store, id: u64) -> Result<i32, String> {
 fn state_words(s: &State) -> String {
     match s {
         State::Absent => "nothing".into(),
-        State::File { size, mode, version, .. } => {
+        State::File {
+            size,
+            mode,
+            version,
+            ..
+        } => {
             let v = version.map(|v| format!(", v{v}")).unwrap_or_default();
             format!("file of {size} bytes (mode {mode:o}{v})")
         }
@@ -284,7 +301,11 @@ pub fn run_revert(root: Option<&Path>, allow_root_slash: bool, args: &RevertArgs
     }
 }
 
-fn revert(root: Option<&Path>, allow_root_slash: bool, args: &RevertArgs) -> Result<Outcome, String> {
+fn revert(
+    root: Option<&Path>,
+    allow_root_slash: bool,
+    args: &RevertArgs,
+) -> Result<Outcome, String> {
     // Versions are kept of what a revert writes, so a revert of it can put the content back.
     let store = open_store(root, allow_root_slash, true)?;
     let selection = match (&args.session, &args.since) {
@@ -329,10 +350,16 @@ pub fn render(o: &Outcome, format: Format) -> String {
         t.push_str("no operation matched; nothing to revert\n");
         return t;
     }
-    let verb = if o.dry_run { "would revert" } else { "reverted" };
+    let verb = if o.dry_run {
+        "would revert"
+    } else {
+        "reverted"
+    };
     t.push_str(&format!("{verb} {} operation(s)", o.reverted.len()));
     if let Some(id) = o.entry {
-        t.push_str(&format!(" as operation {id} (`filesystem revert {id}` takes it back)"));
+        t.push_str(&format!(
+            " as operation {id} (`filesystem revert {id}` takes it back)"
+        ));
     }
     t.push('\n');
     let would = if o.dry_run { "would: " } else { "" };
@@ -343,7 +370,11 @@ pub fn render(o: &Outcome, format: Format) -> String {
         t.push_str(&format!("  left alone {}: {}\n", s.path.display(), s.what));
     }
     for s in &o.cannot {
-        t.push_str(&format!("  cannot put back {}: {}\n", s.path.display(), s.what));
+        t.push_str(&format!(
+            "  cannot put back {}: {}\n",
+            s.path.display(),
+            s.what
+        ));
     }
     if o.already > 0 {
         t.push_str(&format!("  {} path(s) were already as before\n", o.already));

@@ -157,7 +157,10 @@ fn filesystem_session(root: &Path, calls: usize, seed_value: u64) -> usize {
         let reply = match kind {
             0 | 1 => {
                 let p = new_name(&mut rng);
-                let r = c.call("create_file", json!({"path": p, "content": format!("new {i}\n")}));
+                let r = c.call(
+                    "create_file",
+                    json!({"path": p, "content": format!("new {i}\n")}),
+                );
                 if r.ok {
                     files.push(p);
                 }
@@ -165,7 +168,10 @@ fn filesystem_session(root: &Path, calls: usize, seed_value: u64) -> usize {
             }
             2 | 3 if !files.is_empty() => {
                 let p = files[rng.next(files.len())].clone();
-                c.call("write_file", json!({"path": p, "content": format!("written {i}\n")}))
+                c.call(
+                    "write_file",
+                    json!({"path": p, "content": format!("written {i}\n")}),
+                )
             }
             4 if !files.is_empty() => {
                 let p = files[rng.next(files.len())].clone();
@@ -250,22 +256,39 @@ fn a_session_of_mixed_filesystem_calls_reverts_to_the_same_tree_and_the_revert_r
         .iter()
         .filter(|e| e["session"]["id"] == json!(session))
         .count();
-    assert!(logged >= 140, "{logged} entries for {succeeded} successful calls");
+    assert!(
+        logged >= 140,
+        "{logged} entries for {succeeded} successful calls"
+    );
 
-    let dry = printed(&run(&root, &["revert", "--session", &session, "--dry-run"], None));
+    let dry = printed(&run(
+        &root,
+        &["revert", "--session", &session, "--dry-run"],
+        None,
+    ));
     assert!(dry.contains("would revert"), "{dry}");
     assert_eq!(tree(&root), after, "a dry run changed nothing");
 
     if std::env::var_os("OPLOG_KEEP").is_some() {
         let _ = std::fs::remove_dir_all("/tmp/oplog-keep");
-        std::process::Command::new("cp").args(["-a"]).arg(&root).arg("/tmp/oplog-keep").status().expect("cp");
+        std::process::Command::new("cp")
+            .args(["-a"])
+            .arg(&root)
+            .arg("/tmp/oplog-keep")
+            .status()
+            .expect("cp");
     }
     let text = ok(&root, &["revert", "--session", &session]);
     assert_eq!(tree(&root), before, "{text}");
     let revert = revert_entry(&text);
     if std::env::var_os("OPLOG_KEEP").is_some() {
         let _ = std::fs::remove_dir_all("/tmp/oplog-keep2");
-        std::process::Command::new("cp").args(["-a"]).arg(&root).arg("/tmp/oplog-keep2").status().expect("cp");
+        std::process::Command::new("cp")
+            .args(["-a"])
+            .arg(&root)
+            .arg("/tmp/oplog-keep2")
+            .status()
+            .expect("cp");
     }
 
     let again = ok(&root, &["revert", &revert]);
@@ -285,7 +308,10 @@ fn pipe_session(root: &Path, calls: usize, seed_value: u64) -> usize {
         let reply = match rng.next(4) {
             0 => {
                 let p = format!("{}p{i}.txt", ["", "src/"][rng.next(2)]);
-                let r = c.call("shelpa_write", json!({"path": p, "content": format!("w {i}\n")}));
+                let r = c.call(
+                    "shelpa_write",
+                    json!({"path": p, "content": format!("w {i}\n")}),
+                );
                 if r.ok {
                     mine.push(p);
                 }
@@ -300,11 +326,17 @@ fn pipe_session(root: &Path, calls: usize, seed_value: u64) -> usize {
             }
             2 if !mine.is_empty() => {
                 let p = mine[rng.next(mine.len())].clone();
-                c.call("shelpa_write", json!({"path": p, "content": format!("o {i}\n")}))
+                c.call(
+                    "shelpa_write",
+                    json!({"path": p, "content": format!("o {i}\n")}),
+                )
             }
             _ => {
                 let p = format!("t{i}.txt");
-                let r = c.call("shelpa_pipe", json!({"command": format!("head -n 5 README | tee {p}")}));
+                let r = c.call(
+                    "shelpa_pipe",
+                    json!({"command": format!("head -n 5 README | tee {p}")}),
+                );
                 if r.ok {
                     mine.push(p);
                 }
@@ -341,17 +373,41 @@ fn reverting_one_of_two_interleaved_sessions_leaves_the_others_changes() {
     let mut a = Client::start(&root, &["--backup"]);
     let mut b = Client::start(&root, &["--backup"]);
     for i in 0..20 {
-        assert!(a.call("write_file", json!({"path": format!("a/{}.txt", i % 5), "content": format!("a{i}\n")})).ok);
-        assert!(b.call("write_file", json!({"path": format!("b/{}.txt", i % 5), "content": format!("b{i}\n")})).ok);
+        assert!(
+            a.call(
+                "write_file",
+                json!({"path": format!("a/{}.txt", i % 5), "content": format!("a{i}\n")})
+            )
+            .ok
+        );
+        assert!(
+            b.call(
+                "write_file",
+                json!({"path": format!("b/{}.txt", i % 5), "content": format!("b{i}\n")})
+            )
+            .ok
+        );
     }
-    assert!(a.call("edit_file", json!({"path": "README", "edits": [{"oldText": "hello", "newText": "hello from a"}]})).ok);
+    assert!(
+        a.call(
+            "edit_file",
+            json!({"path": "README", "edits": [{"oldText": "hello", "newText": "hello from a"}]})
+        )
+        .ok
+    );
     a.close();
     b.close();
     let after = tree(&root);
     let log = entries(&root);
     let session_of = |prefix: &str| {
         log.iter()
-            .find(|e| e["changes"].as_array().expect("changes").iter().any(|c| c["path"].as_str().is_some_and(|p| p.starts_with(prefix))))
+            .find(|e| {
+                e["changes"]
+                    .as_array()
+                    .expect("changes")
+                    .iter()
+                    .any(|c| c["path"].as_str().is_some_and(|p| p.starts_with(prefix)))
+            })
             .expect("an entry")["session"]["id"]
             .as_str()
             .expect("id")
@@ -367,7 +423,10 @@ fn reverting_one_of_two_interleaved_sessions_leaves_the_others_changes() {
         }
     }
     assert!(!now.keys().any(|p| p.starts_with("a")), "a's files gone");
-    assert_eq!(now.get(Path::new("README")), before.get(Path::new("README")));
+    assert_eq!(
+        now.get(Path::new("README")),
+        before.get(Path::new("README"))
+    );
     ok(&root, &["revert", "--session", &sb]);
     assert_eq!(tree(&root), before);
 }
@@ -378,20 +437,38 @@ fn a_path_changed_outside_the_server_is_left_alone_unless_forced() {
     seed(&root);
     let before = tree(&root);
     let mut c = Client::start(&root, &[]);
-    assert!(c.call("create_file", json!({"path": "made.txt", "content": "by the agent\n"})).ok);
-    assert!(c.call("create_file", json!({"path": "other.txt", "content": "also\n"})).ok);
+    assert!(
+        c.call(
+            "create_file",
+            json!({"path": "made.txt", "content": "by the agent\n"})
+        )
+        .ok
+    );
+    assert!(
+        c.call(
+            "create_file",
+            json!({"path": "other.txt", "content": "also\n"})
+        )
+        .ok
+    );
     c.close();
     let session = newest_session(&root);
     std::fs::write(root.join("made.txt"), "edited by hand\n").expect("outside edit");
     let out = run(&root, &["revert", "--session", &session], None);
     let text = printed(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("made.txt") && text.contains("--force"), "{text}");
+    assert!(
+        text.contains("made.txt") && text.contains("--force"),
+        "{text}"
+    );
     assert_eq!(
         std::fs::read_to_string(root.join("made.txt")).expect("kept"),
         "edited by hand\n"
     );
-    assert!(!root.join("other.txt").exists(), "the rest was reverted: {text}");
+    assert!(
+        !root.join("other.txt").exists(),
+        "the rest was reverted: {text}"
+    );
 
     let forced = ok(&root, &["revert", "--session", &session, "--force"]);
     assert_eq!(tree(&root), before, "{forced}");
@@ -408,9 +485,27 @@ fn a_revert_killed_after_each_of_its_steps_loses_nothing_and_check_stays_clean()
         seed(&root);
         let before = tree(&root);
         let mut c = Client::start(&root, &["--backup"]);
-        assert!(c.call("create_file", json!({"path": "n/one.txt", "content": "1\n"})).ok);
-        assert!(c.call("write_file", json!({"path": "README", "content": "changed\n"})).ok);
-        assert!(c.call("move_file", json!({"source": "src/main.rs", "destination": "n/main.rs"})).ok);
+        assert!(
+            c.call(
+                "create_file",
+                json!({"path": "n/one.txt", "content": "1\n"})
+            )
+            .ok
+        );
+        assert!(
+            c.call(
+                "write_file",
+                json!({"path": "README", "content": "changed\n"})
+            )
+            .ok
+        );
+        assert!(
+            c.call(
+                "move_file",
+                json!({"source": "src/main.rs", "destination": "n/main.rs"})
+            )
+            .ok
+        );
         assert!(c.call("delete_file", json!({"path": "private/key"})).ok);
         assert!(c.call("delete_file", json!({"path": "main-link"})).ok);
         c.close();
@@ -423,9 +518,18 @@ fn a_revert_killed_after_each_of_its_steps_loses_nothing_and_check_stays_clean()
             assert_eq!(tree(&root), before);
             break;
         }
-        assert_eq!(out.status.code(), None, "killed at step {k}: {}", printed(&out));
+        assert_eq!(
+            out.status.code(),
+            None,
+            "killed at step {k}: {}",
+            printed(&out)
+        );
         let check = run(&root, &["check"], None);
-        assert!(check.status.success(), "check after a kill at {k}: {}", printed(&check));
+        assert!(
+            check.status.success(),
+            "check after a kill at {k}: {}",
+            printed(&check)
+        );
         // The next run finishes the entry of the cut revert, then reverts the rest.
         let text = ok(&root, &["revert", "--session", &session]);
         assert_eq!(tree(&root), before, "after the kill at {k}: {text}");
@@ -457,7 +561,10 @@ fn a_revert_killed_after_each_of_its_steps_loses_nothing_and_check_stays_clean()
 fn a_torn_last_entry_is_skipped_and_cut_by_check_repair() {
     let (_t, root) = canonical_temp_dir();
     let mut c = Client::start(&root, &[]);
-    assert!(c.call("create_file", json!({"path": "x", "content": "x"})).ok);
+    assert!(
+        c.call("create_file", json!({"path": "x", "content": "x"}))
+            .ok
+    );
     c.close();
     let log = root.join(".filesystem/.operations");
     let mut bytes = std::fs::read(&log).expect("log");
@@ -466,12 +573,19 @@ fn a_torn_last_entry_is_skipped_and_cut_by_check_repair() {
     assert_eq!(entries(&root).len(), 1);
     let check = run(&root, &["check", "--strict"], None);
     assert!(!check.status.success());
-    assert!(printed(&check).contains(".operations"), "{}", printed(&check));
+    assert!(
+        printed(&check).contains(".operations"),
+        "{}",
+        printed(&check)
+    );
     ok(&root, &["check", "--repair"]);
     ok(&root, &["check", "--strict"]);
     // The next entry gets the next id, whatever the torn line said.
     let mut c = Client::start(&root, &[]);
-    assert!(c.call("create_file", json!({"path": "y", "content": "y"})).ok);
+    assert!(
+        c.call("create_file", json!({"path": "y", "content": "y"}))
+            .ok
+    );
     c.close();
     assert_eq!(entries(&root)[0]["id"], json!(2));
 }
@@ -480,9 +594,21 @@ fn a_torn_last_entry_is_skipped_and_cut_by_check_repair() {
 fn the_log_is_filtered_by_path_session_and_time_and_shows_diffs() {
     let (_t, root) = canonical_temp_dir();
     let mut c = Client::start(&root, &["--backup"]);
-    assert!(c.call("create_file", json!({"path": "a.txt", "content": "one\n"})).ok);
-    assert!(c.call("edit_file", json!({"path": "a.txt", "edits": [{"oldText": "one", "newText": "two"}]})).ok);
-    assert!(c.call("create_file", json!({"path": "d/b.txt", "content": "b\n"})).ok);
+    assert!(
+        c.call("create_file", json!({"path": "a.txt", "content": "one\n"}))
+            .ok
+    );
+    assert!(
+        c.call(
+            "edit_file",
+            json!({"path": "a.txt", "edits": [{"oldText": "one", "newText": "two"}]})
+        )
+        .ok
+    );
+    assert!(
+        c.call("create_file", json!({"path": "d/b.txt", "content": "b\n"}))
+            .ok
+    );
     c.close();
     let text = ok(&root, &["log"]);
     let lines: Vec<&str> = text.lines().collect();
@@ -492,32 +618,64 @@ fn the_log_is_filtered_by_path_session_and_time_and_shows_diffs() {
     assert_eq!(ok(&root, &["log", "--path", "d"]).lines().count(), 1);
     assert_eq!(ok(&root, &["log", "--limit", "2"]).lines().count(), 2);
     assert_eq!(ok(&root, &["log", "--since", "1h"]).lines().count(), 3);
-    assert_eq!(ok(&root, &["log", "--since", "2999-01-01T00:00:00Z"]).lines().count(), 0);
-    assert_eq!(ok(&root, &["log", "--session", "nobody"]).lines().count(), 0);
+    assert_eq!(
+        ok(&root, &["log", "--since", "2999-01-01T00:00:00Z"])
+            .lines()
+            .count(),
+        0
+    );
+    assert_eq!(
+        ok(&root, &["log", "--session", "nobody"]).lines().count(),
+        0
+    );
     let show = ok(&root, &["log", "show", "2"]);
     assert!(show.contains("-one") && show.contains("+two"), "{show}");
     let json_line = ok(&root, &["log", "--format", "json", "--limit", "1"]);
     let entry: Value = serde_json::from_str(json_line.trim()).expect("json");
     assert_eq!(entry["tool"], json!("create_file"));
     assert_eq!(entry["session"]["client"], json!("test"));
-    assert!(entry["changes"].to_string().find("\"b\\n\"").is_none(), "no contents in the log");
+    assert!(
+        entry["changes"].to_string().find("\"b\\n\"").is_none(),
+        "no contents in the log"
+    );
 }
 
 #[test]
 fn the_agent_lists_operations_page_by_page_and_reverts_one_without_forcing() {
     let (_t, root) = canonical_temp_dir();
     seed(&root);
-    let mut c = Client::start(&root, &["--backup", "--tools", "list_operations,revert_operation,write_file"]);
+    let mut c = Client::start(
+        &root,
+        &[
+            "--backup",
+            "--tools",
+            "list_operations,revert_operation,write_file",
+        ],
+    );
     for i in 0..3 {
-        assert!(c.call("write_file", json!({"path": format!("w{i}.txt"), "content": "x\n"})).ok);
+        assert!(
+            c.call(
+                "write_file",
+                json!({"path": format!("w{i}.txt"), "content": "x\n"})
+            )
+            .ok
+        );
     }
     let first = c.call("list_operations", json!({"limit": 2}));
     assert!(first.ok, "{}", first.text);
     let raw: Value = serde_json::from_str(&first.raw).expect("json");
     let page = &raw["structuredContent"];
-    assert_eq!(page["operations"].as_array().map(Vec::len), Some(2), "{}", first.raw);
+    assert_eq!(
+        page["operations"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        first.raw
+    );
     assert_eq!(page["operations"][0]["id"], json!(3));
-    let cursor = page["nextCursor"].as_str().expect("a next page").to_string();
+    let cursor = page["nextCursor"]
+        .as_str()
+        .expect("a next page")
+        .to_string();
     let second = c.call("list_operations", json!({"limit": 2, "cursor": cursor}));
     let raw: Value = serde_json::from_str(&second.raw).expect("json");
     assert_eq!(raw["structuredContent"]["operations"][0]["id"], json!(1));
@@ -527,14 +685,29 @@ fn the_agent_lists_operations_page_by_page_and_reverts_one_without_forcing() {
     assert!(dry.ok && dry.text.contains("Would revert"), "{}", dry.text);
     assert!(root.join("w2.txt").exists());
     let done = c.call("revert_operation", json!({"id": 3}));
-    assert!(done.ok && done.text.contains("as operation 4"), "{}", done.text);
+    assert!(
+        done.ok && done.text.contains("as operation 4"),
+        "{}",
+        done.text
+    );
     assert!(!root.join("w2.txt").exists());
 
     std::fs::write(root.join("w1.txt"), "by hand\n").expect("outside edit");
     let refused = c.call("revert_operation", json!({"id": 2}));
-    assert!(refused.text.contains("left alone w1.txt"), "{}", refused.text);
-    assert_eq!(std::fs::read_to_string(root.join("w1.txt")).expect("kept"), "by hand\n");
+    assert!(
+        refused.text.contains("left alone w1.txt"),
+        "{}",
+        refused.text
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("w1.txt")).expect("kept"),
+        "by hand\n"
+    );
     let both = c.call("revert_operation", json!({"id": 2, "session": "x"}));
-    assert!(!both.ok && both.text.contains("exactly one"), "{}", both.text);
+    assert!(
+        !both.ok && both.text.contains("exactly one"),
+        "{}",
+        both.text
+    );
     c.close();
 }

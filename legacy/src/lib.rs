@@ -558,8 +558,15 @@ impl PipeToolset {
             TeeMode::Overwrite
         };
         let lock = self.change_lock(ctx)?;
-        let report = tee::commit(self.guard.workspace(), &lock, targets, data, mode, truncated)
-            .map_err(|e: TeeError| e.to_failure())?;
+        let report = tee::commit(
+            self.guard.workspace(),
+            &lock,
+            targets,
+            data,
+            mode,
+            truncated,
+        )
+        .map_err(|e: TeeError| e.to_failure())?;
         let step = builtin_step("tee", data.len() as u64, truncated, write.started);
         Ok(success(
             String::new(),

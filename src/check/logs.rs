@@ -44,7 +44,10 @@ pub(crate) fn check(state: &Path, fixer: &mut Fixer, report: &mut CheckReport) {
     }
     // Oldest rotation first, so the ids must rise from one file into the next.
     let mut last_id = 0;
-    for rel in workspace::history::oplog::file::files(Path::new("")).iter().rev() {
+    for rel in workspace::history::oplog::file::files(Path::new(""))
+        .iter()
+        .rev()
+    {
         let name = rel.to_string_lossy();
         last_id = check_operations(state, &name, last_id, fixer, report);
     }
@@ -79,9 +82,7 @@ fn check_operations(
     while matches!(reader.read_until(b'\n', &mut line), Ok(k) if k > 0) {
         n += 1;
         if line.last() == Some(&b'\n') {
-            if let Ok(op) =
-                serde_json::from_slice::<workspace::history::oplog::Operation>(&line)
-            {
+            if let Ok(op) = serde_json::from_slice::<workspace::history::oplog::Operation>(&line) {
                 if op.id <= last_id {
                     report.push(
                         CheckSeverity::Error,

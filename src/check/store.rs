@@ -253,7 +253,7 @@ impl Walk<'_> {
                 workspace::history::layout::PENDING_OPERATION,
             ]
             .iter()
-                .any(|p| name == *p)
+            .any(|p| name == *p)
                 && kind == Kind::File
             {
                 self.report.push(

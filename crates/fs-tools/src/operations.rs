@@ -115,7 +115,10 @@ pub fn list_operations(
     };
     // Read under the lock, so no entry is half-written while it is read.
     let _lock = cx.lock_for_reading(ctx)?;
-    let mut entries = NewestFirst::new(cx.store.workspace(), Path::new(workspace::guard::STATE_DIRS[0]));
+    let mut entries = NewestFirst::new(
+        cx.store.workspace(),
+        Path::new(workspace::guard::STATE_DIRS[0]),
+    );
     let (mut lines, mut ops) = (Vec::new(), Vec::new());
     let mut next = None;
     while let Some(op) = entries
@@ -129,14 +132,23 @@ pub fn list_operations(
         if since.as_deref().is_some_and(|t| op.time.as_str() < t) {
             break;
         }
-        if session.is_some_and(|s| s != op.session.id) || path.as_deref().is_some_and(|p| !op.touches(p)) {
+        if session.is_some_and(|s| s != op.session.id)
+            || path.as_deref().is_some_and(|p| !op.touches(p))
+        {
             continue;
         }
         if ops.len() as u64 == limit {
             next = ops.last().map(|o: &Value| o["id"].to_string());
             break;
         }
-        lines.push(format!("{} {} s:{} {} {}", op.id, op.time, op.session.id, op.tool, op.summary()));
+        lines.push(format!(
+            "{} {} s:{} {} {}",
+            op.id,
+            op.time,
+            op.session.id,
+            op.tool,
+            op.summary()
+        ));
         ops.push(serde_json::to_value(&op).map_err(|e| FsError::IoError(e.to_string()))?);
     }
     let mut text = if lines.is_empty() {
@@ -162,7 +174,8 @@ pub fn revert_operation(
     let a = Args(args);
     let chosen = [
         a.opt_u64("id")?.map(|id| Selection::Ids(vec![id])),
-        a.opt_str("session")?.map(|s| Selection::Session(s.to_string())),
+        a.opt_str("session")?
+            .map(|s| Selection::Session(s.to_string())),
         a.opt_str("since")?
             .map(|t| parse_since(t).map(Selection::Since))
             .transpose()
@@ -201,7 +214,10 @@ pub fn revert_operation(
             .entry
             .map(|e| format!(" as operation {e} (revert_operation {{\"id\": {e}}} takes it back)"))
             .unwrap_or_default();
-        lines.push(format!("{verb} {} operation(s){entry}.", out.reverted.len()));
+        lines.push(format!(
+            "{verb} {} operation(s){entry}.",
+            out.reverted.len()
+        ));
     }
     lines.extend(out.done.iter().map(|s| format!("- {}", s.what)));
     lines.extend(out.refused.iter().map(|s| {
@@ -210,7 +226,11 @@ pub fn revert_operation(
             "ask the user whether to run `filesystem revert --force` for it",
         ))
     }));
-    lines.extend(out.cannot.iter().map(|s| format!("- cannot put back {}: {}", s.path.display(), s.what)));
+    lines.extend(
+        out.cannot
+            .iter()
+            .map(|s| format!("- cannot put back {}: {}", s.path.display(), s.what)),
+    );
     if out.already > 0 {
         lines.push(format!("- {} path(s) were already as before", out.already));
     }

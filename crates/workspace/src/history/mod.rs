@@ -182,9 +182,9 @@ impl StoreLock {
     /// returns its id (`None` when nothing changed). Dropping the lock does the same, but can
     /// only print a failure; a caller that can report one calls this first.
     pub fn commit(&self) -> Result<Option<u64>, HistoryError> {
-        self.journal()
-            .commit()
-            .map_err(io_err("cannot append to the operation log .filesystem/.operations"))
+        self.journal().commit().map_err(io_err(
+            "cannot append to the operation log .filesystem/.operations",
+        ))
     }
 }
 

@@ -24,7 +24,9 @@ use sha2::{Digest, Sha256};
 
 use super::super::layout::PENDING_OPERATION;
 use super::super::log::{now, PendingNote};
-use super::record::{bytes_to_field, field_to_path, path_to_field, Operation, PathChange, Session, State};
+use super::record::{
+    bytes_to_field, field_to_path, path_to_field, Operation, PathChange, Session, State,
+};
 use crate::Workspace;
 
 /// Who is making the changes of one lock: the client and surface, and the tool.

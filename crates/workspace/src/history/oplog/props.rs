@@ -137,7 +137,11 @@ fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
                     parents(&mut model, &p(*b));
                     for (k, n) in moved {
                         let rest = k.strip_prefix(p(*a)).expect("under").to_path_buf();
-                        let to = if rest.as_os_str().is_empty() { p(*b) } else { p(*b).join(rest) };
+                        let to = if rest.as_os_str().is_empty() {
+                            p(*b)
+                        } else {
+                            p(*b).join(rest)
+                        };
                         model.insert(to, n);
                     }
                     true
@@ -180,10 +184,22 @@ fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
                     let firsts = op.changes.iter().position(|d| d.rel() == at);
                     let lasts = op.changes.iter().rposition(|d| d.rel() == at);
                     if firsts == op.changes.iter().position(|d| std::ptr::eq(d, c)) {
-                        prop_assert!(agrees(&before, &at, &c.before), "{:?}: before of {:?} is {:?}", s, at, c.before);
+                        prop_assert!(
+                            agrees(&before, &at, &c.before),
+                            "{:?}: before of {:?} is {:?}",
+                            s,
+                            at,
+                            c.before
+                        );
                     }
                     if lasts == op.changes.iter().position(|d| std::ptr::eq(d, c)) {
-                        prop_assert!(agrees(&model, &at, &c.after), "{:?}: after of {:?} is {:?}", s, at, c.after);
+                        prop_assert!(
+                            agrees(&model, &at, &c.after),
+                            "{:?}: after of {:?} is {:?}",
+                            s,
+                            at,
+                            c.after
+                        );
                     }
                 }
             }
@@ -197,7 +213,8 @@ fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
     let ids: Vec<u64> = (1..=last_id).collect();
     let ops = select(&store, &Selection::Ids(ids)).expect("select");
     let lock = store.lock().expect("lock");
-    lock.make_durable(ops.iter().map(|o| o.id).collect()).expect("durable");
+    lock.make_durable(ops.iter().map(|o| o.id).collect())
+        .expect("durable");
     let out = store.revert(&lock, &ops, false, false).expect("revert");
     drop(lock);
     prop_assert!(out.refused.is_empty() && out.cannot.is_empty(), "{:?}", out);
@@ -209,7 +226,11 @@ fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
     let lock = store.lock_within(&LockWait::patient()).expect("lock");
     let back = store.revert(&lock, &ops, false, false).expect("revert");
     drop(lock);
-    prop_assert!(back.refused.is_empty() && back.cannot.is_empty(), "{:?}", back);
+    prop_assert!(
+        back.refused.is_empty() && back.cannot.is_empty(),
+        "{:?}",
+        back
+    );
     prop_assert_eq!(&disk(&root), &last, "revert of the revert: {:?}", back);
     Ok(())
 }
@@ -221,4 +242,3 @@ proptest! {
         run(steps)?;
     }
 }
-

@@ -38,7 +38,10 @@ pub fn parse_since(text: &str) -> Result<String, String> {
             .with_timezone(&chrono::Utc)
             .to_rfc3339_opts(chrono::SecondsFormat::Micros, true));
     }
-    let (digits, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let (digits, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
     let n: i64 = digits
         .parse()
         .map_err(|_| format!("--since {text:?} is neither an RFC 3339 time (2026-05-01T12:00:00Z) nor an age such as 30m, 2h or 1d"))?;
@@ -47,7 +50,11 @@ pub fn parse_since(text: &str) -> Result<String, String> {
         "m" => 60,
         "h" => 3600,
         "d" => 86_400,
-        _ => return Err(format!("--since {text:?}: the age's unit must be s, m, h or d")),
+        _ => {
+            return Err(format!(
+                "--since {text:?}: the age's unit must be s, m, h or d"
+            ))
+        }
     };
     let age = chrono::Duration::try_seconds(n.saturating_mul(seconds))
         .ok_or_else(|| format!("--since {text:?} is too long ago"))?;
@@ -471,7 +478,13 @@ impl Reverter<'_> {
                     }
                 }
                 let id = self.trash(&p.path)?;
-                self.done(&p.path, format!("moved {shown} to the trash{id} (operation {} created it)", p.op));
+                self.done(
+                    &p.path,
+                    format!(
+                        "moved {shown} to the trash{id} (operation {} created it)",
+                        p.op
+                    ),
+                );
                 return Ok(self.last_trashed);
             }
             State::File {
@@ -518,8 +531,16 @@ impl Reverter<'_> {
                         .map_err(io_ctx(format!("cannot set the permissions of {shown}")))?;
                 }
                 self.planned.insert(p.path.clone(), p.target.clone());
-                let v = version.map(|v| format!(" (version {v})")).unwrap_or_default();
-                self.done(&p.path, format!("put back {shown} as it was before operation {}{v}{saved}", p.op));
+                let v = version
+                    .map(|v| format!(" (version {v})"))
+                    .unwrap_or_default();
+                self.done(
+                    &p.path,
+                    format!(
+                        "put back {shown} as it was before operation {}{v}{saved}",
+                        p.op
+                    ),
+                );
             }
             State::Dir { mode } => {
                 if !matches!(now, State::Dir { .. }) && !now.is_absent() {
@@ -538,7 +559,10 @@ impl Reverter<'_> {
                         .map_err(io_ctx(format!("cannot set the permissions of {shown}")))?;
                 }
                 self.planned.insert(p.path.clone(), p.target.clone());
-                self.done(&p.path, format!("put back directory {shown} (mode {mode:o})"));
+                self.done(
+                    &p.path,
+                    format!("put back directory {shown} (mode {mode:o})"),
+                );
             }
             State::Link { target } => {
                 if !now.is_absent() {
@@ -556,7 +580,10 @@ impl Reverter<'_> {
             }
             _ => self.out.cannot.push(Step {
                 path: p.path.clone(),
-                what: format!("it was a special file before operation {}, which the server cannot make", p.op),
+                what: format!(
+                    "it was a special file before operation {}, which the server cannot make",
+                    p.op
+                ),
             }),
         }
         Ok(None)
@@ -575,7 +602,13 @@ impl Reverter<'_> {
     }
 
     /// Moves what operation `op` moved from `from` to `to` back.
-    fn move_back(&mut self, op: u64, to: &Path, from: &Path, left: &State) -> Result<(), HistoryError> {
+    fn move_back(
+        &mut self,
+        op: u64,
+        to: &Path,
+        from: &Path,
+        left: &State,
+    ) -> Result<(), HistoryError> {
         let (now_to, now_from) = (self.now(to), self.now(from));
         if now_to.is_absent() && left.matches(&now_from) {
             self.out.already += 1;
@@ -598,7 +631,10 @@ impl Reverter<'_> {
         if now_to.is_absent() {
             self.out.refused.push(Step {
                 path: to.to_path_buf(),
-                what: format!("operation {op} moved {} here, but nothing is here any more", display_relative(from)),
+                what: format!(
+                    "operation {op} moved {} here, but nothing is here any more",
+                    display_relative(from)
+                ),
             });
             return Ok(());
         }
@@ -620,7 +656,13 @@ impl Reverter<'_> {
     }
 
     /// Brings back trash entry `id` to `rel`, where operation `op` deleted it.
-    fn untrash(&mut self, op: u64, rel: &Path, id: u64, before: &State) -> Result<(), HistoryError> {
+    fn untrash(
+        &mut self,
+        op: u64,
+        rel: &Path,
+        id: u64,
+        before: &State,
+    ) -> Result<(), HistoryError> {
         let now = self.now(rel);
         if !now.is_absent() {
             if before.matches(&now) {
@@ -654,11 +696,13 @@ impl Reverter<'_> {
         self.planned.insert(rel.to_path_buf(), before.clone());
         self.done(
             rel,
-            format!("brought {} back from trash entry {id} (operation {op})", display_relative(rel)),
+            format!(
+                "brought {} back from trash entry {id} (operation {op})",
+                display_relative(rel)
+            ),
         );
         Ok(())
     }
-
 }
 
 fn io_ctx(context: String) -> impl FnOnce(std::io::Error) -> HistoryError {
@@ -669,7 +713,10 @@ fn io_ctx(context: String) -> impl FnOnce(std::io::Error) -> HistoryError {
 fn describe_state(s: &State) -> String {
     match s {
         State::File { size, sha256, .. } => {
-            format!("a file of {size} bytes, SHA-256 {}…", &sha256[..sha256.len().min(12)])
+            format!(
+                "a file of {size} bytes, SHA-256 {}…",
+                &sha256[..sha256.len().min(12)]
+            )
         }
         State::Dir { mode } => format!("a directory (mode {mode:o})"),
         State::Link { target } => format!("a link to {target}"),
