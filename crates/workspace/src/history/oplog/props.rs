@@ -25,6 +25,9 @@ enum Node {
 
 type Model = BTreeMap<PathBuf, Node>;
 
+/// What the model keeps of a trash entry: its id, the nodes it took, where it was.
+type Trashed = (u64, Vec<(PathBuf, Node)>, PathBuf);
+
 #[derive(Debug, Clone)]
 enum Step {
     Write(usize, u8),
@@ -104,7 +107,7 @@ fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
     let root = dir.path().canonicalize().expect("canonical");
     let store = Store::new(Workspace::open(&root).expect("ws"), true);
     let mut model = Model::new();
-    let mut trash: Vec<(u64, Vec<(PathBuf, Node)>, PathBuf)> = Vec::new();
+    let mut trash: Vec<Trashed> = Vec::new();
     let first = model.clone();
     let mut last_id = 0;
     for s in steps {
@@ -171,7 +174,7 @@ fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
         drop(lock);
         prop_assert_eq!(&disk(&root), &model, "after {:?}", s);
         let mut log = NewestFirst::new(store.workspace(), Path::new(".filesystem"));
-        let newest = log.next_entry().expect("read").map(|o| o);
+        let newest = log.next_entry().expect("read");
         let changed = before != model;
         match newest {
             Some(op) if op.id > last_id => {
