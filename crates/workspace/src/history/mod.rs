@@ -675,6 +675,7 @@ impl Store {
                     io_err(format!("cannot write {shown}"))(e)
                 }
             })?;
+        lock.journal().wrote(path, content);
         Ok(WriteReport {
             bytes: content.len() as u64,
             created: meta.is_none(),
@@ -821,6 +822,7 @@ impl Store {
         self.ws
             .replace_file(path, &content, mode, false)
             .map_err(io_err(format!("cannot write {shown}")))?;
+        lock.journal().wrote(path, &content);
         let head = v.move_head(target)?;
         Ok(StepReport {
             version: head.current,

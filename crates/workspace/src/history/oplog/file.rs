@@ -25,8 +25,11 @@ pub const ROTATE_BYTES_ENV: &str = "FILESYSTEM_OPERATIONS_ROTATE_BYTES";
 /// The longest line read back as an entry; a longer one (no writer makes one) is skipped.
 const MAX_LINE: usize = 16 * 1024 * 1024;
 
-/// How much is read at a time going backwards.
+/// The most read at a time going backwards; the first read is [`FIRST_CHUNK`], and each next
+/// one twice the last, so finding the last entry (every append does) reads a page or two.
 const CHUNK: usize = 64 * 1024;
+/// The first read going backwards: a few entries' worth.
+const FIRST_CHUNK: usize = 4 * 1024;
 
 fn rotate_bytes() -> u64 {
     static BYTES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
@@ -140,6 +143,8 @@ pub struct Backwards<'f> {
     /// Bytes read but not yet split off, from `pos` on.
     buf: Vec<u8>,
     started: bool,
+    /// The size of the next read.
+    chunk: usize,
 }
 
 impl<'f> Backwards<'f> {
@@ -150,6 +155,7 @@ impl<'f> Backwards<'f> {
             pos: len,
             buf: Vec::new(),
             started: false,
+            chunk: FIRST_CHUNK,
         }
     }
 
@@ -173,7 +179,8 @@ impl<'f> Backwards<'f> {
 
     /// Reads the chunk before `pos` in front of `buf`.
     fn fill(&mut self) -> io::Result<()> {
-        let start = self.pos.saturating_sub(CHUNK as u64);
+        let start = self.pos.saturating_sub(self.chunk as u64);
+        self.chunk = (self.chunk * 2).min(CHUNK);
         let mut chunk = vec![0u8; (self.pos - start) as usize];
         self.file.seek(SeekFrom::Start(start))?;
         self.file.read_exact(&mut chunk)?;
@@ -230,7 +237,7 @@ impl<'f> Backwards<'f> {
 pub struct NewestFirst {
     ws: Workspace,
     files: std::vec::IntoIter<PathBuf>,
-    current: Option<(Box<File>, u64, Vec<u8>, bool)>,
+    current: Option<(Box<File>, u64, Vec<u8>, bool, usize)>,
     /// Lines that were not entries.
     pub skipped: u64,
 }
@@ -263,9 +270,9 @@ impl NewestFirst {
                     Err(e) => return Err(e),
                 };
                 let len = file.metadata()?.len();
-                self.current = Some((Box::new(file), len, Vec::new(), false));
+                self.current = Some((Box::new(file), len, Vec::new(), false, FIRST_CHUNK));
             }
-            let Some((file, pos, buf, started)) = self.current.as_mut() else {
+            let Some((file, pos, buf, started, chunk)) = self.current.as_mut() else {
                 continue;
             };
             // The reader borrows the file for one line at a time; its position and pending
@@ -275,11 +282,13 @@ impl NewestFirst {
                 pos: *pos,
                 buf: std::mem::take(buf),
                 started: *started,
+                chunk: *chunk,
             };
             let line = back.next_line()?;
             *pos = back.pos;
             *buf = back.buf;
             *started = true;
+            *chunk = back.chunk;
             match line {
                 None => self.current = None,
                 Some(l) if l.is_empty() => {}

@@ -159,6 +159,9 @@ struct Touched {
     restored_from: Option<u64>,
     before_version: Option<u64>,
     after_version: Option<u64>,
+    /// The length and SHA-256 of the content the store itself last wrote here, so the entry
+    /// need not read the file back to learn them.
+    written: Option<(u64, String)>,
 }
 
 /// The changes of one lock, in the order they were made. A path has one entry for each
@@ -266,6 +269,7 @@ impl Journal {
             restored_from: None,
             before_version: None,
             after_version: None,
+            written: None,
         });
         i
     }
@@ -356,6 +360,12 @@ impl Journal {
         self.arriving(rel).restored_from = Some(id);
     }
 
+    /// The store has just replaced the content of `rel` (already touched) with `content`.
+    pub fn wrote(&mut self, rel: &Path, content: &[u8]) {
+        let digest = (content.len() as u64, sha256_hex(content));
+        self.entry(rel).written = Some(digest);
+    }
+
     /// The versions (`--backup`) that hold `rel`'s content before (only if not yet known) and
     /// after the change.
     pub fn versions(&mut self, rel: &Path, before: Option<u64>, after: Option<u64>) {
@@ -383,8 +393,19 @@ impl Journal {
             .enumerate()
             .map(|(i, t)| {
                 let after = match &t.after {
-                    // An open entry ends with what is there now.
-                    None => observe(&self.ws, &t.path).unwrap_or(State::Other),
+                    // An open entry ends with what is there now: for a file the store wrote,
+                    // its mode and size read back, its digest the one of what was written.
+                    None => match (&t.written, self.ws.stat(&t.path)) {
+                        (Some((size, sha256)), Ok(Some(st))) if st.is_file() && st.size == *size => {
+                            State::File {
+                                size: *size,
+                                sha256: sha256.clone(),
+                                mode: st.mode,
+                                version: None,
+                            }
+                        }
+                        _ => observe(&self.ws, &t.path).unwrap_or(State::Other),
+                    },
                     // After a crash, what the journal says went away is believed only if it
                     // did go: the crash may have come between the announcement and the rename.
                     Some(s @ (State::Trashed { .. } | State::Moved { .. }))
