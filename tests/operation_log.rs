@@ -711,3 +711,22 @@ fn the_agent_lists_operations_page_by_page_and_reverts_one_without_forcing() {
     );
     c.close();
 }
+
+#[test]
+fn check_finds_a_trash_entry_of_the_log_that_the_delete_log_never_recorded() {
+    let (_t, root) = canonical_temp_dir();
+    std::fs::write(root.join("gone.txt"), "x").expect("seed");
+    let mut c = Client::start(&root, &[]);
+    assert!(c.call("delete_file", json!({"path": "gone.txt"})).ok);
+    c.close();
+    ok(&root, &["check", "--strict"]);
+    // The delete log emptied by hand: the operation log still names trash entry 1.
+    std::fs::write(root.join(".filesystem/.deletes"), "").expect("tamper");
+    let out = run(&root, &["check"], None);
+    let text = printed(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("names trash entry 1, which .filesystem/.deletes never recorded"),
+        "{text}"
+    );
+}

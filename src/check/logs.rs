@@ -44,12 +44,48 @@ pub(crate) fn check(state: &Path, fixer: &mut Fixer, report: &mut CheckReport) {
     }
     // Oldest rotation first, so the ids must rise from one file into the next.
     let mut last_id = 0;
+    let mut trash_ids = std::collections::BTreeMap::new();
     for rel in workspace::history::oplog::file::files(Path::new(""))
         .iter()
         .rev()
     {
         let name = rel.to_string_lossy();
-        last_id = check_operations(state, &name, last_id, fixer, report);
+        last_id = check_operations(state, &name, last_id, &mut trash_ids, fixer, report);
+    }
+    check_trash_ids(&trash_ids, fixer, report);
+}
+
+/// The most trash ids of the operation log compared with `.deletes`; beyond it the rest are not
+/// compared, so the check stays bounded in memory.
+const MAX_TRASH_IDS: usize = 1_000_000;
+
+/// Verifies the operation log against the store: every trash entry it names (deleted as, or
+/// restored from) was recorded by `.deletes`, which the store writes before the entry is made.
+fn check_trash_ids(
+    ids: &std::collections::BTreeMap<u64, String>,
+    fixer: &Fixer,
+    report: &mut CheckReport,
+) {
+    if ids.is_empty() {
+        return;
+    }
+    let log = workspace::history::log::HistoryLog::new(
+        fixer.workspace().clone(),
+        Path::new(workspace::guard::STATE_DIRS[0]).join(DELETES_LOG),
+    );
+    let Ok(events) = workspace::history::trash::read_deletes(&log) else {
+        return; // Reported by the check of `.deletes` itself.
+    };
+    let known: std::collections::HashSet<u64> = events.iter().map(|e| e.id).collect();
+    for (id, place) in ids {
+        if !known.contains(id) {
+            report.push(
+                CheckSeverity::Error,
+                place.clone(),
+                format!("names trash entry {id}, which .filesystem/.deletes never recorded: the trash or its log was changed by hand, so a revert cannot bring that entry back"),
+                Fix::Manual("compare .filesystem/.trash and .filesystem/.deletes by hand; put back what was removed from them".into()),
+            );
+        }
     }
 }
 
@@ -60,6 +96,7 @@ fn check_operations(
     state: &Path,
     name: &str,
     mut last_id: u64,
+    trash_ids: &mut std::collections::BTreeMap<u64, String>,
     fixer: &Fixer,
     report: &mut CheckReport,
 ) -> u64 {
@@ -92,6 +129,18 @@ fn check_operations(
                     );
                 }
                 last_id = last_id.max(op.id);
+                for c in &op.changes {
+                    let named = match (&c.after, c.restored_from) {
+                        (workspace::history::oplog::State::Trashed { id }, _) => Some(*id),
+                        (_, Some(id)) => Some(id),
+                        _ => None,
+                    };
+                    if let Some(id) = named.filter(|_| trash_ids.len() < MAX_TRASH_IDS) {
+                        trash_ids
+                            .entry(id)
+                            .or_insert_with(|| format!("{place}:{n}"));
+                    }
+                }
             }
         }
         line.clear();

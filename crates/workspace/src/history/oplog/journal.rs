@@ -396,7 +396,9 @@ impl Journal {
                     // An open entry ends with what is there now: for a file the store wrote,
                     // its mode and size read back, its digest the one of what was written.
                     None => match (&t.written, self.ws.stat(&t.path)) {
-                        (Some((size, sha256)), Ok(Some(st))) if st.is_file() && st.size == *size => {
+                        (Some((size, sha256)), Ok(Some(st)))
+                            if st.is_file() && st.size == *size =>
+                        {
                             State::File {
                                 size: *size,
                                 sha256: sha256.clone(),
