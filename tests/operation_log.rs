@@ -730,3 +730,34 @@ fn check_finds_a_trash_entry_of_the_log_that_the_delete_log_never_recorded() {
         "{text}"
     );
 }
+
+#[test]
+fn the_log_rotates_like_the_call_log_and_is_read_across_its_files() {
+    let (_t, root) = canonical_temp_dir();
+    let mut cmd = test_support::bin::command();
+    cmd.arg("--root")
+        .arg(&root)
+        .env("FILESYSTEM_OPERATIONS_ROTATE_BYTES", "900");
+    let mut s = test_support::mcp::Session::from_command(cmd);
+    s.initialize("2025-06-18");
+    for i in 0..30 {
+        let r = s.call(
+            10 + i,
+            "write_file",
+            json!({"path": format!("r{i}.txt"), "content": "x"}),
+        );
+        assert_ne!(r["isError"], json!(true), "{r}");
+    }
+    assert!(s.close_and_wait().success());
+    assert!(root.join(".filesystem/.operations.1").exists());
+    assert!(root.join(".filesystem/.operations.2").exists());
+    let ids: Vec<u64> = entries(&root)
+        .iter()
+        .map(|e| e["id"].as_u64().expect("id"))
+        .collect();
+    // Newest first across the files, ids rising without a repeat; the oldest rotated away.
+    assert_eq!(ids[0], 30);
+    assert!(ids.windows(2).all(|w| w[0] == w[1] + 1), "{ids:?}");
+    assert!(ids.len() < 30, "the oldest files were dropped: {ids:?}");
+    ok(&root, &["check", "--strict"]);
+}
