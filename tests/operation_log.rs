@@ -538,6 +538,12 @@ fn a_revert_killed_after_each_of_its_steps_loses_nothing_and_check_stays_clean()
             .iter()
             .find(|e| e["interrupted"] == json!(true))
             .unwrap_or_else(|| panic!("the cut revert has an entry (kill at {k})"));
+        // What the cut revert sent to the trash is recorded with what it was, not as nothing.
+        for c in cut["changes"].as_array().expect("changes") {
+            if c["after"].get("trashed").is_some() {
+                assert_ne!(c["before"], json!("absent"), "kill at {k}: {c}");
+            }
+        }
         let cut = cut["id"].to_string();
         // Killed after its last step, the cut revert had done everything: the second changed
         // nothing and has no entry.

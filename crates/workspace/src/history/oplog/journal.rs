@@ -135,9 +135,19 @@ enum Event {
     /// `path` is about to change; `before` is what is there.
     Touch { path: String, before: State },
     /// What was at `from` is about to move to `to`.
-    Moved { from: String, to: String },
+    Moved {
+        from: String,
+        to: String,
+        /// What is at `from` as it leaves.
+        before: State,
+    },
     /// What is at `path` is about to go to the trash as `id`.
-    Trashed { path: String, id: u64 },
+    Trashed {
+        path: String,
+        id: u64,
+        /// What is at `path` as it leaves.
+        before: State,
+    },
     /// Trash entry `id` is about to come back at `path`.
     Restored { path: String, id: u64 },
     /// The versions that hold `path`'s content before and after.
@@ -289,9 +299,8 @@ impl Journal {
     /// The open entry of `rel` for a departure: a fresh one when the open one began with an
     /// arrival or holds a change (it is then closed with what is there now), so an entry is
     /// an arrival, a change or a departure, never two of them.
-    fn departing(&mut self, rel: &Path) -> usize {
+    fn departing(&mut self, rel: &Path, now: State) -> usize {
         if let Some(&i) = self.by_path.get(rel) {
-            let now = observe(&self.ws, rel).unwrap_or(State::Other);
             let t = &self.touched[i];
             // An entry whose path was changed before it departs is closed first, so the
             // departure leaves with what is there now and a revert undoes the change after it
@@ -301,15 +310,13 @@ impl Journal {
             }
             self.touched[i].after = Some(now.clone());
             self.by_path.remove(rel);
-            return self.insert(rel.to_path_buf(), now);
         }
-        let before = observe(&self.ws, rel).unwrap_or(State::Other);
-        self.insert(rel.to_path_buf(), before)
+        self.insert(rel.to_path_buf(), now)
     }
 
-    /// Ends the open entry of `rel` with `after`.
-    fn depart(&mut self, rel: &Path, after: State) {
-        let i = self.departing(rel);
+    /// Ends the open entry of `rel` (which holds `now` as it leaves) with `after`.
+    fn depart(&mut self, rel: &Path, now: State, after: State) {
+        let i = self.departing(rel, now);
         self.touched[i].after = Some(after);
         self.by_path.remove(rel);
     }
@@ -325,16 +332,19 @@ impl Journal {
 
     /// What is at `from` is about to be moved to `to`.
     pub fn moved(&mut self, from: &Path, to: &Path) {
+        let before = observe(&self.ws, from).unwrap_or(State::Other);
         self.record(&Event::Moved {
             from: path_to_field(from),
             to: path_to_field(to),
+            before: before.clone(),
         });
-        self.apply_moved(from, to);
+        self.apply_moved(from, to, before);
     }
 
-    fn apply_moved(&mut self, from: &Path, to: &Path) {
+    fn apply_moved(&mut self, from: &Path, to: &Path, before: State) {
         self.depart(
             from,
+            before,
             State::Moved {
                 to: path_to_field(to),
             },
@@ -344,11 +354,13 @@ impl Journal {
 
     /// What is at `rel` is about to go to the trash as entry `id`.
     pub fn trashed(&mut self, rel: &Path, id: u64) {
+        let before = observe(&self.ws, rel).unwrap_or(State::Other);
         self.record(&Event::Trashed {
             path: path_to_field(rel),
             id,
+            before: before.clone(),
         });
-        self.depart(rel, State::Trashed { id });
+        self.depart(rel, before, State::Trashed { id });
     }
 
     /// Trash entry `id` is about to be put back at `rel`.
@@ -494,11 +506,11 @@ impl Journal {
                         journal.insert(p, before);
                     }
                 }
-                Ok(Event::Moved { from, to }) => {
-                    journal.apply_moved(&field_to_path(&from), &field_to_path(&to))
+                Ok(Event::Moved { from, to, before }) => {
+                    journal.apply_moved(&field_to_path(&from), &field_to_path(&to), before)
                 }
-                Ok(Event::Trashed { path, id }) => {
-                    journal.depart(&field_to_path(&path), State::Trashed { id })
+                Ok(Event::Trashed { path, id, before }) => {
+                    journal.depart(&field_to_path(&path), before, State::Trashed { id })
                 }
                 Ok(Event::Restored { path, id }) => {
                     journal.arriving(&field_to_path(&path)).restored_from = Some(id);
