@@ -231,13 +231,21 @@ impl<'f> Backwards<'f> {
     }
 }
 
+/// Where a [`Backwards`] reader stood, kept between the lines [`NewestFirst`] asks for.
+struct Place {
+    pos: u64,
+    buf: Vec<u8>,
+    started: bool,
+    chunk: usize,
+}
+
 /// Entries of the log of store `state`, newest first, across its rotations. A line that does
 /// not parse is counted in [`NewestFirst::skipped`] and passed over: the log is evidence, and
 /// one bad line must not hide the rest.
 pub struct NewestFirst {
     ws: Workspace,
     files: std::vec::IntoIter<PathBuf>,
-    current: Option<(Box<File>, u64, Vec<u8>, bool, usize)>,
+    current: Option<(File, Place)>,
     /// Lines that were not entries.
     pub skipped: u64,
 }
@@ -270,25 +278,33 @@ impl NewestFirst {
                     Err(e) => return Err(e),
                 };
                 let len = file.metadata()?.len();
-                self.current = Some((Box::new(file), len, Vec::new(), false, FIRST_CHUNK));
+                let place = Place {
+                    pos: len,
+                    buf: Vec::new(),
+                    started: false,
+                    chunk: FIRST_CHUNK,
+                };
+                self.current = Some((file, place));
             }
-            let Some((file, pos, buf, started, chunk)) = self.current.as_mut() else {
+            let Some((file, place)) = self.current.as_mut() else {
                 continue;
             };
-            // The reader borrows the file for one line at a time; its position and pending
-            // bytes are kept here between calls.
+            // The reader borrows the file for one line at a time; its place is kept here
+            // between calls.
             let mut back = Backwards {
                 file,
-                pos: *pos,
-                buf: std::mem::take(buf),
-                started: *started,
-                chunk: *chunk,
+                pos: place.pos,
+                buf: std::mem::take(&mut place.buf),
+                started: place.started,
+                chunk: place.chunk,
             };
             let line = back.next_line()?;
-            *pos = back.pos;
-            *buf = back.buf;
-            *started = true;
-            *chunk = back.chunk;
+            *place = Place {
+                pos: back.pos,
+                buf: back.buf,
+                started: true,
+                chunk: back.chunk,
+            };
             match line {
                 None => self.current = None,
                 Some(l) if l.is_empty() => {}
