@@ -21,9 +21,9 @@ pub const MAX_LIMIT: usize = 1_000_000;
 /// How the log is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
-    /// One line per operation.
+    /// Lines for a person: one per operation (`log`), one per path (`revert`).
     Text,
-    /// One JSON entry per line, as the log stores it.
+    /// JSON for a script: `log` prints the entries as stored, one per line; `revert` one object.
     Json,
 }
 
