@@ -411,7 +411,8 @@ impl Store {
 
     /// Takes the store's exclusive lock, so two server processes on one root never interleave
     /// mutations, waiting no longer than `wait` allows: `Busy` (naming the holder) when another
-    /// process keeps it that long.
+    /// process keeps it that long. Changes made under it are logged as a command's, tool
+    /// `unnamed`; a caller that knows who it acts for uses [`Store::begin`].
     pub fn lock_within(&self, wait: &LockWait<'_>) -> Result<StoreLock, HistoryError> {
         self.begin(wait, &oplog::Origin::command("unnamed"))
     }
