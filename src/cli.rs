@@ -285,6 +285,12 @@ pub enum Command {
     /// Verify .filesystem/ and .shelpa/ after a crash; --repair fixes what is safe (exit 1 if an
     /// error remains; warnings only with --strict).
     Check(crate::check::CheckArgs),
+    /// The operation log: every change made through the server, newest first; `log show OP`
+    /// for one with its diffs.
+    Log(crate::rewind::LogArgs),
+    /// Put back what chosen operations changed (by id, --session or --since); never over a
+    /// change they did not make unless --force. The revert is itself an operation.
+    Revert(crate::rewind::RevertArgs),
     /// Run the adoption experiment: agents given tasks under each tool interface (see
     /// `filesystem study run --help`).
     Study {
@@ -295,8 +301,10 @@ pub enum Command {
 
 /// Names that make a command line more than "serve with these flags": the subcommands (and
 /// clap's `help`) and the help and version flags. Kept in step with [`Command`] by a test.
-const NOT_LEAN: [&str; 11] = [
+const NOT_LEAN: [&str; 13] = [
     "call",
+    "log",
+    "revert",
     "tools",
     "audit",
     "report",
@@ -707,6 +715,12 @@ pub fn main() -> i32 {
         Some(Command::Check(args)) => {
             crate::check::run(opts.root.as_deref(), opts.allow_root_slash, &args)
         }
+        Some(Command::Log(args)) => {
+            crate::rewind::run_log(opts.root.as_deref(), opts.allow_root_slash, &args)
+        }
+        Some(Command::Revert(args)) => {
+            crate::rewind::run_revert(opts.root.as_deref(), opts.allow_root_slash, &args)
+        }
         Some(Command::Study { command }) => match std::env::current_exe() {
             // The study's arms serve this very binary, and the stand-in agent lies beside it.
             Ok(exe) => study::command::execute(command, &exe, &check_server_args),
@@ -855,7 +869,8 @@ fn call_once(cli: &Options, tool: &str, raw_args: &str) -> i32 {
         return 2;
     }
     // A one-off call has the same wall-clock limit as a served one.
-    let ctx = CallContext::with_timeout(Default::default(), cli.call_timeout());
+    let mut ctx = CallContext::with_timeout(Default::default(), cli.call_timeout());
+    ctx.tool = tool.to_string();
     let output = cli.result_budget().enforce(toolset.call(tool, &args, &ctx));
     // The answer carries file contents and names an agent may have written: shown on a
     // terminal, their control characters are escaped so they cannot drive it. Sent anywhere else

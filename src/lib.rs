@@ -15,6 +15,7 @@ pub mod cli;
 pub mod daemon;
 mod lru;
 pub mod ran_on;
+pub mod rewind;
 pub mod root_opener;
 pub mod roots;
 pub mod write_rules;

@@ -453,6 +453,8 @@ fn the_tools_subcommand_lists_what_the_selection_serves() {
         "list_directory_with_sizes",
         "find_files",
         "read_media_file",
+        "list_operations",
+        "revert_operation",
         "list_allowed_directories",
         "search_content",
         "copy_file",

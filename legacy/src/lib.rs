@@ -465,7 +465,7 @@ impl PipeToolset {
             f.partial = partial(Value::Null);
             return Err(f);
         }
-        let reports = self.commit_tees(&run, confirmed)?;
+        let reports = self.commit_tees(&run, confirmed, ctx)?;
         let tee_json = TeeReport::merged_json(&reports);
         if let Outcome::NonZeroExit(code) = run.outcome {
             let mut f = error::nonzero_exit(code, &run);
@@ -480,9 +480,41 @@ impl PipeToolset {
         ))
     }
 
+    /// The history store's lock for a call that writes, so its changes are one entry of the
+    /// operation log (and no other server changes the files meanwhile); waits no longer than
+    /// the call may run.
+    fn change_lock(&self, ctx: &CallContext) -> Result<workspace::history::StoreLock, Failure> {
+        let store = workspace::history::Store::new(self.guard.workspace().clone(), false);
+        let gave_up = || ctx.cancel.is_cancelled();
+        let origin = workspace::history::oplog::Origin {
+            client: ctx.client.as_ref().and_then(|c| c.name.clone()),
+            version: ctx.client.as_ref().and_then(|c| c.version.clone()),
+            mode: "pipe".into(),
+            tool: ctx.tool.clone(),
+        };
+        store
+            .begin(
+                &workspace::history::LockWait::new(ctx.deadline, &gave_up),
+                &origin,
+            )
+            .map_err(|e| {
+                TeeError::Io {
+                    op: "lock the history store before writing",
+                    path: ".filesystem".into(),
+                    source: std::io::Error::other(e.to_string()),
+                }
+                .to_failure()
+            })
+    }
+
     /// Passes every tee through the approval gate, then writes them all: a refused gate leaves
     /// every file (and mirror) untouched.
-    fn commit_tees(&self, run: &RunResult, confirmed: bool) -> Result<Vec<TeeReport>, Failure> {
+    fn commit_tees(
+        &self,
+        run: &RunResult,
+        confirmed: bool,
+        ctx: &CallContext,
+    ) -> Result<Vec<TeeReport>, Failure> {
         let limits = self.limits();
         let relative = |capture: &exec::TeeCapture| {
             capture
@@ -501,7 +533,12 @@ impl PipeToolset {
             tee::gate(capture.total, confirmed, &limits, &first).map_err(|e| e.to_failure())?;
         }
         let mut reports = Vec::new();
+        let mut lock = None;
         for capture in run.tees.iter().filter(|c| !c.targets.is_empty()) {
+            let lock = match &lock {
+                Some(l) => l,
+                None => lock.insert(self.change_lock(ctx)?),
+            };
             let mode = if capture.append {
                 TeeMode::Append
             } else {
@@ -510,6 +547,7 @@ impl PipeToolset {
             let report = tee::commit(
                 self.guard.workspace(),
                 self.guard.permissions(),
+                lock,
                 &relative(capture)?,
                 &capture.data,
                 mode,
@@ -570,9 +608,11 @@ impl PipeToolset {
         } else {
             TeeMode::Overwrite
         };
+        let lock = self.change_lock(ctx)?;
         let report = tee::commit(
             self.guard.workspace(),
             self.guard.permissions(),
+            &lock,
             targets,
             data,
             mode,

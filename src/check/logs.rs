@@ -1,4 +1,5 @@
-//! The append-only logs: `.moves`, `.deletes`, `.imports` and the call log `.calls.jsonl`.
+//! The append-only logs: `.moves`, `.deletes`, `.imports`, the operation log `.operations` (and
+//! its rotations) and the call log `.calls.jsonl`.
 //!
 //! A crash can leave one torn last line (an append that was never acknowledged); that is a
 //! warning, and `--repair` cuts it off, exactly as the next append would. A bad line anywhere
@@ -27,6 +28,8 @@ enum Grammar {
     Imports,
     /// one JSON object
     Calls,
+    /// one operation-log entry, its id above the one before
+    Operations,
 }
 
 /// Checks every log that exists.
@@ -39,6 +42,110 @@ pub(crate) fn check(state: &Path, fixer: &mut Fixer, report: &mut CheckReport) {
     ] {
         check_one(state, name, grammar, fixer, report);
     }
+    // Oldest rotation first, so the ids must rise from one file into the next.
+    let mut last_id = 0;
+    let mut trash_ids = std::collections::BTreeMap::new();
+    for rel in workspace::history::oplog::file::files(Path::new(""))
+        .iter()
+        .rev()
+    {
+        let name = rel.to_string_lossy();
+        last_id = check_operations(state, &name, last_id, &mut trash_ids, fixer, report);
+    }
+    check_trash_ids(&trash_ids, fixer, report);
+}
+
+/// The most trash ids of the operation log compared with `.deletes`; beyond it the rest are not
+/// compared, so the check stays bounded in memory.
+const MAX_TRASH_IDS: usize = 1_000_000;
+
+/// Verifies the operation log against the store: every trash entry it names (deleted as, or
+/// restored from) was recorded by `.deletes`, which the store writes before the entry is made.
+fn check_trash_ids(
+    ids: &std::collections::BTreeMap<u64, String>,
+    fixer: &Fixer,
+    report: &mut CheckReport,
+) {
+    if ids.is_empty() {
+        return;
+    }
+    let log = workspace::history::log::HistoryLog::new(
+        fixer.workspace().clone(),
+        Path::new(workspace::guard::STATE_DIRS[0]).join(DELETES_LOG),
+    );
+    let Ok(events) = workspace::history::trash::read_deletes(&log) else {
+        return; // Reported by the check of `.deletes` itself.
+    };
+    let known: std::collections::HashSet<u64> = events.iter().map(|e| e.id).collect();
+    for (id, place) in ids {
+        if !known.contains(id) {
+            report.push(
+                CheckSeverity::Error,
+                place.clone(),
+                format!("names trash entry {id}, which .filesystem/.deletes never recorded: the trash or its log was changed by hand, so a revert cannot bring that entry back"),
+                Fix::Manual("compare .filesystem/.trash and .filesystem/.deletes by hand; put back what was removed from them".into()),
+            );
+        }
+    }
+}
+
+/// Checks one file of the operation log: each entry parses, names plain root-relative paths
+/// and has an id above the one before (`last_id`, the newest of the older files); returns the
+/// newest id seen. A torn last line is cut by `--repair`, as for the other logs.
+fn check_operations(
+    state: &Path,
+    name: &str,
+    mut last_id: u64,
+    trash_ids: &mut std::collections::BTreeMap<u64, String>,
+    fixer: &Fixer,
+    report: &mut CheckReport,
+) -> u64 {
+    let rel = Path::new(workspace::guard::STATE_DIRS[0]).join(name);
+    match fixer.workspace().stat(&rel) {
+        Ok(Some(m)) if m.is_file() => {}
+        _ => return last_id,
+    }
+    check_one(state, name, Grammar::Operations, fixer, report);
+    let place = format!(".filesystem/{name}");
+    let Ok(file) = fixer
+        .workspace()
+        .open_regular(&rel, OFlags::RDONLY, Mode::empty())
+    else {
+        return last_id;
+    };
+    let mut reader = BufReader::new(file);
+    let mut line = Vec::new();
+    let mut n = 0usize;
+    while matches!(reader.read_until(b'\n', &mut line), Ok(k) if k > 0) {
+        n += 1;
+        if line.last() == Some(&b'\n') {
+            if let Ok(op) = serde_json::from_slice::<workspace::history::oplog::Operation>(&line) {
+                if op.id <= last_id {
+                    report.push(
+                        CheckSeverity::Error,
+                        format!("{place}:{n}"),
+                        format!("operation id {} is not above the one before it ({last_id}): ids must never repeat, so reverting by id could pick the wrong entry", op.id),
+                        Fix::Manual("inspect the log by hand; no writer of this server puts ids out of order".into()),
+                    );
+                }
+                last_id = last_id.max(op.id);
+                for c in &op.changes {
+                    let named = match (&c.after, c.restored_from) {
+                        (workspace::history::oplog::State::Trashed { id }, _) => Some(*id),
+                        (_, Some(id)) => Some(id),
+                        _ => None,
+                    };
+                    if let Some(id) = named.filter(|_| trash_ids.len() < MAX_TRASH_IDS) {
+                        trash_ids
+                            .entry(id)
+                            .or_insert_with(|| format!("{place}:{n}"));
+                    }
+                }
+            }
+        }
+        line.clear();
+    }
+    last_id
 }
 
 fn check_one(state: &Path, name: &str, grammar: Grammar, fixer: &Fixer, report: &mut CheckReport) {
@@ -113,6 +220,24 @@ fn check_one(state: &Path, name: &str, grammar: Grammar, fixer: &Fixer, report: 
 
 /// Checks one complete line (without its newline) against `grammar`.
 fn parse_line(line: &[u8], grammar: Grammar) -> Result<(), String> {
+    if let Grammar::Operations = grammar {
+        let op = serde_json::from_slice::<workspace::history::oplog::Operation>(line)
+            .map_err(|e| format!("not an operation entry: {e}"))?;
+        chrono::DateTime::parse_from_rfc3339(&op.time)
+            .map_err(|_| "the time is not an RFC 3339 timestamp".to_string())?;
+        for c in &op.changes {
+            let paths = std::iter::once(c.rel()).chain(
+                c.moved_from
+                    .as_deref()
+                    .map(workspace::history::oplog::record::field_to_path),
+            );
+            for p in paths {
+                layout::components(&p)
+                    .map_err(|_| "a path is not a plain root-relative path".to_string())?;
+            }
+        }
+        return Ok(());
+    }
     if let Grammar::Calls = grammar {
         return match serde_json::from_slice::<serde_json::Value>(line) {
             Ok(serde_json::Value::Object(_)) => Ok(()),
@@ -128,7 +253,7 @@ fn parse_line(line: &[u8], grammar: Grammar) -> Result<(), String> {
         Grammar::Moves => 3,
         Grammar::Deletes => 4,
         Grammar::Imports => 2,
-        Grammar::Calls => 1,
+        Grammar::Calls | Grammar::Operations => 1,
     };
     if fields.len() != want {
         return Err(format!("{} field(s), expected {want}", fields.len()));
@@ -164,7 +289,7 @@ fn parse_line(line: &[u8], grammar: Grammar) -> Result<(), String> {
             path(&fields[3])
         }
         Grammar::Imports => path(&fields[0]),
-        Grammar::Calls => Ok(()),
+        Grammar::Calls | Grammar::Operations => Ok(()),
     }
 }
 

@@ -224,7 +224,9 @@ impl Walk<'_> {
                 // A conversion in progress; reported by `layout_note`, or below when stray.
                 Some(CONVERTED_DIR | CONVERTING_DIR) => Some(Kind::Dir),
                 _ if old_files => Some(Kind::Dir),
-                _ if workspace::history::layout::is_rotated_log_name(name.as_bytes()) => {
+                _ if workspace::history::layout::is_rotated_log_name(name.as_bytes())
+                    || workspace::history::layout::is_rotated_operations_name(name.as_bytes()) =>
+                {
                     Some(Kind::File)
                 }
                 Some(
@@ -238,19 +240,26 @@ impl Walk<'_> {
                     | LOCK_FILE
                     | LAYOUT_MARK
                     | workspace::STORE_GITIGNORE
-                    | workspace::history::layout::DEFAULT_LOG_NAME,
+                    | workspace::history::layout::DEFAULT_LOG_NAME
+                    | workspace::history::layout::OPERATIONS_LOG
+                    | workspace::history::layout::PENDING_OPERATION,
                 ) => Some(Kind::File),
                 _ => None,
             };
-            if [PENDING_MOVE, PENDING_DELETE, PENDING_RESTORE]
-                .iter()
-                .any(|p| name == *p)
+            if [
+                PENDING_MOVE,
+                PENDING_DELETE,
+                PENDING_RESTORE,
+                workspace::history::layout::PENDING_OPERATION,
+            ]
+            .iter()
+            .any(|p| name == *p)
                 && kind == Kind::File
             {
                 self.report.push(
                     CheckSeverity::Info,
                     Self::place(&rel),
-                    "a move, delete or restore was cut short; the next change to the store finishes it (or finds it never happened)".to_string(),
+                    "a move, delete, restore or revert was cut short; the next change to the store finishes it (or finds it never happened)".to_string(),
                     Fix::Nothing,
                 );
             }

@@ -78,7 +78,7 @@ pub fn append_file(
     })?;
     if target.existing_mode.is_none() {
         if let Some(parent) = rel.parent() {
-            target::make_dirs(&cx.guard, parent)?;
+            target::make_dirs(&cx.store, &lock, parent)?;
         }
     }
     let before = data.len();

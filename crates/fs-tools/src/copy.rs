@@ -126,14 +126,14 @@ pub fn copy_file(
     // The last moment to stop: from here on the call changes the workspace.
     FsError::check(ctx, || format!("copy_file of '{}'", src.display()))?;
     if let Some(parent) = dst.relative.parent() {
-        target::make_dirs(&cx.guard, parent)?;
+        target::make_dirs(&cx.store, &lock, parent)?;
     }
     let (mut files, mut dirs, mut links) = (0u64, 0u64, 0u64);
     let mut versions = 0u64;
     for item in &plan.items {
         match item {
             CopyItem::Dir { rel, .. } => {
-                target::make_dirs(&cx.guard, &under(&dst.relative, rel))?;
+                target::make_dirs(&cx.store, &lock, &under(&dst.relative, rel))?;
                 dirs += 1;
             }
             CopyItem::File { rel, mode, .. } => {
@@ -152,6 +152,8 @@ pub fn copy_file(
             }
             CopyItem::Link { rel, target: says } => {
                 let to = under(&dst.relative, rel);
+                // Not written through the store: the operation log is told before it appears.
+                lock.touch(&to);
                 ws.symlink(&to, says)
                     .map_err(|e| target::io_error("cannot create the link", &to, e))?;
                 links += 1;

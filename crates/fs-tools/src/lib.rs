@@ -14,6 +14,7 @@ mod extra;
 mod list;
 mod media;
 mod paging;
+mod operations;
 mod read;
 pub mod recovery;
 mod schema;
@@ -73,8 +74,14 @@ impl FsContext {
     /// (a conversion, `audit import`, `check --repair`) fails in time instead of hanging its lane.
     pub(crate) fn lock(&self, ctx: &CallContext) -> Result<StoreLock, FsError> {
         let gave_up = || ctx.cancel.is_cancelled();
+        let origin = workspace::history::oplog::Origin {
+            client: ctx.client.as_ref().and_then(|c| c.name.clone()),
+            version: ctx.client.as_ref().and_then(|c| c.version.clone()),
+            mode: "filesystem".into(),
+            tool: ctx.tool.clone(),
+        };
         self.store
-            .lock_within(&LockWait::new(ctx.deadline, &gave_up))
+            .begin(&LockWait::new(ctx.deadline, &gave_up), &origin)
             .map_err(|e| lock_error(e, ctx))
     }
 
@@ -147,6 +154,8 @@ fn served_instructions(options: &FsOptions) -> String {
         tools::SEARCH_CONTENT => "a regex or text search of file contents",
         tools::COPY_FILE => "a file or directory copied, links never followed",
         tools::APPEND_FILE => "text added at the end of a file, atomically",
+        tools::LIST_OPERATIONS => "the log of every change made through this server",
+        tools::REVERT_OPERATION => "putting back what logged operations changed",
         _ => "paths by glob",
     };
     let extras: Vec<String> = tools::EXTRAS
@@ -172,6 +181,7 @@ fn all_definitions(options: &FsOptions) -> Vec<ToolDef> {
         defs.push(search::definition());
         defs.push(copy::definition());
         defs.push(append::definition());
+        defs.extend(operations::definitions());
     }
     defs.retain(|d| serves(options, &d.name, d.effects.read_only));
     defs
@@ -332,6 +342,8 @@ impl Toolset for FsToolset {
             tools::SEARCH_CONTENT => search::search_content(cx, args, ctx),
             tools::COPY_FILE => copy::copy_file(cx, args, ctx),
             tools::APPEND_FILE => append::append_file(cx, args, ctx),
+            tools::LIST_OPERATIONS => operations::list_operations(cx, args, ctx),
+            tools::REVERT_OPERATION => operations::revert_operation(cx, args, ctx),
             tools::READ_TEXT_FILE => read::read_text_file(cx, args, ctx),
             tools::CREATE_FILE => write::create_file(cx, args, ctx),
             tools::WRITE_FILE => write::write_file(cx, args, ctx),

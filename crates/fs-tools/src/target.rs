@@ -94,10 +94,13 @@ pub fn io_error(what: &str, relative: &Path, e: io::Error) -> FsError {
 /// Creates the directory `relative` and every missing parent through the workspace layer (one
 /// component at a time, relative to its parent's descriptor, never through a symlink). Returns
 /// true when anything was created.
-pub fn make_dirs(guard: &PathGuard, relative: &Path) -> Result<bool, FsError> {
-    guard
-        .workspace()
-        .create_dirs(relative)
+pub fn make_dirs(
+    store: &workspace::history::Store,
+    lock: &workspace::history::StoreLock,
+    relative: &Path,
+) -> Result<bool, FsError> {
+    store
+        .create_dirs(lock, relative)
         .map_err(|e| match e.kind() {
             io::ErrorKind::AlreadyExists => FsError::AlreadyExists(format!(
                 "a part of '{}' already exists and is not a directory ({e}); choose another path or move it away first",

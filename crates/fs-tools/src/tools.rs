@@ -52,6 +52,9 @@ pub const SEARCH_CONTENT: &str = "search_content";
 pub const COPY_FILE: &str = "copy_file";
 /// See [`EXTRAS`].
 pub const APPEND_FILE: &str = "append_file";
+pub const LIST_OPERATIONS: &str = "list_operations";
+/// See [`EXTRAS`].
+pub const REVERT_OPERATION: &str = "revert_operation";
 
 /// The tools served only with version history (`--backup`): without it there is nothing to step
 /// through, so they are not offered.
@@ -85,9 +88,10 @@ pub const TOOLS: [ToolEntry; 14] = [
 /// exactly [`TOOLS`], which adoption studies compare; the report reads both tables.
 ///
 /// `copy_file` and `append_file` change files (a copy and an append are versions like any
-/// write); of the others, `read_multiple_files`, `read_media_file` and `search_content` read
-/// content and the rest look around.
-pub const EXTRAS: [ToolEntry; 9] = [
+/// write), and `revert_operation` puts back what logged operations did; of the others,
+/// `read_multiple_files`, `read_media_file` and `search_content` read content and the rest look
+/// around.
+pub const EXTRAS: [ToolEntry; 11] = [
     entry(READ_MULTIPLE_FILES, ToolClass::Read),
     entry(GET_FILE_INFO, ToolClass::Navigate),
     entry(LIST_DIRECTORY_WITH_SIZES, ToolClass::Navigate),
@@ -97,6 +101,8 @@ pub const EXTRAS: [ToolEntry; 9] = [
     entry(SEARCH_CONTENT, ToolClass::Read),
     entry(COPY_FILE, ToolClass::Write),
     entry(APPEND_FILE, ToolClass::Write),
+    entry(LIST_OPERATIONS, ToolClass::History),
+    entry(REVERT_OPERATION, ToolClass::History),
 ];
 
 /// Which tools a filesystem mode serves (`--tools`). Whatever is selected, the tools that need

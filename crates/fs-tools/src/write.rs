@@ -10,7 +10,7 @@ use super::target::{self, WriteTarget};
 use super::{reject_unknown, FsContext};
 use mcp_core::toolset::{Args, CallContext, ToolOutput};
 use workspace::guard::display_relative;
-use workspace::history::WriteReport;
+use workspace::history::{StoreLock, WriteReport};
 
 /// The one line a writing tool answers with: what happened, to which path, how many bytes, and
 /// the version the write became when history is kept.
@@ -28,9 +28,9 @@ pub fn summary(verb: &str, relative: &Path, report: &WriteReport, note: &str) ->
 }
 
 /// Creates the missing parents of a file about to be written.
-fn make_parents(cx: &FsContext, relative: &Path) -> Result<(), FsError> {
+fn make_parents(cx: &FsContext, lock: &StoreLock, relative: &Path) -> Result<(), FsError> {
     if let Some(parent) = relative.parent() {
-        target::make_dirs(&cx.guard, parent)?;
+        target::make_dirs(&cx.store, lock, parent)?;
     }
     Ok(())
 }
@@ -77,7 +77,7 @@ pub fn create_file(
     }
     // The last moment to stop: from here on the call changes the workspace.
     FsError::check(ctx, || format!("create_file of '{}'", resolved.display()))?;
-    make_parents(cx, &resolved.relative)?;
+    make_parents(cx, &lock, &resolved.relative)?;
     let report = cx
         .store
         .write(&lock, &resolved.relative, content.as_bytes(), true)?;
@@ -102,7 +102,7 @@ pub fn write_file(
         format!("write_file of '{}'", target.resolved.display())
     })?;
     if target.existing_mode.is_none() {
-        make_parents(cx, &target.resolved.relative)?;
+        make_parents(cx, &lock, &target.resolved.relative)?;
     }
     let report = cx
         .store
@@ -127,7 +127,7 @@ pub fn create_directory(
 ) -> Result<ToolOutput, FsError> {
     reject_unknown(args, &["path"])?;
     let path = Args(args).str("path")?;
-    let _lock = cx.lock(ctx)?;
+    let lock = cx.lock(ctx)?;
     let resolved = cx.guard.resolve_for_change(path)?;
     if resolved.is_root() {
         return Ok(ToolOutput::text(
@@ -159,7 +159,7 @@ pub fn create_directory(
     FsError::check(ctx, || {
         format!("create_directory of '{}'", resolved.display())
     })?;
-    let created = target::make_dirs(&cx.guard, &resolved.relative)?;
+    let created = target::make_dirs(&cx.store, &lock, &resolved.relative)?;
     Ok(ToolOutput::text(if created {
         format!("Created directory {}", resolved.display())
     } else {

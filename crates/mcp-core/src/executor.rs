@@ -151,7 +151,9 @@ impl Executor {
         let start = out.len();
         if !job.cancel.is_cancelled() {
             let started = Instant::now();
-            let ctx = CallContext::with_timeout(job.cancel.clone(), self.call_timeout);
+            let mut ctx = CallContext::with_timeout(job.cancel.clone(), self.call_timeout);
+            ctx.tool.clone_from(&job.name);
+            ctx.client = Some(job.client.clone());
             let outcome = catch_unwind(AssertUnwindSafe(|| {
                 self.toolset.call(&job.name, &job.args, &ctx)
             }));

@@ -241,6 +241,10 @@ pub struct CallContext {
     pub deadline: Option<Instant>,
     /// The limit itself, for messages.
     pub timeout: Option<Duration>,
+    /// The tool being called, for records a toolset keeps of what changed (the operation log).
+    pub tool: String,
+    /// The client that called it, when the call came over MCP.
+    pub client: Option<std::sync::Arc<crate::protocol::ClientInfo>>,
 }
 
 impl CallContext {
@@ -250,6 +254,8 @@ impl CallContext {
             cancel,
             deadline: timeout.and_then(|t| Instant::now().checked_add(t)),
             timeout,
+            tool: String::new(),
+            client: None,
         }
     }
 

@@ -794,8 +794,9 @@ impl Workspace {
         }
     }
 
-    /// Creates the symlink `rel` saying `target`, relative to its parent's descriptor (what it
-    /// says is not looked at here: the caller asks the guard whether it stays inside).
+    /// Creates the symlink `rel` saying `target` (stored as given, never followed here), relative
+    /// to its parent's descriptor; the directory is synced. What it says is not looked at here:
+    /// the caller (a copy, the operation log's revert) decides whether it may exist.
     pub fn symlink(&self, rel: &Path, target: &Path) -> io::Result<()> {
         let (dir, name) = self.parent(rel)?;
         dir.symlink(target, name)?;

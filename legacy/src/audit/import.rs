@@ -40,8 +40,15 @@ pub fn import(audit: &Audit, json_out: bool, out: &mut dyn Write) -> Result<i32,
         };
         let versions = keyed_versions(&l.mirror.records);
         let report = store
-            .lock()
-            .and_then(|lock| store.import_versions(&lock, &resolved.relative, &versions))
+            .begin(
+                &workspace::history::LockWait::patient(),
+                &workspace::history::oplog::Origin::command("audit import"),
+            )
+            .and_then(|lock| {
+                let report = store.import_versions(&lock, &resolved.relative, &versions)?;
+                lock.commit()?;
+                Ok(report)
+            })
             .map_err(|e| AuditError::History(e.to_string()))?;
         rows.push(vec![
             l.display.clone(),

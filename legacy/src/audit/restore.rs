@@ -122,7 +122,22 @@ pub fn restore(
     // directory), one at a time beneath the root's descriptor; a swapped-in link fails here,
     // before anything is recorded.
     let parent_rel = dest.relative.parent().unwrap_or(Path::new(""));
-    ws.create_dirs(parent_rel).map_err(|e| {
+    // A workspace that has a `.filesystem/` history gets the restore as a version there too (the
+    // store swaps the file in itself), so `undo_file` can take the restore back. Either way the
+    // restore is made under the store's lock, as one entry of the operation log.
+    let has_store = ws
+        .stat(Path::new(workspace::guard::STATE_DIRS[0]))
+        .ok()
+        .flatten()
+        .is_some_and(|st| st.is_dir());
+    let store = workspace::history::Store::new(ws.clone(), has_store);
+    let lock = store
+        .begin(
+            &workspace::history::LockWait::patient(),
+            &workspace::history::oplog::Origin::command("audit restore"),
+        )
+        .map_err(|e| AuditError::History(e.to_string()))?;
+    store.create_dirs(&lock, parent_rel).map_err(|e| {
         open_err(format!("cannot create the directory of '{shown}'"), &shown)(e.into())
     })?;
     // Record first, then change the file: if the change then fails, the mirror holds a record of
@@ -130,29 +145,23 @@ pub fn restore(
     // audit never saw.
     let keep = if unrecorded { current.as_deref() } else { None };
     let ids = record_restore(audit, &dest.relative, &shown, keep, &version)?;
-    // A workspace that has a `.filesystem/` history gets the restore as a version there too (the
-    // store swaps the file in itself), so `undo_file` can take the restore back.
-    let has_store = ws
-        .stat(Path::new(workspace::guard::STATE_DIRS[0]))
-        .ok()
-        .flatten()
-        .is_some_and(|st| st.is_dir());
     let history_version = if has_store {
-        let store = workspace::history::Store::new(ws.clone(), true);
         let report = store
-            .lock()
-            .and_then(|lock| store.write(&lock, &dest.relative, &version, false))
+            .write(&lock, &dest.relative, &version, false)
             .map_err(|e| AuditError::History(e.to_string()))?;
         report.version
     } else {
         // The layer's one temporary-file scheme: a temporary beside the destination, synced,
         // renamed into place; the old permission bits are kept.
+        lock.touch(&dest.relative);
         ws.replace_file(&dest.relative, &version, existing.map(|st| st.mode), false)
             .map_err(io(format!(
                 "cannot move the restored content into '{shown}'"
             )))?;
         None
     };
+    lock.commit()
+        .map_err(|e| AuditError::History(e.to_string()))?;
 
     let mut msg = format!(
         "restored '{}' record {} ({} bytes) to '{shown}'; recorded in .shelpa/{shown} as record {}",

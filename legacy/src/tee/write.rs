@@ -10,11 +10,13 @@ use super::record::TargetMirror;
 use super::target::{check_target, open_regular, recheck, Target};
 use super::{TeeError, TeeMode, TeeReport};
 use workspace::guard::display_relative;
+use workspace::history::StoreLock;
 use workspace::mirror::MIRROR_DIR;
 use workspace::permissions::Permissions;
 use workspace::{is_swap, Workspace};
 
-/// Writes `data` to every target and its mirror, unless `permissions` refuse any of them. The gate must already have been passed; `data`
+/// Writes `data` to every target and its mirror, unless `permissions` refuse any of them, under the
+/// history store's `lock` (whose operation-log entry records each target). The gate must already have been passed; `data`
 /// is already cut to the hard limit (`truncated` says whether it was). Targets are root-relative
 /// (see [`relative_target`](super::relative_target)); every operation goes through the workspace layer, relative to
 /// directory descriptors opened beneath the root, so a directory swapped for a symlink after the
@@ -22,6 +24,7 @@ use workspace::{is_swap, Workspace};
 pub fn commit(
     ws: &Workspace,
     permissions: &Permissions,
+    lock: &StoreLock,
     targets: &[PathBuf],
     data: &[u8],
     mode: TeeMode,
@@ -47,6 +50,8 @@ pub fn commit(
         truncated,
     };
     for target in &checked {
+        // Before the change, so the operation log records what was there.
+        lock.touch(&target.relative);
         write_one(ws, target, data, mode)?;
         report.paths.push(display_relative(&target.relative));
         report.mirror.push(format!(

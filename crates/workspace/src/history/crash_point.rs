@@ -2,7 +2,7 @@
 //! the crash tests can stop a conversion, move, delete or restore at every one of its writes in
 //! turn, deterministically, instead of hoping a timed kill lands there.
 //!
-//! With [`STOP_AFTER_ENV`] set to `OP:N` (`convert`, `move`, `delete`, `restore` or `write`, then a
+//! With [`STOP_AFTER_ENV`] set to `OP:N` (`convert`, `move`, `delete`, `restore`, `write` or `revert`, then a
 //! count), the process SIGKILLs itself right after the Nth change to the disk made by operations
 //! of kind `OP` (the finishing of one a crash cut short included), counted from the start of the
 //! process. `OP:N:park` parks the process there instead (it sleeps, holding the store lock,
@@ -30,6 +30,8 @@ pub enum Op {
     /// `Store::write` (every whole-file write: write_file, edit_file, append_file, a copy's
     /// files): once its versions are recorded, once the file is replaced.
     Write,
+    /// A revert of operations from the operation log: one count per path put back.
+    Revert,
 }
 
 impl Op {
@@ -40,6 +42,7 @@ impl Op {
             Op::Delete => "delete",
             Op::Restore => "restore",
             Op::Write => "write",
+            Op::Revert => "revert",
         }
     }
 }
@@ -58,7 +61,7 @@ fn plan() -> Option<(Op, u64, Then)> {
         let text = std::env::var(STOP_AFTER_ENV).ok()?;
         let mut parts = text.split(':');
         let op = parts.next()?;
-        let op = [Op::Convert, Op::Move, Op::Delete, Op::Restore, Op::Write]
+        let op = [Op::Convert, Op::Move, Op::Delete, Op::Restore, Op::Write, Op::Revert]
             .into_iter()
             .find(|o| o.name() == op)?;
         let n = parts.next()?.parse().ok()?;

@@ -28,7 +28,7 @@ impl Store {
     /// importing twice adds nothing. Nothing is dropped, not even an undone future.
     pub fn import_versions(
         &self,
-        _lock: &StoreLock,
+        lock: &StoreLock,
         rel: &Path,
         versions: &[(String, Vec<u8>)],
     ) -> Result<ImportReport, HistoryError> {
@@ -63,6 +63,11 @@ impl Store {
             report.added += 1;
         }
         report.newest = head.map(|h| h.current);
+        if report.added > 0 {
+            // The workspace file is as it was; its history gained versions.
+            lock.touch(rel);
+            lock.journal().versions(rel, None, report.newest);
+        }
         Ok(report)
     }
 }

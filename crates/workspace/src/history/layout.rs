@@ -77,6 +77,12 @@ pub const LAYOUT_MARK_TEXT: &[u8] = b"2\n";
 pub const CONVERTING_DIR: &str = ".converting";
 /// A committed conversion whose trees are being moved into place; finished after a crash.
 pub const CONVERTED_DIR: &str = ".converted";
+/// The operation log: one JSON line per call that changed the workspace (see [`super::oplog`]).
+pub const OPERATIONS_LOG: &str = ".operations";
+/// The journal of a durable operation (a revert) in progress, from which the next lock writes
+/// its entry if a crash cut it short.
+pub const PENDING_OPERATION: &str = ".pending-operation";
+
 /// The suffix of the directory beside a trash entry that holds its history.
 pub const TRASH_HISTORY_SUFFIX: &str = ".history";
 
@@ -100,6 +106,8 @@ pub const RESERVED_NAMES: &[&str] = &[
     crate::STORE_GITIGNORE,
     crate::temp::LIVE_DIR,
     DEFAULT_LOG_NAME,
+    OPERATIONS_LOG,
+    PENDING_OPERATION,
 ];
 
 /// Five or more ASCII digits: the shape of snapshot and trash-entry names.
@@ -115,10 +123,11 @@ fn collides(name: &[u8]) -> bool {
         || name
             .strip_suffix(UNDONE_SUFFIX.as_bytes())
             .is_some_and(all_digits)
-        || name
-            .strip_prefix(DEFAULT_LOG_NAME.as_bytes())
-            .and_then(|r| r.strip_prefix(b"."))
-            .is_some_and(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit))
+        || [DEFAULT_LOG_NAME, OPERATIONS_LOG].iter().any(|log| {
+            name.strip_prefix(log.as_bytes())
+                .and_then(|r| r.strip_prefix(b"."))
+                .is_some_and(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit))
+        })
         || name.starts_with(crate::temp::TEMP_PREFIX.as_bytes())
 }
 
@@ -309,6 +318,16 @@ pub const DEFAULT_LOG_NAME: &str = ".calls.jsonl";
 /// `.calls.jsonl.`[`KEEP_ROTATED`]): one of the store's own files, for `check`.
 pub fn is_rotated_log_name(name: &[u8]) -> bool {
     name.strip_prefix(DEFAULT_LOG_NAME.as_bytes())
+        .and_then(|rest| rest.strip_prefix(b"."))
+        .and_then(|n| std::str::from_utf8(n).ok())
+        .and_then(|n| n.parse::<u32>().ok().filter(|v| v.to_string() == n))
+        .is_some_and(|n| (1..=KEEP_ROTATED).contains(&n))
+}
+
+/// True for the name of a rotated operation log (`.operations.1` …
+/// `.operations.`[`KEEP_ROTATED`]), for `check`.
+pub fn is_rotated_operations_name(name: &[u8]) -> bool {
+    name.strip_prefix(OPERATIONS_LOG.as_bytes())
         .and_then(|rest| rest.strip_prefix(b"."))
         .and_then(|n| std::str::from_utf8(n).ok())
         .and_then(|n| n.parse::<u32>().ok().filter(|v| v.to_string() == n))

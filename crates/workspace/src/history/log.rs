@@ -145,6 +145,17 @@ impl PendingNote {
         Ok(self.log.read()?.into_iter().next())
     }
 
+    /// Every line of a note that grows while its operation runs (the operation log's durable
+    /// journal), in order; a torn last line is left out.
+    pub fn read_all(&self) -> io::Result<Vec<Vec<u8>>> {
+        Ok(self
+            .log
+            .read()?
+            .into_iter()
+            .filter_map(|fields| fields.into_iter().next())
+            .collect())
+    }
+
     /// Forgets the note (finished, or found never to have started).
     pub fn clear(&self) -> io::Result<()> {
         self.log.ws.remove_file(&self.log.path)

@@ -17,6 +17,9 @@
 //!   .trash/00001.history/ its version history, same layout
 //!   .deletes              append-only: time<TAB>delete|restore<TAB>id<TAB>path
 //!   .imports              append-only: path<TAB>key of each imported outside version
+//!   .operations           append-only: one JSON entry per call that changed the workspace
+//!                         (see [`oplog`]); rotated to .operations.1 … like the call log
+//!   .pending-operation    the journal of a revert in progress (see [`oplog::journal`])
 //!   .next-trash-id        the next trash id (ids are never reused)
 //!   .orphans/<time>-<pid>/  a stale history that had to make room at a move/restore target
 //!   .lock                 flock'd around every mutation
@@ -58,6 +61,7 @@ mod import;
 mod index;
 pub mod layout;
 pub mod log;
+pub mod oplog;
 mod story;
 pub mod trash;
 pub mod versions;
@@ -145,9 +149,62 @@ pub struct MoveReport {
     pub history_moved: bool,
 }
 
-/// Proof that the store's lock is held; every mutation takes one. Dropping it releases the lock.
+/// Proof that the store's lock is held; every mutation takes one. Dropping it writes the
+/// operation log's entry for what was changed under it (see [`oplog::journal`]), then releases
+/// the lock.
 pub struct StoreLock {
+    journal: std::sync::Mutex<oplog::Journal>,
     _file: Option<File>,
+}
+
+impl StoreLock {
+    /// Tells the journal of this lock about a change about to be made.
+    pub(crate) fn journal(&self) -> std::sync::MutexGuard<'_, oplog::Journal> {
+        match self.journal.lock() {
+            Ok(j) => j,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Notes that `rel` is about to change, so the entry of this lock records what was there.
+    /// For the layers above that change a path the store does not write itself (a `tee`
+    /// append, a permission change): call it before the change.
+    pub fn touch(&self, rel: &Path) {
+        self.journal().touch(rel);
+    }
+
+    /// Makes the changes under this lock a long operation whose journal is kept on disk as it
+    /// goes (see [`oplog::journal`]): a revert of `reverts`. Call it before the first change.
+    pub fn make_durable(&self, reverts: Vec<u64>) -> Result<(), HistoryError> {
+        self.journal().make_durable(reverts).map_err(io_err(
+            "cannot start the journal of the operation (.filesystem/.pending-operation)",
+        ))
+    }
+
+    /// Writes the operation log's entry for what was changed under this lock so far, and
+    /// returns its id (`None` when nothing changed). Dropping the lock does the same, but can
+    /// only print a failure; a caller that can report one calls this first.
+    pub fn commit(&self) -> Result<Option<u64>, HistoryError> {
+        self.journal().commit().map_err(io_err(
+            "cannot append to the operation log .filesystem/.operations",
+        ))
+    }
+}
+
+impl Drop for StoreLock {
+    fn drop(&mut self) {
+        let journal = match self.journal.get_mut() {
+            Ok(j) => j,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if journal.is_empty() {
+            return;
+        }
+        // The change is made and cannot be taken back here; what can be done is to say so.
+        if let Err(e) = journal.commit() {
+            eprintln!("filesystem: a change was made but its entry could not be appended to the operation log .filesystem/.operations: {e}");
+        }
+    }
 }
 
 /// The longest a caller without a deadline of its own (a command a person runs, such as
@@ -369,8 +426,19 @@ impl Store {
 
     /// Takes the store's exclusive lock, so two server processes on one root never interleave
     /// mutations, waiting no longer than `wait` allows: `Busy` (naming the holder) when another
-    /// process keeps it that long.
+    /// process keeps it that long. Changes made under it are logged as a command's, tool
+    /// `unnamed`; a caller that knows who it acts for uses [`Store::begin`].
     pub fn lock_within(&self, wait: &LockWait<'_>) -> Result<StoreLock, HistoryError> {
+        self.begin(wait, &oplog::Origin::command("unnamed"))
+    }
+
+    /// Takes the store's lock for changes made on behalf of `origin` (the client, mode and tool
+    /// the operation log records), waiting no longer than `wait` allows.
+    pub fn begin(
+        &self,
+        wait: &LockWait<'_>,
+        origin: &oplog::Origin,
+    ) -> Result<StoreLock, HistoryError> {
         let state = self.state_dir(true)?;
         // A regular file only: a FIFO planted as `.lock` would otherwise block the open forever.
         let file = self
@@ -406,7 +474,14 @@ impl Store {
             pause = (pause * 2).min(Duration::from_millis(20));
         }
         note_holder(&file);
-        let lock = StoreLock { _file: Some(file) };
+        let lock = StoreLock {
+            journal: std::sync::Mutex::new(oplog::Journal::new(
+                self.ws.clone(),
+                state.clone(),
+                origin,
+            )),
+            _file: Some(file),
+        };
         // A store in the previous layout is converted before anything reads or changes it.
         use std::sync::atomic::Ordering;
         if !self.layout_checked.load(Ordering::Acquire) {
@@ -416,7 +491,35 @@ impl Store {
         self.finish_pending_move(&state)?;
         self.finish_pending_delete(&state)?;
         self.finish_pending_restore(&state)?;
+        // Last, so the states it records are those the finished moves and deletes left.
+        oplog::Journal::finish_pending(&self.ws, &state)
+            .map_err(io_err("cannot finish the operation log's entry of a revert a crash cut short (.filesystem/.pending-operation)"))?;
         Ok(lock)
+    }
+
+    /// Creates the directory `rel` and its missing parents (never through a symlink), each one
+    /// created recorded in the operation log; true when the last one was created.
+    pub fn create_dirs(&self, lock: &StoreLock, rel: &Path) -> io::Result<bool> {
+        if rel.as_os_str().is_empty() {
+            return Ok(false); // The root, which exists.
+        }
+        let path = self
+            .checked(rel)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        self.note_new_dirs(lock, path);
+        self.ws.create_dirs(path)
+    }
+
+    /// Touches, in the lock's journal, each ancestor-or-self of `path` that does not exist yet.
+    fn note_new_dirs(&self, lock: &StoreLock, path: &Path) {
+        let mut prefix = PathBuf::new();
+        let mut journal = lock.journal();
+        for c in path.components() {
+            prefix.push(c);
+            if !occupied(&self.ws, &prefix) {
+                journal.touch(&prefix);
+            }
+        }
     }
 
     /// The lock for a call that only reads the store, or `None` when there is no store yet (a
@@ -548,7 +651,7 @@ impl Store {
     /// current content saved as a version first, so it can always be undone back to.
     pub fn write(
         &self,
-        _lock: &StoreLock,
+        lock: &StoreLock,
         rel: &Path,
         content: &[u8],
         create_new: bool,
@@ -562,8 +665,10 @@ impl Store {
             )));
         }
         let meta = self.regular_file_or_nothing(path, &shown)?;
+        lock.touch(path);
         let steps = Steps::new(Op::Write);
         let mut version = None;
+        let mut before_version = None;
         if self.backup {
             let v = versions::for_path(&self.ws, &self.state_dir(true)?, rel)?;
             let mut head = v.head()?;
@@ -579,11 +684,13 @@ impl Store {
                         .map_err(io_err(format!("cannot read {shown}")))?;
                     head = Some(v.append(head, &current)?);
                 }
+                before_version = head.map(|h| h.current);
             }
             version = Some(v.append(head, content)?.current);
+            lock.journal().versions(path, before_version, version);
             steps.done();
         }
-        self.make_parent(path, &shown)?;
+        self.make_parent(lock, path, &shown)?;
         let mode = meta.as_ref().map(|m| m.mode);
         self.ws
             .replace_file(path, content, mode, create_new)
@@ -596,6 +703,7 @@ impl Store {
                     io_err(format!("cannot write {shown}"))(e)
                 }
             })?;
+        lock.journal().wrote(path, content);
         steps.done();
         Ok(WriteReport {
             bytes: content.len() as u64,
@@ -646,7 +754,7 @@ impl Store {
 
     fn step(
         &self,
-        _lock: &StoreLock,
+        lock: &StoreLock,
         rel: &Path,
         steps: u64,
         forward: bool,
@@ -729,17 +837,21 @@ impl Store {
             "version {target} of {shown} is missing from the store; try a different number of steps"
         ))
         })?;
+        lock.touch(path);
+        lock.journal()
+            .versions(path, meta.as_ref().map(|_| head.current), Some(target));
         // The file is written before the head moves. The other order loses work on a crash in
         // between: the file would still hold the newer content while the head already named an
         // older version, so the next call would take that content for an outside change and
         // record it right after the head, overwriting (and dropping) the versions the undo
         // skipped. In this order a crash leaves the head where it was and the file at an older
         // version, which the next call saves as a new version: nothing is dropped.
-        self.make_parent(path, &shown)?;
+        self.make_parent(lock, path, &shown)?;
         let mode = meta.as_ref().map(|m| m.mode);
         self.ws
             .replace_file(path, &content, mode, false)
             .map_err(io_err(format!("cannot write {shown}")))?;
+        lock.journal().wrote(path, &content);
         let head = v.move_head(target)?;
         Ok(StepReport {
             version: head.current,
@@ -753,7 +865,7 @@ impl Store {
     /// carrying its version history along, and logs the move in `.moves`.
     pub fn rename(
         &self,
-        _lock: &StoreLock,
+        lock: &StoreLock,
         from: &Path,
         to: &Path,
     ) -> Result<MoveReport, HistoryError> {
@@ -779,8 +891,9 @@ impl Store {
             return Err(layout::unstorable(to));
         }
         let steps = Steps::new(Op::Move);
-        self.make_parent(dst, &to_s)?;
+        self.make_parent(lock, dst, &to_s)?;
         steps.done();
+        lock.journal().moved(src, dst);
         // The entry, its history and the log line move in three steps; the note makes them one
         // for a crash (the next lock finishes what was started).
         let note = self.note(&state, layout::PENDING_MOVE);
@@ -895,14 +1008,17 @@ impl Store {
         }
     }
 
-    /// Creates the missing parents of `path` (never through a symlink).
-    fn make_parent(&self, path: &Path, shown: &str) -> Result<(), HistoryError> {
+    /// Creates the missing parents of `path` (never through a symlink), each recorded in the
+    /// lock's journal.
+    fn make_parent(&self, lock: &StoreLock, path: &Path, shown: &str) -> Result<(), HistoryError> {
         match path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => self
-                .ws
-                .create_dirs(parent)
-                .map(|_| ())
-                .map_err(io_err(format!("cannot create the parent of {shown}"))),
+            Some(parent) if !parent.as_os_str().is_empty() => {
+                self.note_new_dirs(lock, parent);
+                self.ws
+                    .create_dirs(parent)
+                    .map(|_| ())
+                    .map_err(io_err(format!("cannot create the parent of {shown}")))
+            }
             _ => Ok(()),
         }
     }

@@ -235,7 +235,7 @@ impl Store {
 
     /// Moves the file, directory or symlink at `rel` (never what a symlink points to) into the
     /// trash with its history, logs it in `.deletes`, and returns its entry.
-    pub fn trash(&self, _lock: &StoreLock, rel: &Path) -> Result<TrashEntry, HistoryError> {
+    pub fn trash(&self, lock: &StoreLock, rel: &Path) -> Result<TrashEntry, HistoryError> {
         let path = self.changeable(rel)?;
         let shown = display_relative(rel);
         let meta = self.entry(path, &shown, "delete")?;
@@ -261,6 +261,7 @@ impl Store {
             .map_err(io_err("cannot append to the delete log"))?;
         steps.done();
         let slot = trash.join(layout::trash_name(id));
+        lock.journal().trashed(path, id);
         let note = self.note(&state, layout::PENDING_DELETE);
         note.write(&[id.to_string().as_bytes(), path_field(rel)])
             .map_err(io_err("cannot record the delete before making it"))?;
@@ -332,7 +333,7 @@ impl Store {
     /// logs the restore. Occupied → `AlreadyExists`; unknown or already restored → `NotFound`.
     pub fn restore(
         &self,
-        _lock: &StoreLock,
+        lock: &StoreLock,
         id: u64,
         dest_rel: Option<&Path>,
     ) -> Result<RestoreReport, HistoryError> {
@@ -376,8 +377,9 @@ impl Store {
             return Err(layout::unstorable(&rel));
         }
         let steps = Steps::new(Op::Restore);
-        self.make_parent(path, &shown)?;
+        self.make_parent(lock, path, &shown)?;
         steps.done();
+        lock.journal().restored(path, id);
         // The entry, its history and the log line move in three steps, entry first (as a move
         // does); the note makes them one for a crash: the next lock finishes what was started.
         let note = self.note(&state, layout::PENDING_RESTORE);
