@@ -382,7 +382,7 @@ fn the_default_list_is_unchanged_and_tools_selects_more_or_fewer() {
     assert_eq!(listed(&["--backup", "--tools", "default"]), table);
     let all: Vec<&str> = fs_tools::tools::every_tool().map(|t| t.name).collect();
     assert_eq!(listed(&["--backup", "--tools", "extended"]), all);
-    assert_eq!(all.len(), 23);
+    assert_eq!(all.len(), 25);
     assert_eq!(
         listed(&["--tools", "find_files,read_text_file,get_file_info"]),
         ["read_text_file", "get_file_info", "find_files"]
@@ -446,7 +446,7 @@ fn the_tools_subcommand_lists_what_the_selection_serves() {
     assert!(!plain.contains("find_files"), "{plain}");
     let (ok, extended) = run(&ws.root, &["tools", "--tools", "extended"]);
     assert!(ok, "{extended}");
-    assert!(extended.starts_with("21 tools"), "{extended}");
+    assert!(extended.starts_with("23 tools"), "{extended}");
     for name in [
         "read_multiple_files",
         "get_file_info",

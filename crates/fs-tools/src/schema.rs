@@ -27,7 +27,7 @@ pub(crate) fn cursor_property() -> Value {
 }
 
 /// What a paged tool's description says about a cut answer.
-pub(crate) const PAGED: &str = "An answer larger than the result budget ends after a whole entry with     `[… shown; continue with cursor=\"…\"]` (and `next_cursor` in the structured content of tools that declare an output schema): call again with the same     arguments and that cursor for the rest.";
+pub(crate) const PAGED: &str = "An answer larger than the result budget ends after a whole entry with `[… shown; continue with cursor=\"…\"]` (and `next_cursor` in the structured content of tools that declare an output schema): call again with the same arguments and that cursor for the rest.";
 
 /// A tool's argument object: these properties, these required, nothing else.
 pub(crate) fn object(properties: Value, required: &[&str]) -> Value {

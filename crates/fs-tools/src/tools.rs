@@ -219,7 +219,7 @@ mod tests {
     fn extended_serves_the_table_then_the_extras() {
         let all: Vec<&str> = every_tool().map(|t| t.name).collect();
         assert_eq!(served_with(true, Selection::Extended), all);
-        assert_eq!(all.len(), 23);
+        assert_eq!(all.len(), 25);
     }
 
     #[test]

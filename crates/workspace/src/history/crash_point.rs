@@ -61,9 +61,16 @@ fn plan() -> Option<(Op, u64, Then)> {
         let text = std::env::var(STOP_AFTER_ENV).ok()?;
         let mut parts = text.split(':');
         let op = parts.next()?;
-        let op = [Op::Convert, Op::Move, Op::Delete, Op::Restore, Op::Write, Op::Revert]
-            .into_iter()
-            .find(|o| o.name() == op)?;
+        let op = [
+            Op::Convert,
+            Op::Move,
+            Op::Delete,
+            Op::Restore,
+            Op::Write,
+            Op::Revert,
+        ]
+        .into_iter()
+        .find(|o| o.name() == op)?;
         let n = parts.next()?.parse().ok()?;
         let then = match parts.next() {
             None => Then::Kill,
