@@ -86,7 +86,7 @@ async def exercise_extended(root: Path, mode: str):
         names = [t.name for t in tools.tools]
         for name in ["read_multiple_files", "get_file_info", "list_directory_with_sizes", "find_files",
                      "read_media_file", "list_allowed_directories", "search_content", "copy_file",
-                     "append_file"]:
+                     "append_file", "list_operations", "revert_operation"]:
             assert name in names, names
 
         batch = await client.call_tool("read_multiple_files", {"paths": ["hello.txt", "nope.txt", "src/main.rs"]})
@@ -141,6 +141,16 @@ async def exercise_extended(root: Path, mode: str):
         appended = await client.call_tool("append_file", {"path": "hello.txt", "content": "and more"})
         assert not appended.is_error, text_of(appended)
         assert text_of(appended).startswith("Appended to hello.txt"), text_of(appended)
+        assert (root / "hello.txt").read_text() == "hello from the workspace\nand more"
+
+        # The operation log: the append and the copy, newest first; a dry run of reverting the
+        # append names what it would do and changes nothing.
+        listed = await client.call_tool("list_operations", {"limit": 10})
+        assert not listed.is_error, text_of(listed)
+        ops = listed.structured_content["operations"]
+        assert [op["tool"] for op in ops] == ["append_file", "copy_file"], ops
+        dry = await client.call_tool("revert_operation", {"id": ops[0]["id"], "dryRun": True})
+        assert not dry.is_error, text_of(dry)
         assert (root / "hello.txt").read_text() == "hello from the workspace\nand more"
 
 

@@ -145,7 +145,27 @@ const extendedCalls = [
       text(r).startsWith("Appended to app.log: 41 bytes") &&
       readFileSync(join(root, "app.log"), "utf8") === "a INFO x\nb ERROR db\nc ERROR api\nd INFO y\n",
   ],
+  [
+    "list_operations",
+    { limit: 10 },
+    (r) => {
+      // Newest first: the append, then the copy, each one entry of the log.
+      const ops = r.structuredContent?.operations ?? [];
+      lastOperation = ops[0]?.id;
+      return ops.length === 2 && ops[0].tool === "append_file" && ops[1].tool === "copy_file";
+    },
+  ],
+  [
+    "revert_operation",
+    () => ({ id: lastOperation, dryRun: true }),
+    (r, root) =>
+      text(r).length > 0 &&
+      readFileSync(join(root, "app.log"), "utf8") === "a INFO x\nb ERROR db\nc ERROR api\nd INFO y\n",
+  ],
 ];
+
+// The id list_operations showed last, for revert_operation to name.
+let lastOperation;
 
 const pipeCalls = [
   ["shelpa_pipe", { command: "tail -n 2 app.log | rg ERROR | awk '{print $3}' | sort -u" }],
