@@ -10,16 +10,14 @@
 //! refused as too large; and `filesystem report` reads Claude Code's own transcript under the
 //! run's `HOME` with exact counts per tool.
 
-use std::path::Path;
-
 use scripted_model::record::Kind;
 use scripted_model::{Script, ScriptedModel, Step, ToolRef, ToolResultSeen};
 use serde_json::{json, Value};
 
 use test_support::harness::{
-    run_claude, search_page, split_page_note, tree_paths, unlimited_answer, Home, Server,
+    joined_pages, large_tree, logged_calls, logging_server, run_claude, search_page,
+    split_page_note, tree_paths, unlimited_answer, Home,
 };
-use test_support::logs::json_lines;
 use test_support::temp::TempRoot;
 
 /// Claude Code diverts a result of more characters than this (measured: README, "Thresholds
@@ -47,18 +45,7 @@ fn run(ws: &TempRoot, steps: Vec<Step>, flags: &[&str]) -> Run {
     .expect("start the scripted model");
     let home = Home::new();
     let call_log = home.path.join("calls.jsonl");
-    let mut args = vec![
-        "--root".to_string(),
-        ws.root.display().to_string(),
-        "--call-log".into(),
-        call_log.display().to_string(),
-        "--call-log-args".into(),
-    ];
-    args.extend(flags.iter().map(|f| f.to_string()));
-    let server = Server {
-        name: "filesystem",
-        args,
-    };
+    let server = logging_server(&ws.root, &call_log, flags);
     let done = run_claude(
         &home,
         &ws.root,
@@ -108,42 +95,6 @@ fn assert_none_diverted(results: &[ToolResultSeen]) {
         );
         assert!(text.chars().count() <= CLAUDE_WHOLE_CHARS);
     }
-}
-
-/// The pages' contents put together (each page without its continuation note), checking that
-/// every page but the last has a note and the last has none.
-fn joined_pages(results: &[ToolResultSeen]) -> String {
-    let mut joined = String::new();
-    for (i, r) in results.iter().enumerate() {
-        let text = r.text();
-        let (body, note) = split_page_note(&text);
-        assert_eq!(
-            note.is_some(),
-            i + 1 < results.len(),
-            "page {i} of {}: the text the model got {} continuation note: {text:.300}",
-            results.len(),
-            if note.is_some() {
-                "ends with a"
-            } else {
-                "has no"
-            }
-        );
-        joined.push_str(body);
-    }
-    joined
-}
-
-/// The calls of the call log, as (tool, args).
-fn logged_calls(log: &Path) -> Vec<(String, Value)> {
-    json_lines(log)
-        .into_iter()
-        .map(|l| {
-            (
-                l["tool"].as_str().unwrap_or("").to_string(),
-                l["args"].clone(),
-            )
-        })
-        .collect()
 }
 
 /// `filesystem report` over the run's transcripts, as JSON.
@@ -297,7 +248,7 @@ fn claude_code_receives_a_1_mb_file_whole_across_pages() {
     );
     assert_none_diverted(&pages);
     assert!(
-        joined_pages(&pages) == file,
+        joined_pages(&pages.iter().map(|r| r.text()).collect::<Vec<_>>()) == file,
         "the pages do not add up to the file"
     );
 
@@ -315,17 +266,6 @@ fn claude_code_receives_a_1_mb_file_whole_across_pages() {
         json!({"read_text_file": pages.len()}),
         "{report:#}"
     );
-}
-
-/// 3,000 files in 60 directories; every other one holds a line that `needle` finds.
-fn large_tree(ws: &TempRoot) {
-    for i in 0..3000 {
-        let word = if i % 2 == 0 { "needle" } else { "hay" };
-        ws.write(
-            &format!("tree/dir{:02}/file_{i:05}.txt", i % 60),
-            format!("{word} {i:05} {}\n", "payload ".repeat(12)),
-        );
-    }
 }
 
 #[test]

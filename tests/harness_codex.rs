@@ -16,10 +16,9 @@ use scripted_model::{Script, ScriptedModel, Step, ToolRef, ToolResultSeen};
 use serde_json::{json, Value};
 
 use test_support::harness::{
-    codex_tool_text, run_codex, search_page, split_page_note, tree_paths, unlimited_answer, Home,
-    Server,
+    codex_tool_text, joined_pages, large_tree, logged_calls, logging_server, run_codex,
+    search_page, split_page_note, tree_paths, unlimited_answer, Home,
 };
-use test_support::logs::json_lines;
 use test_support::temp::TempRoot;
 
 /// The model name Codex knows (its bundled catalog): its metadata, truncation included, is a
@@ -49,18 +48,7 @@ fn run(ws: &TempRoot, model_name: &str, steps: Vec<Step>, flags: &[&str]) -> Run
     .expect("start the scripted model");
     let home = Home::new();
     let call_log = home.path.join("calls.jsonl");
-    let mut args = vec![
-        "--root".to_string(),
-        ws.root.display().to_string(),
-        "--call-log".into(),
-        call_log.display().to_string(),
-        "--call-log-args".into(),
-    ];
-    args.extend(flags.iter().map(|f| f.to_string()));
-    let server = Server {
-        name: "filesystem",
-        args,
-    };
+    let server = logging_server(&ws.root, &call_log, flags);
     let done = run_codex(
         &home,
         &ws.root,
@@ -111,39 +99,6 @@ fn assert_none_cut(results: &[ToolResultSeen]) {
     }
 }
 
-fn joined_pages(results: &[ToolResultSeen]) -> String {
-    let mut joined = String::new();
-    for (i, r) in results.iter().enumerate() {
-        let text = codex_tool_text(&r.parts);
-        let (body, note) = split_page_note(&text);
-        assert_eq!(
-            note.is_some(),
-            i + 1 < results.len(),
-            "page {i} of {}: the text the model got {} continuation note: {text:.300}",
-            results.len(),
-            if note.is_some() {
-                "ends with a"
-            } else {
-                "has no"
-            }
-        );
-        joined.push_str(body);
-    }
-    joined
-}
-
-fn logged_calls(run: &Run) -> Vec<(String, Value)> {
-    json_lines(&run.call_log)
-        .into_iter()
-        .map(|l| {
-            (
-                l["tool"].as_str().unwrap_or("").to_string(),
-                l["args"].clone(),
-            )
-        })
-        .collect()
-}
-
 fn two_calls() -> Vec<Step> {
     vec![
         Step::Call {
@@ -177,7 +132,7 @@ fn assert_two_calls_reached_the_server(run: &Run) {
         "hello\n"
     );
     assert_eq!(
-        logged_calls(run),
+        logged_calls(&run.call_log),
         [
             ("list_directory".to_string(), json!({"path": "src"})),
             (
@@ -288,10 +243,15 @@ fn codex_receives_a_1_mb_file_whole_across_pages() {
     assert!(pages.len() > 20, "{} pages", pages.len());
     assert_none_cut(&pages);
     assert!(
-        joined_pages(&pages) == file,
+        joined_pages(
+            &pages
+                .iter()
+                .map(|r| codex_tool_text(&r.parts))
+                .collect::<Vec<_>>()
+        ) == file,
         "the pages do not add up to the file"
     );
-    let logged = logged_calls(&run);
+    let logged = logged_calls(&run.call_log);
     assert_eq!(logged.len(), pages.len());
     for (call, page) in logged.iter().zip(&pages) {
         assert_eq!(call.0, "read_text_file");
@@ -325,7 +285,7 @@ fn codex_receives_a_large_directory_tree_whole_across_pages() {
     }
     assert_eq!(paths, tree_paths(&whole));
     assert_eq!(paths.len(), 3000 + 60);
-    assert_eq!(logged_calls(&run).len(), pages.len());
+    assert_eq!(logged_calls(&run.call_log).len(), pages.len());
 }
 
 #[test]
@@ -354,18 +314,7 @@ fn codex_receives_a_large_search_content_whole_across_pages() {
     }
     assert_eq!(lines, whole.lines().collect::<Vec<_>>());
     assert_eq!(lines.len(), 1500);
-    assert_eq!(logged_calls(&run).len(), pages.len());
-}
-
-/// 3,000 files in 60 directories; every other one holds a line that `needle` finds.
-fn large_tree(ws: &TempRoot) {
-    for i in 0..3000 {
-        let word = if i % 2 == 0 { "needle" } else { "hay" };
-        ws.write(
-            &format!("tree/dir{:02}/file_{i:05}.txt", i % 60),
-            format!("{word} {i:05} {}\n", "payload ".repeat(12)),
-        );
-    }
+    assert_eq!(logged_calls(&run.call_log).len(), pages.len());
 }
 
 /// Runs one `page` step of `tool` from `args`, then finishes.

@@ -353,3 +353,68 @@ fn push_children<'a>(
         stack.push((path, node));
     }
 }
+
+/// The pages' contents put together (each page's text without its continuation note), checking
+/// that every page but the last has a note and the last has none. `texts` are the texts the
+/// model got, in order (each harness wraps a result its own way).
+pub fn joined_pages(texts: &[String]) -> String {
+    let mut joined = String::new();
+    for (i, text) in texts.iter().enumerate() {
+        let (body, note) = split_page_note(text);
+        assert_eq!(
+            note.is_some(),
+            i + 1 < texts.len(),
+            "page {i} of {}: the text the model got {} continuation note: {text:.300}",
+            texts.len(),
+            if note.is_some() {
+                "ends with a"
+            } else {
+                "has no"
+            }
+        );
+        joined.push_str(body);
+    }
+    joined
+}
+
+/// The calls of the server's call log at `log`, as (tool, args).
+pub fn logged_calls(log: &Path) -> Vec<(String, serde_json::Value)> {
+    crate::logs::json_lines(log)
+        .into_iter()
+        .map(|l| {
+            (
+                l["tool"].as_str().unwrap_or("").to_string(),
+                l["args"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// 3,000 files in 60 directories under `tree/`; every other one holds a line that `needle`
+/// finds: larger than one answer both as a tree and as a search.
+pub fn large_tree(ws: &crate::temp::TempRoot) {
+    for i in 0..3000 {
+        let word = if i % 2 == 0 { "needle" } else { "hay" };
+        ws.write(
+            &format!("tree/dir{:02}/file_{i:05}.txt", i % 60),
+            format!("{word} {i:05} {}\n", "payload ".repeat(12)),
+        );
+    }
+}
+
+/// This binary as the harness's MCP server `filesystem` on `root`, its call log (with
+/// arguments) at `call_log`, and `flags` after those.
+pub fn logging_server<'a>(root: &Path, call_log: &Path, flags: &[&str]) -> Server<'a> {
+    let mut args = vec![
+        "--root".to_string(),
+        root.display().to_string(),
+        "--call-log".into(),
+        call_log.display().to_string(),
+        "--call-log-args".into(),
+    ];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    Server {
+        name: "filesystem",
+        args,
+    }
+}
