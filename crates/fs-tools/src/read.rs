@@ -251,12 +251,7 @@ fn skip_lines(
     let mut skipped = 0u64;
     let mut last = b'\n';
     while skipped < n {
-        FsError::check(ctx, || {
-            format!("read_text_file of '{}'", resolved.display())
-        })?;
-        let buf = reader
-            .fill_buf()
-            .map_err(|e| target::io_error("cannot read", &resolved.relative, e))?;
+        let buf = next_chunk(reader, resolved, ctx)?;
         if buf.is_empty() {
             skipped += u64::from(last != b'\n');
             break;
@@ -275,6 +270,21 @@ fn skip_lines(
     Ok(skipped)
 }
 
+/// The reader's next buffered bytes (empty at the end), once the call may still go on: both
+/// line scanners stop here when the call is cancelled or past its time.
+fn next_chunk<'r>(
+    reader: &'r mut impl BufRead,
+    resolved: &Resolved,
+    ctx: &CallContext,
+) -> Result<&'r [u8], FsError> {
+    FsError::check(ctx, || {
+        format!("read_text_file of '{}'", resolved.display())
+    })?;
+    reader
+        .fill_buf()
+        .map_err(|e| target::io_error("cannot read", &resolved.relative, e))
+}
+
 /// Bytes to the end of the current line (its line ending included), consuming them.
 fn count_to_line_end(
     reader: &mut impl BufRead,
@@ -283,12 +293,7 @@ fn count_to_line_end(
 ) -> Result<u64, FsError> {
     let mut bytes = 0u64;
     loop {
-        FsError::check(ctx, || {
-            format!("read_text_file of '{}'", resolved.display())
-        })?;
-        let buf = reader
-            .fill_buf()
-            .map_err(|e| target::io_error("cannot read", &resolved.relative, e))?;
+        let buf = next_chunk(reader, resolved, ctx)?;
         if buf.is_empty() {
             return Ok(bytes);
         }

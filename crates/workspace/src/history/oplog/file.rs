@@ -79,17 +79,25 @@ pub fn append(ws: &Workspace, state: &Path, op: &mut Operation) -> io::Result<u6
     Ok(op.id)
 }
 
+/// Opens one of the log's files for reading; `None` when it does not exist (a rotation not made
+/// yet).
+fn open_for_reading(ws: &Workspace, path: &Path) -> io::Result<Option<File>> {
+    match ws.open_regular(
+        path,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK,
+        rustix::fs::Mode::empty(),
+    ) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// The id of the newest entry of the rotated files, 0 when there is none.
 fn newest_rotated_id(ws: &Workspace, state: &Path) -> io::Result<u64> {
     for path in files(state).into_iter().skip(1) {
-        let mut file = match ws.open_regular(
-            &path,
-            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK,
-            rustix::fs::Mode::empty(),
-        ) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
+        let Some(mut file) = open_for_reading(ws, &path)? else {
+            continue;
         };
         let len = file.metadata()?.len();
         if let (_, Some(id)) = tail(&mut file, len)? {
@@ -268,14 +276,8 @@ impl NewestFirst {
                 let Some(path) = self.files.next() else {
                     return Ok(None);
                 };
-                let file = match self.ws.open_regular(
-                    &path,
-                    rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK,
-                    rustix::fs::Mode::empty(),
-                ) {
-                    Ok(f) => f,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                    Err(e) => return Err(e),
+                let Some(file) = open_for_reading(&self.ws, &path)? else {
+                    continue;
                 };
                 let len = file.metadata()?.len();
                 let place = Place {
