@@ -62,8 +62,8 @@ struct Opts {
     /// Where to generate data (default: a temporary directory, removed afterwards).
     #[arg(long, value_name = "DIR")]
     data: Option<PathBuf>,
-    /// Run only these cases (startup, read, tree, edit, write, pipeline, undo, story, find, multi,
-    /// search).
+    /// Run only these cases (startup, read, tree, edit, write, pipeline, undo, story, find,
+    /// find-top, multi, search, log, revert).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Markdown file to include as the report's findings section.

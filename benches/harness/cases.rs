@@ -13,6 +13,8 @@ use super::peers::{find_tool, Kind, Peer};
 use super::stats::{fmt_kib, fmt_ratio, fmt_secs, Samples};
 use super::{BenchError, Config};
 
+mod oplog;
+
 /// One measured subject of a case: a peer, possibly with extra flags.
 #[derive(Clone, Debug)]
 pub struct Subject {
@@ -819,6 +821,22 @@ impl<'a> Bench<'a> {
                 "not measured".into(),
                 None,
             ),
+        }
+        // The operation log's cost is what a write costs against a build from before the log
+        // (BENCH_BASELINE=9fa19d7 or earlier); against a later baseline this is every change's.
+        let result = &self.results[i];
+        let cost = result
+            .twins
+            .iter()
+            .find(|t| t.current == "filesystem")
+            .and_then(|t| result.time_cost(t).map(|c| (c, t.previous.clone())));
+        if let Some((c, previous)) = cost {
+            self.check(
+                &title,
+                "a write with the operation log ≤ 1.05× one without (baseline from before the log)",
+                format!("{} the time of {previous}", fmt_ratio(c)),
+                Some(c <= 1.05),
+            );
         }
     }
 

@@ -72,6 +72,10 @@ pub struct Sizes {
     pub story_moves: u64,
     /// `search_file` calls per session in the story case.
     pub story_calls: u64,
+    /// Entries of the long operation log `filesystem log` pages (the short one has 1,000).
+    pub log_operations: u64,
+    /// Operations of the larger session `revert --session` takes back (the smaller a tenth).
+    pub revert_operations: u64,
 }
 
 impl Sizes {
@@ -90,6 +94,8 @@ impl Sizes {
             undo_steps: 100,
             story_moves: 100_000,
             story_calls: 2_000,
+            log_operations: 1_000_000,
+            revert_operations: 10_000,
         }
     }
 
@@ -108,6 +114,8 @@ impl Sizes {
             undo_steps: 8,
             story_moves: 200,
             story_calls: 20,
+            log_operations: 2_000,
+            revert_operations: 20,
         }
     }
 }
@@ -130,9 +138,9 @@ pub struct Config {
 }
 
 /// Every case name, in run order.
-pub const CASES: [&str; 12] = [
+pub const CASES: [&str; 14] = [
     "startup", "read", "tree", "edit", "write", "pipeline", "undo", "story", "find", "find-top",
-    "multi", "search",
+    "multi", "search", "log", "revert",
 ];
 
 /// The outcome of a run.
@@ -188,6 +196,8 @@ pub fn run(cfg: &Config) -> Result<Outcome, BenchError> {
             "find-top" => bench.find_top(),
             "multi" => bench.multi(),
             "search" => bench.search(),
+            "log" => bench.log_page(),
+            "revert" => bench.revert(),
             _ => bench.undo(),
         }
     }
