@@ -1,4 +1,6 @@
-//! Reading Claude Code transcripts: JSONL files under a projects directory.
+//! Reading Claude Code transcripts: JSONL files under a projects directory; and, told apart by
+//! their first line, the files of other harnesses, each read by its own module ([`crate::codex`]
+//! for Codex CLI's session files and `codex exec --json` output).
 //!
 //! Each line is one content block of the conversation. Assistant lines carry `tool_use` blocks
 //! (`id`, `name`, `input`), user lines carry `tool_result` blocks (`tool_use_id`, `is_error`,
@@ -22,6 +24,7 @@ use serde_json::Value;
 use workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
 
 use super::classify::{classify_transcript_name, is_write, Interface, ServerFilter};
+use super::codex::Format;
 use super::input::{check_file, not_regular, open_named, Flag, InputError, Named, MAX_INPUT_BYTES};
 use super::lines::{Line, Lines};
 use super::model::{Call, InputStats, Outcome, Session};
@@ -188,6 +191,7 @@ impl TranscriptReader<'_> {
         });
         let session = self.sessions.len() - 1;
         let mut lines = Lines::new(file.take(MAX_INPUT_BYTES));
+        let mut format: Option<Format> = None;
         loop {
             let line = match lines.next_line() {
                 Ok(Some(line)) => line,
@@ -208,9 +212,38 @@ impl TranscriptReader<'_> {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match serde_json::from_slice::<Value>(line) {
-                Ok(Value::Object(obj)) => self.read_line(session, &Value::Object(obj)),
-                _ => self.stats.malformed_lines += 1,
+            let value = match serde_json::from_slice::<Value>(line) {
+                Ok(value @ Value::Object(_)) => value,
+                _ => {
+                    self.stats.malformed_lines += 1;
+                    continue;
+                }
+            };
+            // The first object decides what the file is: the harness that wrote it, and for
+            // Codex's session files the version.
+            let format = format.get_or_insert_with(|| {
+                let format = Format::recognise(&value);
+                if let Format::UnknownRollout(version) = &format {
+                    warn(format_args!(
+                        "'{}' is a Codex CLI session file written by version {version}, whose format this report was not checked against (it reads {}); its lines are counted as skipped",
+                        walk::shorten(path),
+                        crate::codex::KNOWN_ROLLOUT_VERSIONS.join("x, ") + "x"
+                    ));
+                }
+                format
+            });
+            let calls = &mut self.sessions[session].calls;
+            match format {
+                Format::ClaudeCode => self.read_line(session, &value),
+                Format::Rollout(state) => {
+                    state.rollout_line(&value, calls, &mut self.stats, self.servers)
+                }
+                Format::Events(state) => {
+                    state.event_line(&value, calls, &mut self.stats, self.servers)
+                }
+                Format::UnknownRollout(version) => {
+                    crate::codex::unknown_rollout_line(version, &mut self.stats)
+                }
             }
         }
         self.stats.files += 1;
