@@ -76,6 +76,16 @@ impl Format {
     }
 }
 
+/// The thread a Codex file records, from its first line: a session file's `session_meta` id, a
+/// stream's `thread.started` id (the same for one session).
+pub(crate) fn thread_id(first: &Value) -> Option<&str> {
+    match first.get("type").and_then(Value::as_str) {
+        Some("session_meta") => first.get("payload")?.get("id")?.as_str(),
+        Some("thread.started") => first.get("thread_id")?.as_str(),
+        _ => None,
+    }
+}
+
 /// The calls of one Codex file as they are read, by their call id (ids are the model's and
 /// unique within a session only, so each file keeps its own).
 #[derive(Default)]

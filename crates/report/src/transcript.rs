@@ -54,6 +54,7 @@ pub fn read_transcripts(
         sessions: Vec::new(),
         seen: HashSet::new(),
         by_id: HashMap::new(),
+        codex_threads: Vec::new(),
     };
     for dir in dirs {
         match open_named(dir) {
@@ -71,6 +72,7 @@ pub fn read_transcripts(
             }
         }
     }
+    reader.drop_streams_of_read_sessions();
     Ok((reader.sessions, reader.stats))
 }
 
@@ -115,6 +117,8 @@ struct TranscriptReader<'a> {
     seen: HashSet<String>,
     /// Where each call is: (session index, call index).
     by_id: HashMap<String, (usize, usize)>,
+    /// Codex files by the thread they record: (thread id, session index, is a session file).
+    codex_threads: Vec<(String, usize, bool)>,
 }
 
 impl TranscriptReader<'_> {
@@ -164,6 +168,37 @@ impl TranscriptReader<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// Codex records a session twice when its `--json` stream was saved too: the calls of a
+    /// stream whose thread's session file was read are counted once, from the session file (the
+    /// fuller record), and the stream's as duplicates.
+    fn drop_streams_of_read_sessions(&mut self) {
+        let recorded: HashSet<&str> = self
+            .codex_threads
+            .iter()
+            .filter(|(_, _, rollout)| *rollout)
+            .map(|(id, _, _)| id.as_str())
+            .collect();
+        let dropped: HashSet<usize> = self
+            .codex_threads
+            .iter()
+            .filter(|(id, _, rollout)| !rollout && recorded.contains(id.as_str()))
+            .map(|&(_, session, _)| session)
+            .collect();
+        if dropped.is_empty() {
+            return;
+        }
+        let mut index = 0;
+        let stats = &mut self.stats;
+        self.sessions.retain(|session| {
+            let keep = !dropped.contains(&index);
+            if !keep {
+                stats.duplicate_tool_uses += session.calls.len();
+            }
+            index += 1;
+            keep
+        });
     }
 
     /// A transcript that cannot be read (or not to its end), warned and counted.
@@ -223,6 +258,10 @@ impl TranscriptReader<'_> {
             // Codex's session files the version.
             let format = format.get_or_insert_with(|| {
                 let format = Format::recognise(&value);
+                if let Some(thread) = crate::codex::thread_id(&value) {
+                    let rollout = matches!(format, Format::Rollout(_));
+                    self.codex_threads.push((thread.to_string(), session, rollout));
+                }
                 if let Format::UnknownRollout(version) = &format {
                     warn(format_args!(
                         "'{}' is a Codex CLI session file written by version {version}, whose format this report was not checked against (it reads {}); its lines are counted as skipped",
@@ -369,6 +408,53 @@ mod tests {
             read_transcripts(&[tmp.path().to_path_buf()], &ServerFilter::default()).expect("read");
         assert_eq!(stats.malformed_lines, 1);
         assert_eq!(sessions[0].calls.len(), 1);
+    }
+
+    #[test]
+    fn a_codex_session_saved_twice_is_counted_once_and_an_unknown_version_not_at_all() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let meta = |version: &str| {
+            format!(
+                r#"{{"type":"session_meta","payload":{{"id":"t1","cli_version":"{version}"}}}}"#
+            )
+        };
+        let call = r#"{"type":"response_item","payload":{"type":"function_call","name":"write_file","namespace":"mcp__filesystem","arguments":"{}","call_id":"c1"}}"#;
+        let stream = [
+            r#"{"type":"thread.started","thread_id":"t1"}"#,
+            r#"{"type":"item.completed","item":{"id":"item_0","type":"mcp_tool_call","server":"filesystem","tool":"write_file","arguments":{},"status":"completed","error":null}}"#,
+        ];
+        std::fs::create_dir(tmp.path().join("s")).expect("mkdir");
+        std::fs::write(
+            tmp.path().join("s/rollout-a.jsonl"),
+            format!("{}\n{call}\n", meta("0.171.0")),
+        )
+        .expect("write");
+        std::fs::write(tmp.path().join("events.jsonl"), stream.join("\n")).expect("write");
+        let (sessions, stats) =
+            read_transcripts(&[tmp.path().to_path_buf()], &ServerFilter::default()).expect("read");
+        let calls: usize = sessions.iter().map(|s| s.calls.len()).sum();
+        assert_eq!(
+            (sessions.len(), calls, stats.duplicate_tool_uses),
+            (1, 1, 1)
+        );
+        assert_eq!(sessions[0].id, "s/rollout-a");
+
+        // A session file of a version not checked against: skipped, and the stream is what counts.
+        std::fs::write(
+            tmp.path().join("s/rollout-a.jsonl"),
+            format!("{}\n{call}\n", meta("9.0.0")),
+        )
+        .expect("write");
+        let (sessions, stats) =
+            read_transcripts(&[tmp.path().to_path_buf()], &ServerFilter::default()).expect("read");
+        let calls: Vec<usize> = sessions.iter().map(|s| s.calls.len()).collect();
+        assert_eq!(calls, [1, 0]);
+        assert_eq!(
+            stats
+                .skipped_line_types
+                .get("codex session of unknown version 9.0.0"),
+            Some(&2)
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ use workspace::Dir;
 use crate::record::{names, PlannedTrial, TrialPaths, TrialRecord, TRIALS_DIR, TRIAL_MARKER_VAR};
 use crate::spec::{Arm, Study, Task, Template, Values};
 
+use super::codex_config::{self, CodexPaths};
 use super::process::{self, Interrupted, Job, Place, Sink, LOG_CAP, REDIRECT_CAP};
 use super::RunError;
 
@@ -142,6 +143,20 @@ pub fn run_trial(
         })?;
     let config = serde_json::to_vec_pretty(&config).unwrap_or_default();
     write_new(&dir, names::MCP_CONFIG, &config).map_err(setup(&paths.mcp_config))?;
+    let codex = CodexPaths::new(&paths.dir);
+    let agent = &study.agent;
+    let codex_wanted = codex_config::wanted(agent);
+    if codex_wanted {
+        let text =
+            codex_config::codex_config(arm, ctx.filesystem, &paths.workspace, &paths.call_log)
+                .map_err(|e| {
+                    TrialError::Setup(RunError::Trial {
+                        path: codex.config.clone(),
+                        what: e.to_string(),
+                    })
+                })?;
+        codex_config::write(&dir, &text).map_err(setup(&codex.config))?;
+    }
     let marker = (
         TRIAL_MARKER_VAR,
         crate::record::trial_marker(ctx.identity, &trial.id),
@@ -159,8 +174,9 @@ pub fn run_trial(
         arm: &arm.name,
         trial: &trial.id,
         seed: trial.seed,
+        codex_home: &codex.codex_home,
+        codex_config: &codex.config,
     };
-    let agent = &study.agent;
     let stdout = match &agent.stdout {
         Some(t) => Sink {
             place: Place::Named(path_in(t, &values, &paths.workspace)),
@@ -176,11 +192,7 @@ pub fn run_trial(
     let job = Job {
         argv: argv(&agent.command, &values, ctx.filesystem),
         cwd: paths.workspace.clone(),
-        env: agent
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), v.expand(&values)))
-            .collect(),
+        env: agent_env(agent, &values, codex_wanted.then_some(&codex.codex_home)),
         stdin: agent
             .stdin
             .as_ref()
@@ -225,6 +237,26 @@ pub fn run_trial(
         verify: verify_end,
         success,
     })
+}
+
+/// The agent's own environment: the study's `env`, and `CODEX_HOME` at `codex_home` (when the
+/// agent is Codex) unless the study sets it itself.
+fn agent_env(
+    agent: &crate::spec::Agent,
+    values: &Values<'_>,
+    codex_home: Option<&PathBuf>,
+) -> Vec<(String, OsString)> {
+    let mut env: Vec<(String, OsString)> = agent
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.expand(values)))
+        .collect();
+    if let Some(home) = codex_home {
+        if !env.iter().any(|(k, _)| k == codex_config::CODEX_HOME_VAR) {
+            env.push((codex_config::CODEX_HOME_VAR.into(), home.into()));
+        }
+    }
+    env
 }
 
 /// Creates `name` in the fresh trial directory `dir` with `bytes`.
