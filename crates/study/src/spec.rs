@@ -1138,8 +1138,9 @@ server = false
         assert!(err(&text).contains("same trial id"));
     }
 
-    /// The two studies the repository ships load as they are: the stand-in's (run by the demo)
-    /// and Claude Code's (documented, never run by the tests), with the same tasks and arms.
+    /// The studies the repository ships load as they are: the stand-in's (run by the demo),
+    /// Claude Code's and Codex CLI's (documented; tests/study_codex.rs runs Codex's command line
+    /// with the scripted model), with the same tasks and arms.
     #[test]
     fn the_shipped_example_studies_load() {
         let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/study");
@@ -1158,6 +1159,12 @@ server = false
         assert!(
             claude.agent.stdout.is_some(),
             "Claude Code's stream goes to the transcript"
+        );
+        let codex = Study::load(&fixtures.join("codex.toml")).expect("codex.toml loads");
+        assert_eq!(names(&standin), names(&codex));
+        assert!(
+            crate::run::codex_config::wanted(&codex.agent),
+            "Codex's study names its home, so the runner writes its config.toml"
         );
     }
 }
