@@ -12,6 +12,7 @@
 //! must recover exactly those choices per arm; each trial must have had a Codex home of its own.
 
 use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -177,7 +178,7 @@ fn write_study(dir: &Path, base_url: &str) -> PathBuf {
 
 /// The runner started as a user would, with an environment of its own (a home no trial may
 /// use, a PATH for `node`, `sh` and `python3`): what Codex sees comes from the runner.
-fn filesystem(home: &Path, args: &[&std::ffi::OsStr]) -> Output {
+fn filesystem(home: &Path, args: &[&OsStr]) -> Output {
     let tmp = home.join("tmp");
     std::fs::create_dir_all(&tmp).expect("mkdir tmp");
     let o = Command::new(test_support::filesystem())
@@ -233,10 +234,10 @@ fn a_study_with_codex_as_the_agent_recovers_each_arms_scripted_choices() {
     filesystem(
         &user_home,
         &[
-            "study".as_ref(),
-            "run".as_ref(),
+            OsStr::new("study"),
+            OsStr::new("run"),
             study.as_os_str(),
-            "--out".as_ref(),
+            OsStr::new("--out"),
             out.as_os_str(),
         ],
     );
@@ -320,11 +321,11 @@ fn a_study_with_codex_as_the_agent_recovers_each_arms_scripted_choices() {
     let o = filesystem(
         &user_home,
         &[
-            "study".as_ref(),
-            "report".as_ref(),
+            OsStr::new("study"),
+            OsStr::new("report"),
             out.as_os_str(),
-            "--format".as_ref(),
-            "json".as_ref(),
+            OsStr::new("--format"),
+            OsStr::new("json"),
         ],
     );
     let report: Value = serde_json::from_slice(&o.stdout).expect("the report is JSON");
@@ -387,11 +388,11 @@ fn a_study_with_codex_as_the_agent_recovers_each_arms_scripted_choices() {
         let o = filesystem(
             &user_home,
             &[
-                "report".as_ref(),
-                "--transcripts".as_ref(),
+                OsStr::new("report"),
+                OsStr::new("--transcripts"),
                 sessions[0].as_os_str(),
-                "--format".as_ref(),
-                "json".as_ref(),
+                OsStr::new("--format"),
+                OsStr::new("json"),
             ],
         );
         let r: Value = serde_json::from_slice(&o.stdout).expect("the report is JSON");
@@ -408,5 +409,36 @@ fn a_study_with_codex_as_the_agent_recovers_each_arms_scripted_choices() {
             assert!(discovery >= 1, "{id}: no tool_search counted: {r}");
         }
         assert_eq!(r["transcripts"]["inputs"]["malformed_lines"], 0);
+
+        // The trial's stdout is the `--json` event stream: read alone it gives the same work
+        // calls (it shows no discovery); read beside the session file of its thread, each call
+        // is counted once.
+        let agent_out = out.join("trials").join(&id).join("agent.out");
+        let by_tool = |files: &[&Path]| -> Value {
+            let mut args: Vec<&OsStr> = vec![OsStr::new("report"), OsStr::new("--transcripts")];
+            args.extend(files.iter().map(|f| f.as_os_str()));
+            args.extend([OsStr::new("--format"), OsStr::new("json")]);
+            let o = filesystem(&user_home, &args);
+            serde_json::from_slice(&o.stdout).expect("the report is JSON")
+        };
+        let stream = by_tool(&[&agent_out]);
+        let both = by_tool(&[&sessions[0], &agent_out]);
+        for (interface, tools) in expected.as_object().expect("an object") {
+            for r in [&stream, &both] {
+                assert_eq!(
+                    &r["transcripts"]["total"]["interfaces"][interface]["by_tool"], tools,
+                    "{id}: {r}"
+                );
+            }
+        }
+        assert!(
+            stream["transcripts"]["total"]["interfaces"]["other"].is_null(),
+            "{stream}"
+        );
+        assert_eq!(
+            both["transcripts"]["inputs"]["duplicate_tool_uses"], 2,
+            "{both}"
+        );
+        assert_eq!(both["transcripts"]["sessions"], 1, "{both}");
     }
 }

@@ -2,7 +2,7 @@
 //! Codex CLI's session files in the trial's home, [`crate::run::codex_config`]) and
 //! call log, reduced trial by trial to counts ([`TrialNumbers`]).
 //!
-//! Paths come only from [`crate::record`]. The run directory is opened once; its own files
+//! Paths come only from [`crate::record`] (and Codex CLI's, from [`crate::run::codex_config`]). The run directory is opened once; its own files
 //! (`study.toml`, `trials.jsonl`, each trial's `mcp.json`) are opened relative to that
 //! descriptor, without blocking and only if they are regular files, so a FIFO left in a run
 //! cannot hang the report. Damage is reported, not fatal, wherever the rest can still be read:

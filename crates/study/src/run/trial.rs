@@ -270,3 +270,52 @@ fn find<'s>(study: &'s Study, trial: &PlannedTrial) -> Option<(&'s Task, &'s Arm
     let arm = study.arms.iter().find(|a| a.name == trial.arm)?;
     Some((task, arm))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(env: &[(&str, &str)]) -> crate::spec::Agent {
+        crate::spec::Agent {
+            command: vec![Template::parse("codex").unwrap()],
+            stdin: None,
+            stdout: None,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), Template::parse(v).unwrap()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn codex_home_is_set_for_codex_unless_the_study_sets_it() {
+        let p = Path::new("/t");
+        let values = Values {
+            workspace: p,
+            mcp_config: p,
+            prompt_file: p,
+            prompt: "",
+            transcript_dir: p,
+            task_dir: p,
+            study_dir: p,
+            task: "t",
+            arm: "a",
+            trial: "000-t-a",
+            seed: 1,
+            codex_home: Path::new("/t/home/.codex"),
+            codex_config: Path::new("/t/home/.codex/config.toml"),
+        };
+        let home = PathBuf::from("/t/home/.codex");
+        let env = agent_env(&agent(&[("A", "{arm}")]), &values, Some(&home));
+        assert_eq!(
+            env,
+            [
+                ("A".to_string(), OsString::from("a")),
+                ("CODEX_HOME".to_string(), OsString::from("/t/home/.codex")),
+            ]
+        );
+        let own = agent_env(&agent(&[("CODEX_HOME", "/mine")]), &values, Some(&home));
+        assert_eq!(own, [("CODEX_HOME".to_string(), OsString::from("/mine"))]);
+        assert!(agent_env(&agent(&[]), &values, None).is_empty());
+    }
+}
