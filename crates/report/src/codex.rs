@@ -36,22 +36,20 @@ use super::retry::InputKey;
 /// matches when it starts with one of these): the format changes between minor releases.
 pub const KNOWN_ROLLOUT_VERSIONS: &[&str] = &["0.171."];
 
-/// What the first line of a file says it is.
-pub(crate) enum Format {
-    /// A Claude Code transcript (or anything that is not Codex's): read as before.
-    ClaudeCode,
-    /// A Codex session file of a known version.
+/// A Codex file, as its first line says: the reader of its lines.
+pub(crate) enum CodexFile {
+    /// A session file of a known version.
     Rollout(Calls),
-    /// A Codex session file of a version not checked against: every line is skipped, counted
-    /// under this label.
+    /// A session file of a version not checked against: every line is skipped, counted under
+    /// this version.
     UnknownRollout(String),
     /// `codex exec --json` output.
     Events(Calls),
 }
 
-impl Format {
-    /// The format of a file whose first JSON line is `first`.
-    pub(crate) fn recognise(first: &Value) -> Format {
+impl CodexFile {
+    /// The Codex file whose first JSON line is `first`, or `None` when it is no Codex file.
+    pub(crate) fn recognise(first: &Value) -> Option<CodexFile> {
         match first.get("type").and_then(Value::as_str) {
             Some("session_meta") => {
                 let version = first
@@ -59,19 +57,45 @@ impl Format {
                     .and_then(|p| p.get("cli_version"))
                     .and_then(Value::as_str)
                     .unwrap_or("(none)");
-                if KNOWN_ROLLOUT_VERSIONS
-                    .iter()
-                    .any(|v| version.starts_with(v))
-                {
-                    Format::Rollout(Calls::default())
-                } else {
-                    Format::UnknownRollout(clip_token(version))
-                }
+                Some(
+                    if KNOWN_ROLLOUT_VERSIONS
+                        .iter()
+                        .any(|v| version.starts_with(v))
+                    {
+                        CodexFile::Rollout(Calls::default())
+                    } else {
+                        CodexFile::UnknownRollout(clip_token(version))
+                    },
+                )
             }
             Some("thread.started") if first.get("thread_id").is_some_and(Value::is_string) => {
-                Format::Events(Calls::default())
+                Some(CodexFile::Events(Calls::default()))
             }
-            _ => Format::ClaudeCode,
+            _ => None,
+        }
+    }
+
+    /// True for a session file that is read (of a known version): the fuller record of its
+    /// thread.
+    pub(crate) fn is_read_session(&self) -> bool {
+        matches!(self, CodexFile::Rollout(_))
+    }
+
+    /// Reads one line of the file into `calls`.
+    pub(crate) fn read_line(
+        &mut self,
+        line: &Value,
+        calls: &mut Vec<Call>,
+        stats: &mut InputStats,
+        servers: &ServerFilter,
+    ) {
+        match self {
+            CodexFile::Rollout(state) => state.rollout_line(line, calls, stats, servers),
+            CodexFile::Events(state) => state.event_line(line, calls, stats, servers),
+            CodexFile::UnknownRollout(version) => skipped(
+                stats,
+                &format!("codex session of unknown version {version}"),
+            ),
         }
     }
 }
@@ -339,14 +363,6 @@ impl Calls {
     }
 }
 
-/// Every line of a session file of a version this reader does not know, counted as skipped.
-pub(crate) fn unknown_rollout_line(version: &str, stats: &mut InputStats) {
-    skipped(
-        stats,
-        &format!("codex session of unknown version {version}"),
-    );
-}
-
 /// Counts a line that carries no tool call, by its type (clipped: it is the writer's text).
 fn skipped(stats: &mut InputStats, kind: &str) {
     *stats
@@ -413,20 +429,18 @@ mod tests {
     fn the_first_line_tells_the_formats_and_versions_apart() {
         let meta = |v: &str| json!({"type": "session_meta", "payload": {"cli_version": v}});
         assert!(matches!(
-            Format::recognise(&meta("0.171.0")),
-            Format::Rollout(_)
-        ));
-        assert!(
-            matches!(Format::recognise(&meta("0.172.0")), Format::UnknownRollout(v) if v == "0.172.0")
-        );
-        assert!(matches!(
-            Format::recognise(&json!({"type": "thread.started", "thread_id": "t"})),
-            Format::Events(_)
+            CodexFile::recognise(&meta("0.171.0")),
+            Some(CodexFile::Rollout(_))
         ));
         assert!(matches!(
-            Format::recognise(&json!({"type": "user", "message": {}})),
-            Format::ClaudeCode
+            CodexFile::recognise(&meta("0.172.0")),
+            Some(CodexFile::UnknownRollout(v)) if v == "0.172.0"
         ));
+        assert!(matches!(
+            CodexFile::recognise(&json!({"type": "thread.started", "thread_id": "t"})),
+            Some(CodexFile::Events(_))
+        ));
+        assert!(CodexFile::recognise(&json!({"type": "user", "message": {}})).is_none());
     }
 
     #[test]

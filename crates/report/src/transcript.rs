@@ -24,7 +24,7 @@ use serde_json::Value;
 use workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
 
 use super::classify::{classify_transcript_name, is_write, Interface, ServerFilter};
-use super::codex::Format;
+use super::codex::{self, CodexFile};
 use super::input::{check_file, not_regular, open_named, Flag, InputError, Named, MAX_INPUT_BYTES};
 use super::lines::{Line, Lines};
 use super::model::{Call, InputStats, Outcome, Session};
@@ -107,6 +107,14 @@ fn session_names(relative: &Path) -> (String, Option<String>) {
                 .into_owned()
         });
     (id, parent)
+}
+
+/// What wrote a transcript file, told by its first line, and the reader of its lines.
+enum Format {
+    /// Claude Code (and anything else not recognised as another harness's).
+    ClaudeCode,
+    /// Codex CLI ([`crate::codex`]).
+    Codex(CodexFile),
 }
 
 struct TranscriptReader<'a> {
@@ -201,6 +209,25 @@ impl TranscriptReader<'_> {
         });
     }
 
+    /// The format of the file at `path` (read into `session`) whose first JSON line is `first`.
+    fn recognise(&mut self, first: &Value, path: &Path, session: usize) -> Format {
+        let Some(file) = CodexFile::recognise(first) else {
+            return Format::ClaudeCode;
+        };
+        if let CodexFile::UnknownRollout(version) = &file {
+            warn(format_args!(
+                "'{}' is a Codex CLI session file written by version {version}, whose format this report was not checked against (it reads {}x); its lines are counted as skipped",
+                walk::shorten(path),
+                codex::KNOWN_ROLLOUT_VERSIONS.join("x, ")
+            ));
+        }
+        if let Some(thread) = codex::thread_id(first) {
+            self.codex_threads
+                .push((thread.to_string(), session, file.is_read_session()));
+        }
+        Format::Codex(file)
+    }
+
     /// A transcript that cannot be read (or not to its end), warned and counted.
     fn skip(&mut self, path: &Path, why: &InputError) {
         self.stats.unreadable_files += 1;
@@ -256,33 +283,11 @@ impl TranscriptReader<'_> {
             };
             // The first object decides what the file is: the harness that wrote it, and for
             // Codex's session files the version.
-            let format = format.get_or_insert_with(|| {
-                let format = Format::recognise(&value);
-                if let Some(thread) = crate::codex::thread_id(&value) {
-                    let rollout = matches!(format, Format::Rollout(_));
-                    self.codex_threads.push((thread.to_string(), session, rollout));
-                }
-                if let Format::UnknownRollout(version) = &format {
-                    warn(format_args!(
-                        "'{}' is a Codex CLI session file written by version {version}, whose format this report was not checked against (it reads {}); its lines are counted as skipped",
-                        walk::shorten(path),
-                        crate::codex::KNOWN_ROLLOUT_VERSIONS.join("x, ") + "x"
-                    ));
-                }
-                format
-            });
+            let format = format.get_or_insert_with(|| self.recognise(&value, path, session));
             let calls = &mut self.sessions[session].calls;
             match format {
                 Format::ClaudeCode => self.read_line(session, &value),
-                Format::Rollout(state) => {
-                    state.rollout_line(&value, calls, &mut self.stats, self.servers)
-                }
-                Format::Events(state) => {
-                    state.event_line(&value, calls, &mut self.stats, self.servers)
-                }
-                Format::UnknownRollout(version) => {
-                    crate::codex::unknown_rollout_line(version, &mut self.stats)
-                }
+                Format::Codex(file) => file.read_line(&value, calls, &mut self.stats, self.servers),
             }
         }
         self.stats.files += 1;

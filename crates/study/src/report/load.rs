@@ -386,7 +386,7 @@ fn read_arm(
         if has_transcripts {
             places.push(paths.transcript_dir.clone());
         }
-        if crate::run::codex_config::sessions_of(&trial) {
+        if crate::run::codex_config::has_sessions(&trial) {
             places.push(crate::run::codex_config::CodexPaths::new(&paths.dir).sessions);
         }
         let sessions = (!places.is_empty())

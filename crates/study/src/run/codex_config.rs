@@ -116,7 +116,7 @@ pub fn write(dir: &Dir, text: &str) -> std::io::Result<()> {
 
 /// True when the trial directory `dir` holds a Codex session directory (the trial's agent was
 /// Codex and got as far as starting a session).
-pub fn sessions_of(dir: &Dir) -> bool {
+pub fn has_sessions(dir: &Dir) -> bool {
     dir.subdir(OsStr::new(HOME_DIR))
         .and_then(|h| h.subdir(OsStr::new(CODEX_DIR)))
         .ok()
