@@ -312,9 +312,16 @@ fn a_study_with_codex_as_the_agent_recovers_each_arms_scripted_choices() {
         );
         assert_eq!(t["success"], true, "{id}: {t}");
     }
+    // Nothing of any trial went into the runner's own home (its tmp/ is the runner's TMPDIR).
+    let left: Vec<_> = std::fs::read_dir(&user_home)
+        .expect("list the runner's home")
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n != "tmp")
+        .collect();
     assert!(
-        !user_home.join(".codex").exists(),
-        "a trial used the runner's own home"
+        left.is_empty(),
+        "trials wrote into the runner's home: {left:?}"
     );
 
     // The report counts exactly the scripted reads and writes per arm.
