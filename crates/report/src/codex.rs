@@ -501,6 +501,29 @@ mod tests {
     }
 
     #[test]
+    fn calls_without_an_id_and_outputs_without_a_call_are_counted_not_guessed() {
+        let item = |p: Value| json!({"type": "response_item", "payload": p});
+        let (calls, stats) = read(
+            "rollout",
+            &[
+                item(json!({"type": "function_call", "name": "exec_command", "arguments": "{}"})),
+                item(json!({"type": "function_call_output", "call_id": "nobody", "output": "x"})),
+                item(json!({"type": "function_call", "name": "exec_command",
+                    "arguments": "not json", "call_id": "c1"})),
+                json!({"type": "event_msg", "payload": {"type": "item_completed", "item": {
+                    "type": "CommandExecution", "id": "c1", "exit_code": 1, "aggregated_output": "no"}}}),
+                item(json!({"type": "function_call_output", "call_id": "c1", "output": "no"})),
+            ],
+        );
+        assert_eq!(stats.malformed_lines, 1);
+        assert_eq!(stats.results_without_call, 1);
+        assert_eq!(calls.len(), 1);
+        // A failure recorded before the output stays a failure.
+        assert_eq!(calls[0].outcome, Outcome::Error("unclassified".into()));
+        assert_eq!(calls[0].stages, Vec::<String>::new());
+    }
+
+    #[test]
     fn the_event_streams_items_are_calls_once_each() {
         let ev = |kind: &str, item: Value| json!({"type": kind, "item": item});
         let mcp = |status: &str| {
