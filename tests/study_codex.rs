@@ -50,8 +50,16 @@ fn summary(log: &str) -> String {
     )
 }
 
+/// How the built-in arm writes the summary: `apply_patch` (offered to a model Codex knows) or a
+/// shell command line (all a model it does not know has).
+#[derive(Clone, Copy)]
+enum BuiltinWrite {
+    Patch,
+    Shell,
+}
+
 /// Each arm's script: read `app.log`, write `summary.txt`, through the arm's tools.
-fn scripts(summary: &str) -> Vec<Script> {
+fn scripts(summary: &str, arms: &[&str], write: BuiltinWrite) -> Vec<Script> {
     let fs = |tool: &str| ToolRef::mcp("filesystem", tool);
     let builtin = |name: &str| ToolRef::Builtin {
         builtin: name.into(),
@@ -73,7 +81,7 @@ fn scripts(summary: &str) -> Vec<Script> {
         ]
     };
     let call = |tool: ToolRef, args: Value| Step::Call { tool, args };
-    ARMS.iter()
+    arms.iter()
         .map(|&arm| Script {
             name: arm.into(),
             // Codex names the working directory (the trial's workspace, below the trial's
@@ -96,7 +104,13 @@ fn scripts(summary: &str) -> Vec<Script> {
                 ),
                 _ => steps(
                     call(builtin("exec_command"), json!({"cmd": "cat app.log"})),
-                    call(builtin("apply_patch"), json!(patch)),
+                    match write {
+                        BuiltinWrite::Patch => call(builtin("apply_patch"), json!(patch)),
+                        BuiltinWrite::Shell => call(
+                            builtin("exec_command"),
+                            json!({"cmd": format!("printf '%s' '{summary}' > summary.txt")}),
+                        ),
+                    },
                 ),
             },
         })
@@ -104,8 +118,8 @@ fn scripts(summary: &str) -> Vec<Script> {
 }
 
 /// The shipped example's agent command, with the harness's path for `codex` and the scripted
-/// provider as `-c` overrides before the prompt; and its `env`.
-fn agent(base_url: &str) -> (Vec<String>, BTreeMap<String, String>) {
+/// provider serving `model` as `-c` overrides before the prompt; and its `env`.
+fn agent(base_url: &str, model: &str) -> (Vec<String>, BTreeMap<String, String>) {
     let text = std::fs::read_to_string(fixture("study/codex.toml")).expect("read codex.toml");
     let study: toml::Table = toml::from_str(&text).expect("codex.toml is TOML");
     let agent = &study["agent"];
@@ -120,7 +134,7 @@ fn agent(base_url: &str) -> (Vec<String>, BTreeMap<String, String>) {
     command[0] = Harness::Codex.executable().display().to_string();
     let prompt = command.pop().expect("the prompt");
     for setting in [
-        format!("model=\"{MODEL}\""),
+        format!("model=\"{model}\""),
         "model_provider=\"scripted\"".into(),
         "model_providers.scripted.name=\"scripted model\"".into(),
         format!("model_providers.scripted.base_url=\"{base_url}\""),
@@ -149,28 +163,39 @@ fn toml_list(items: &[String]) -> String {
     format!("[{}]", quoted.join(", "))
 }
 
-/// Writes the study into `dir` (a copy of the task beside it).
-fn write_study(dir: &Path, base_url: &str) -> PathBuf {
+/// Writes the study of `arms` into `dir` (a copy of the task beside it), its agent `command` and
+/// `env`.
+fn write_study(
+    dir: &Path,
+    command: &[String],
+    env: &BTreeMap<String, String>,
+    arms: &[&str],
+) -> PathBuf {
     copy_tree(
         &fixture(&format!("study/tasks/{TASK}")),
         &dir.join("tasks").join(TASK),
     );
-    let (command, env) = agent(base_url);
     let env: Vec<String> = env
         .iter()
         .map(|(k, v)| format!("{k} = {}", Value::from(v.as_str())))
         .collect();
-    let text = format!(
+    let mut text = format!(
         "[study]\nname = \"codex\"\nseed = 5\ntrials = {TRIALS}\nbaseline = \"filesystem\"\n\n\
          [agent]\ncommand = {}\nenv = {{ {} }}\n\n\
          [[task]]\nname = \"{TASK}\"\ndir = \"tasks/{TASK}\"\nfixture = \"workspace\"\n\
-         prompt = \"prompt.md\"\nverify = [\"sh\", \"{{task_dir}}/verify.sh\"]\ntime_limit = 300\n\n\
-         [[arm]]\nname = \"pipe-original\"\nargs = [\"--legacy-pipe\", \"--surface\", \"original\"]\n\n\
-         [[arm]]\nname = \"filesystem\"\nargs = []\n\n\
-         [[arm]]\nname = \"builtin-only\"\nserver = false\n",
-        toml_list(&command),
+         prompt = \"prompt.md\"\nverify = [\"sh\", \"{{task_dir}}/verify.sh\"]\ntime_limit = 300\n\n",
+        toml_list(command),
         env.join(", ")
     );
+    for arm in arms {
+        text.push_str(match *arm {
+            "pipe-original" => {
+                "[[arm]]\nname = \"pipe-original\"\nargs = [\"--legacy-pipe\", \"--surface\", \"original\"]\n\n"
+            }
+            "filesystem" => "[[arm]]\nname = \"filesystem\"\nargs = []\n\n",
+            _ => "[[arm]]\nname = \"builtin-only\"\nserver = false\n\n",
+        });
+    }
     let file = dir.join("study.toml");
     std::fs::write(&file, text).expect("write study.toml");
     file
@@ -225,10 +250,12 @@ fn a_study_with_codex_as_the_agent_recovers_each_arms_scripted_choices() {
     let log = std::fs::read_to_string(fixture(&format!("study/tasks/{TASK}/workspace/app.log")))
         .expect("read app.log");
     let summary = summary(&log);
-    let model = ScriptedModel::start(scripts(&summary)).expect("start the scripted model");
+    let model = ScriptedModel::start(scripts(&summary, &ARMS, BuiltinWrite::Patch))
+        .expect("start the scripted model");
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().canonicalize().expect("canonical");
-    let study = write_study(&dir, &model.openai_base_url());
+    let (command, env) = agent(&model.openai_base_url(), MODEL);
+    let study = write_study(&dir, &command, &env, &ARMS);
     let user_home = dir.join("user-home");
     let out = dir.join("run");
     filesystem(
@@ -448,4 +475,97 @@ fn a_study_with_codex_as_the_agent_recovers_each_arms_scripted_choices() {
         );
         assert_eq!(both["transcripts"]["sessions"], 1, "{both}");
     }
+}
+
+/// A model Codex has no metadata for, as a local model is: the server's tools are offered with
+/// their schemas from the first request (no `tool_search`, no `apply_patch`). The study names
+/// only `{codex_config}` (in a variable of its own) and no `CODEX_HOME`: the runner sets it.
+#[test]
+fn a_local_model_is_offered_the_namespace_up_front_and_the_runner_sets_codex_home() {
+    const LOCAL: &str = "local-scripted-model";
+    let arms = ["filesystem", "builtin-only"];
+    let log = std::fs::read_to_string(fixture(&format!("study/tasks/{TASK}/workspace/app.log")))
+        .expect("read app.log");
+    let summary = summary(&log);
+    let model = ScriptedModel::start(scripts(&summary, &arms, BuiltinWrite::Shell))
+        .expect("start the scripted model");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().canonicalize().expect("canonical");
+    let (command, env) = agent(&model.openai_base_url(), LOCAL);
+    assert!(env.contains_key("CODEX_HOME"));
+    let env = BTreeMap::from([(
+        "STUDY_CODEX_CONFIG".to_string(),
+        "{codex_config}".to_string(),
+    )]);
+    let study = write_study(&dir, &command, &env, &arms);
+    let user_home = dir.join("user-home");
+    let out = dir.join("run");
+    filesystem(
+        &user_home,
+        &[
+            OsStr::new("study"),
+            OsStr::new("run"),
+            study.as_os_str(),
+            OsStr::new("--out"),
+            out.as_os_str(),
+        ],
+    );
+
+    let records = model.records();
+    for r in &records {
+        assert!(r.diverged.is_none(), "a trial left the script: {r:?}");
+    }
+    for arm_name in arms {
+        let first = records
+            .iter()
+            .find(|r| r.kind == Kind::Turn && r.script.as_deref() == Some(arm_name))
+            .unwrap_or_else(|| panic!("no turn of arm {arm_name}"));
+        assert!(!first
+            .offered
+            .iter()
+            .any(|o| o.name == "tool_search" || o.name == "apply_patch"));
+        let offered = |tool: &str| {
+            first
+                .offered
+                .iter()
+                .any(|o| o.name == tool && o.namespace.as_deref() == Some("mcp__filesystem"))
+        };
+        assert_eq!(
+            offered("read_text_file") && offered("write_file"),
+            arm_name == "filesystem",
+            "{arm_name}: {:?}",
+            first.offered
+        );
+    }
+    let trials = test_support::logs::json_lines(&out.join("trials.jsonl"));
+    assert_eq!(trials.len() as u64, TRIALS * arms.len() as u64);
+    for t in &trials {
+        let id = t["id"].as_str().expect("an id");
+        let home = out.join("trials").join(id).join("home/.codex");
+        assert_eq!(session_files(&home.join("sessions")).len(), 1, "{id}");
+        assert_eq!(t["success"], true, "{id}: {t}");
+    }
+
+    let o = filesystem(
+        &user_home,
+        &[
+            OsStr::new("study"),
+            OsStr::new("report"),
+            out.as_os_str(),
+            OsStr::new("--format"),
+            OsStr::new("json"),
+        ],
+    );
+    let report: Value = serde_json::from_slice(&o.stdout).expect("the report is JSON");
+    let fs_arm = arm(&report, "filesystem");
+    assert_eq!(fs_arm["reads_by_interface"], json!({"filesystem": TRIALS}));
+    assert_eq!(fs_arm["writes_by_interface"], json!({"filesystem": TRIALS}));
+    // No discovery: two calls a trial, the read and the write.
+    assert_eq!(fs_arm["calls_per_trial"]["mean"], 2.0, "{fs_arm}");
+    // The built-in arm worked through the shell alone, which is never counted as a read or a write.
+    let builtin = arm(&report, "builtin-only");
+    assert_eq!(builtin["writes_by_interface"], json!({}), "{builtin}");
+    assert_eq!(builtin["reads_by_interface"], json!({}), "{builtin}");
+    assert_eq!(builtin["calls_per_trial"]["mean"], 2.0, "{builtin}");
+    assert_eq!(builtin["success"]["count"], TRIALS);
 }
