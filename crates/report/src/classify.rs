@@ -50,7 +50,58 @@ pub const BUILTIN_FILE_TOOLS: &[&str] = &[
 const BUILTIN_WRITING_TOOLS: &[&str] = &["Write", "Edit", "MultiEdit", "NotebookEdit"];
 
 /// The prefix Claude Code gives to tools served by an MCP server: `mcp__<server>__<tool>`.
+/// Codex CLI names the namespace it offers a server's tools in the same way: `mcp__<server>`.
 const MCP_PREFIX: &str = "mcp__";
+
+// ---- Codex CLI (read from 0.171.0: the tools it sent a model, see the README) ----
+
+/// Codex CLI's built-in tools that touch files. `exec_command` runs a shell command line (Codex's
+/// `Bash`: counted like it, never as a read or a write, see [`BUILTIN_FILE_TOOLS`]); `apply_patch`
+/// adds, changes, moves and deletes files (a freeform tool, offered to the models Codex knows);
+/// `view_image` reads an image file into the conversation.
+pub const CODEX_BUILTIN_FILE_TOOLS: &[&str] = &["exec_command", "apply_patch", "view_image"];
+
+/// Codex CLI's built-in tools whose every call writes or edits a file.
+const CODEX_BUILTIN_WRITING_TOOLS: &[&str] = &["apply_patch"];
+
+/// Codex CLI's built-in tools whose every call reads file contents.
+const CODEX_BUILTIN_READING_TOOLS: &[&str] = &["view_image"];
+
+/// Codex CLI's discovery tool: with a model it knows, it defers MCP tools behind it and loads their
+/// schemas when the model searches. Kept apart here until discovery calls are a class of their
+/// own; until then a call of it is `other`, as Claude Code's `ToolSearch` is.
+pub const CODEX_DISCOVERY_TOOL: &str = "tool_search";
+
+/// Classifies a tool call as Codex CLI records it: a name and, for a namespace tool, the namespace
+/// (`mcp__<server>` for an MCP server's tools). A namespace that is not an MCP server's
+/// (`multi_agent_v1`) and a built-in outside [`CODEX_BUILTIN_FILE_TOOLS`] are `other`.
+pub fn classify_codex_name(
+    name: &str,
+    namespace: Option<&str>,
+    servers: &ServerFilter,
+) -> ToolName {
+    match namespace {
+        Some(ns) if ns.starts_with(MCP_PREFIX) => {
+            classify_transcript_name(&format!("{ns}__{name}"), servers)
+        }
+        Some(_) => ToolName {
+            tool: name.to_string(),
+            server: None,
+            interface: Interface::Other,
+        },
+        None => ToolName {
+            tool: name.to_string(),
+            server: None,
+            interface: if CODEX_BUILTIN_FILE_TOOLS.contains(&name) {
+                Interface::Builtin
+            } else {
+                Interface::Other
+            },
+        },
+    }
+}
+
+// ---- end of Codex CLI ----
 
 /// The family of tools a call went through; the unit the whole report is broken down by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -164,7 +215,11 @@ pub fn classify_log_name(tool: &str) -> Interface {
 /// `shelpa` never; `Bash` never counts (see [`BUILTIN_FILE_TOOLS`]).
 pub fn is_write(interface: Interface, tool: &str, stages: &[String]) -> bool {
     match interface {
-        Interface::Builtin => BUILTIN_WRITING_TOOLS.contains(&tool),
+        // The names of the harnesses' tables do not overlap, and a name is `Builtin` only
+        // through its own harness's table.
+        Interface::Builtin => {
+            BUILTIN_WRITING_TOOLS.contains(&tool) || CODEX_BUILTIN_WRITING_TOOLS.contains(&tool)
+        }
         // The interface was found through the same table, so the tool's class is the one of the
         // table the interface names; a name of the other table is not this interface's write.
         Interface::Pipe | Interface::Filesystem => match our_tool(tool) {
@@ -192,7 +247,9 @@ const BUILTIN_READING_TOOLS: &[&str] = &["Read", "NotebookRead", "Grep"];
 /// report` for adoption among reads.
 pub fn is_read(interface: Interface, tool: &str, stages: &[String]) -> bool {
     match interface {
-        Interface::Builtin => BUILTIN_READING_TOOLS.contains(&tool),
+        Interface::Builtin => {
+            BUILTIN_READING_TOOLS.contains(&tool) || CODEX_BUILTIN_READING_TOOLS.contains(&tool)
+        }
         Interface::Pipe | Interface::Filesystem => match our_tool(tool) {
             Some((ours, class)) if ours == interface => match class {
                 ToolClass::Read => true,
@@ -318,6 +375,49 @@ mod tests {
         ));
         assert!(!is_write(Interface::Builtin, "Bash", &stages(&["tee"])));
         assert!(is_write(Interface::Builtin, "MultiEdit", &[]));
+    }
+
+    #[test]
+    fn codex_names_are_classified_by_namespace_and_its_own_table() {
+        let f = ServerFilter::default();
+        let t = classify_codex_name("read_text_file", Some("mcp__filesystem"), &f);
+        assert_eq!(
+            (t.interface, t.server.as_deref()),
+            (Interface::Filesystem, Some("filesystem"))
+        );
+        assert_eq!(t.tool, "read_text_file");
+        let t = classify_codex_name("shelpa_pipe", Some("mcp__my__fs"), &f);
+        assert_eq!(
+            (t.interface, t.server.as_deref()),
+            (Interface::Pipe, Some("my__fs"))
+        );
+        assert_eq!(
+            classify_codex_name("spawn_agent", Some("multi_agent_v1"), &f).interface,
+            Interface::Other
+        );
+        for (name, read, write) in [
+            ("exec_command", false, false),
+            ("apply_patch", false, true),
+            ("view_image", true, false),
+        ] {
+            let t = classify_codex_name(name, None, &f);
+            assert_eq!(t.interface, Interface::Builtin, "{name}");
+            assert_eq!(is_write(t.interface, name, &[]), write, "{name}");
+            assert_eq!(is_read(t.interface, name, &["cat".into()]), read, "{name}");
+        }
+        // Each harness's names are built-ins only in its own transcripts.
+        assert_eq!(
+            classify_codex_name("Write", None, &f).interface,
+            Interface::Other
+        );
+        assert_eq!(
+            classify_transcript_name("apply_patch", &f).interface,
+            Interface::Other
+        );
+        assert_eq!(
+            classify_codex_name(CODEX_DISCOVERY_TOOL, None, &f).interface,
+            Interface::Other
+        );
     }
 
     #[test]

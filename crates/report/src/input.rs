@@ -34,7 +34,7 @@ impl Flag {
     pub fn takes(self) -> &'static str {
         match self {
             Flag::Log => "--log takes the call logs the server writes (<root>/.filesystem/.calls.jsonl) or copies of them",
-            Flag::Transcripts => "--transcripts takes directories of Claude Code transcripts (e.g. ~/.claude/projects) or single .jsonl transcripts",
+            Flag::Transcripts => "--transcripts takes directories of Claude Code transcripts (e.g. ~/.claude/projects) or Codex CLI sessions (~/.codex/sessions), or single .jsonl transcripts",
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `filesystem report`: which tool interface did the models pick, how often did their calls
 //! fail and why, and did adoption fade as the conversation grew.
 //!
-//! Reads this server's call logs and Claude Code transcripts into one shape ([`model`]), then
+//! Reads this server's call logs and agent transcripts (Claude Code's, Codex CLI's) into one shape ([`model`]), then
 //! computes the numbers ([`stats`]) and renders them as text, JSON or CSV ([`render`]) and,
 //! optionally, an SVG chart of adoption by position ([`chart`]). The two kinds of input are
 //! reported in separate sections: a call through this server appears in both, and adding them
@@ -11,6 +11,7 @@ pub mod call_log_reader;
 pub mod call_log_record;
 pub mod chart;
 pub mod classify;
+pub mod codex;
 pub mod input;
 pub mod lines;
 pub mod model;
@@ -34,8 +35,10 @@ pub struct ReportArgs {
     #[arg(long = "log", value_name = "FILE", num_args = 1..)]
     pub logs: Vec<PathBuf>,
 
-    /// Directories of Claude Code transcripts (e.g. ~/.claude/projects), searched recursively
-    /// for *.jsonl; subagent transcripts count as their own sessions.
+    /// Directories of Claude Code transcripts (e.g. ~/.claude/projects) or Codex CLI sessions
+    /// (~/.codex/sessions, or saved `codex exec --json` output), searched recursively for
+    /// *.jsonl; each file's first line tells which; subagent transcripts count as their own
+    /// sessions.
     #[arg(long = "transcripts", value_name = "DIR", num_args = 1..)]
     pub transcripts: Vec<PathBuf>,
 

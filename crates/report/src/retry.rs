@@ -3,7 +3,7 @@
 //! A failed call counts as *retried* when the very next call of the same session is the same
 //! tool with similar input:
 //! - both inputs name a file (`file_path`, `path` or `notebook_path`): the same file;
-//! - otherwise both carry a `command` line: the same stage commands in the same order, the same
+//! - otherwise both carry a `command` line (`cmd` for Codex CLI's `exec_command`): the same stage commands in the same order, the same
 //!   command text, or command texts at least [`COMMAND_SIMILARITY`] alike;
 //! - otherwise both have inputs: the inputs are equal;
 //! - a call log without `--call-log-args` has no inputs: the same first stage command when both
@@ -59,8 +59,10 @@ impl InputKey {
             .iter()
             .find_map(|k| input.get(*k).and_then(Value::as_str))
             .map(digest_str);
+        // Codex CLI's `exec_command` names its command line `cmd`.
         let command = input
             .get("command")
+            .or_else(|| input.get("cmd"))
             .and_then(Value::as_str)
             .map(|c| CommandKey {
                 head: c.chars().take(COMMAND_HEAD_CHARS).collect(),

@@ -1,4 +1,6 @@
-//! Reading Claude Code transcripts: JSONL files under a projects directory.
+//! Reading Claude Code transcripts: JSONL files under a projects directory; and, told apart by
+//! their first line, the files of other harnesses, each read by its own module ([`crate::codex`]
+//! for Codex CLI's session files and `codex exec --json` output).
 //!
 //! Each line is one content block of the conversation. Assistant lines carry `tool_use` blocks
 //! (`id`, `name`, `input`), user lines carry `tool_result` blocks (`tool_use_id`, `is_error`,
@@ -22,6 +24,7 @@ use serde_json::Value;
 use workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
 
 use super::classify::{classify_transcript_name, is_write, Interface, ServerFilter};
+use super::codex::{self, CodexFile};
 use super::input::{check_file, not_regular, open_named, Flag, InputError, Named, MAX_INPUT_BYTES};
 use super::lines::{Line, Lines};
 use super::model::{Call, InputStats, Outcome, Session};
@@ -51,6 +54,7 @@ pub fn read_transcripts(
         sessions: Vec::new(),
         seen: HashSet::new(),
         by_id: HashMap::new(),
+        codex_threads: Vec::new(),
     };
     for dir in dirs {
         match open_named(dir) {
@@ -68,6 +72,7 @@ pub fn read_transcripts(
             }
         }
     }
+    reader.drop_streams_of_read_sessions();
     Ok((reader.sessions, reader.stats))
 }
 
@@ -104,6 +109,14 @@ fn session_names(relative: &Path) -> (String, Option<String>) {
     (id, parent)
 }
 
+/// What wrote a transcript file, told by its first line, and the reader of its lines.
+enum Format {
+    /// Claude Code (and anything else not recognised as another harness's).
+    ClaudeCode,
+    /// Codex CLI ([`crate::codex`]).
+    Codex(CodexFile),
+}
+
 struct TranscriptReader<'a> {
     servers: &'a ServerFilter,
     stats: InputStats,
@@ -112,6 +125,8 @@ struct TranscriptReader<'a> {
     seen: HashSet<String>,
     /// Where each call is: (session index, call index).
     by_id: HashMap<String, (usize, usize)>,
+    /// Codex files by the thread they record: (thread id, session index, is a session file).
+    codex_threads: Vec<(String, usize, bool)>,
 }
 
 impl TranscriptReader<'_> {
@@ -163,6 +178,56 @@ impl TranscriptReader<'_> {
         Ok(())
     }
 
+    /// Codex records a session twice when its `--json` stream was saved too: the calls of a
+    /// stream whose thread's session file was read are counted once, from the session file (the
+    /// fuller record), and the stream's as duplicates.
+    fn drop_streams_of_read_sessions(&mut self) {
+        let recorded: HashSet<&str> = self
+            .codex_threads
+            .iter()
+            .filter(|(_, _, rollout)| *rollout)
+            .map(|(id, _, _)| id.as_str())
+            .collect();
+        let dropped: HashSet<usize> = self
+            .codex_threads
+            .iter()
+            .filter(|(id, _, rollout)| !rollout && recorded.contains(id.as_str()))
+            .map(|&(_, session, _)| session)
+            .collect();
+        if dropped.is_empty() {
+            return;
+        }
+        let mut index = 0;
+        let stats = &mut self.stats;
+        self.sessions.retain(|session| {
+            let keep = !dropped.contains(&index);
+            if !keep {
+                stats.duplicate_tool_uses += session.calls.len();
+            }
+            index += 1;
+            keep
+        });
+    }
+
+    /// The format of the file at `path` (read into `session`) whose first JSON line is `first`.
+    fn recognise(&mut self, first: &Value, path: &Path, session: usize) -> Format {
+        let Some(file) = CodexFile::recognise(first) else {
+            return Format::ClaudeCode;
+        };
+        if let CodexFile::UnknownRollout(version) = &file {
+            warn(format_args!(
+                "'{}' is a Codex CLI session file written by version {version}, whose format this report was not checked against (it reads {}x); its lines are counted as skipped",
+                walk::shorten(path),
+                codex::KNOWN_ROLLOUT_VERSIONS.join("x, ")
+            ));
+        }
+        if let Some(thread) = codex::thread_id(first) {
+            self.codex_threads
+                .push((thread.to_string(), session, file.is_read_session()));
+        }
+        Format::Codex(file)
+    }
+
     /// A transcript that cannot be read (or not to its end), warned and counted.
     fn skip(&mut self, path: &Path, why: &InputError) {
         self.stats.unreadable_files += 1;
@@ -188,6 +253,7 @@ impl TranscriptReader<'_> {
         });
         let session = self.sessions.len() - 1;
         let mut lines = Lines::new(file.take(MAX_INPUT_BYTES));
+        let mut format: Option<Format> = None;
         loop {
             let line = match lines.next_line() {
                 Ok(Some(line)) => line,
@@ -208,9 +274,20 @@ impl TranscriptReader<'_> {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match serde_json::from_slice::<Value>(line) {
-                Ok(Value::Object(obj)) => self.read_line(session, &Value::Object(obj)),
-                _ => self.stats.malformed_lines += 1,
+            let value = match serde_json::from_slice::<Value>(line) {
+                Ok(value @ Value::Object(_)) => value,
+                _ => {
+                    self.stats.malformed_lines += 1;
+                    continue;
+                }
+            };
+            // The first object decides what the file is: the harness that wrote it, and for
+            // Codex's session files the version.
+            let format = format.get_or_insert_with(|| self.recognise(&value, path, session));
+            let calls = &mut self.sessions[session].calls;
+            match format {
+                Format::ClaudeCode => self.read_line(session, &value),
+                Format::Codex(file) => file.read_line(&value, calls, &mut self.stats, self.servers),
             }
         }
         self.stats.files += 1;
@@ -336,6 +413,53 @@ mod tests {
             read_transcripts(&[tmp.path().to_path_buf()], &ServerFilter::default()).expect("read");
         assert_eq!(stats.malformed_lines, 1);
         assert_eq!(sessions[0].calls.len(), 1);
+    }
+
+    #[test]
+    fn a_codex_session_saved_twice_is_counted_once_and_an_unknown_version_not_at_all() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let meta = |version: &str| {
+            format!(
+                r#"{{"type":"session_meta","payload":{{"id":"t1","cli_version":"{version}"}}}}"#
+            )
+        };
+        let call = r#"{"type":"response_item","payload":{"type":"function_call","name":"write_file","namespace":"mcp__filesystem","arguments":"{}","call_id":"c1"}}"#;
+        let stream = [
+            r#"{"type":"thread.started","thread_id":"t1"}"#,
+            r#"{"type":"item.completed","item":{"id":"item_0","type":"mcp_tool_call","server":"filesystem","tool":"write_file","arguments":{},"status":"completed","error":null}}"#,
+        ];
+        std::fs::create_dir(tmp.path().join("s")).expect("mkdir");
+        std::fs::write(
+            tmp.path().join("s/rollout-a.jsonl"),
+            format!("{}\n{call}\n", meta("0.171.0")),
+        )
+        .expect("write");
+        std::fs::write(tmp.path().join("events.jsonl"), stream.join("\n")).expect("write");
+        let (sessions, stats) =
+            read_transcripts(&[tmp.path().to_path_buf()], &ServerFilter::default()).expect("read");
+        let calls: usize = sessions.iter().map(|s| s.calls.len()).sum();
+        assert_eq!(
+            (sessions.len(), calls, stats.duplicate_tool_uses),
+            (1, 1, 1)
+        );
+        assert_eq!(sessions[0].id, "s/rollout-a");
+
+        // A session file of a version not checked against: skipped, and the stream is what counts.
+        std::fs::write(
+            tmp.path().join("s/rollout-a.jsonl"),
+            format!("{}\n{call}\n", meta("9.0.0")),
+        )
+        .expect("write");
+        let (sessions, stats) =
+            read_transcripts(&[tmp.path().to_path_buf()], &ServerFilter::default()).expect("read");
+        let calls: Vec<usize> = sessions.iter().map(|s| s.calls.len()).collect();
+        assert_eq!(calls, [1, 0]);
+        assert_eq!(
+            stats
+                .skipped_line_types
+                .get("codex session of unknown version 9.0.0"),
+            Some(&2)
+        );
     }
 
     #[test]

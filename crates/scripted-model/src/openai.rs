@@ -6,6 +6,10 @@
 //! `namespace`, `arguments` as a JSON string, `call_id`) and `function_call_output` (`call_id`,
 //! `output`: a string or a list of `input_text` items).
 //!
+//! A freeform tool (`{type: "custom", name}`, Codex's `apply_patch` for the models it knows) is
+//! called with a `custom_tool_call` (`name`, `input` as plain text, `call_id`) and answered by a
+//! `custom_tool_call_output`.
+//!
 //! With a model it knows to support it, Codex defers MCP tools behind a `{type: "tool_search"}`
 //! tool: the model emits a `tool_search_call` (`arguments: {query}`), and the next request holds
 //! a `tool_search_output` whose `tools` are the loaded definitions.
@@ -70,6 +74,13 @@ pub fn parse(body: &Value) -> Conversation {
                     result: None,
                 });
             }
+            Some("custom_tool_call") => conv.calls.push(Call {
+                id: str_field(item, "call_id"),
+                name: str_field(item, "name"),
+                namespace: None,
+                input: Value::String(str_field(item, "input")),
+                result: None,
+            }),
             Some("tool_search_call") => conv.calls.push(Call {
                 id: str_field(item, "call_id"),
                 name: TOOL_SEARCH.to_string(),
@@ -105,7 +116,7 @@ pub fn parse(body: &Value) -> Conversation {
                 }
                 conv.offered.extend(loaded);
             }
-            Some("function_call_output") => {
+            Some("function_call_output" | "custom_tool_call_output") => {
                 let id = str_field(item, "call_id");
                 let output = item.get("output").unwrap_or(&Value::Null);
                 // A failed call's output is `{content, success: false}`.
@@ -188,6 +199,16 @@ pub fn answer(action: &Action, id: u64) -> (Vec<u8>, &'static str) {
             "call_id": format!("call_scripted_{id}"), "execution": "client",
             "status": "completed", "arguments": input,
         }),
+        // A freeform tool takes text, where a function takes an object of arguments.
+        Action::Call {
+            name,
+            namespace: None,
+            input: Value::String(text),
+        } => json!({
+            "type": "custom_tool_call", "id": format!("ctc_scripted_{id}"),
+            "call_id": format!("call_scripted_{id}"), "name": name, "input": text,
+            "status": "completed",
+        }),
         Action::Call {
             name,
             namespace,
@@ -247,6 +268,24 @@ mod tests {
         assert_eq!(conv.calls[0].input, json!({"path": "a"}));
         assert_eq!(conv.calls[0].result.as_ref().unwrap().parts[1], "hello");
         assert!(conv.user_text.contains("task 1"));
+    }
+
+    #[test]
+    fn a_text_input_is_a_freeform_call_and_its_output_is_read_back() {
+        let action = Action::Call {
+            name: "apply_patch".into(),
+            namespace: None,
+            input: json!("*** Begin Patch\n*** End Patch\n"),
+        };
+        let text = String::from_utf8(answer(&action, 4).0).unwrap();
+        assert!(text.contains(r#""type":"custom_tool_call""#), "{text}");
+        assert!(text.contains(r#""input":"*** Begin Patch\n"#), "{text}");
+        let conv = parse(&json!({"input": [
+            {"type": "custom_tool_call", "name": "apply_patch", "input": "patch", "call_id": "c4"},
+            {"type": "custom_tool_call_output", "call_id": "c4", "output": "Success."}
+        ]}));
+        assert_eq!(conv.calls[0].input, json!("patch"));
+        assert_eq!(conv.calls[0].result.as_ref().unwrap().parts, ["Success."]);
     }
 
     #[test]

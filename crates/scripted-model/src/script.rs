@@ -88,7 +88,8 @@ pub enum Step {
     Call {
         /// The tool.
         tool: ToolRef,
-        /// Its arguments.
+        /// Its arguments: an object for a function tool, a string for a freeform tool (Codex's
+        /// `apply_patch`), which takes plain text.
         args: Value,
     },
     /// Call the tool, then re-call it with the offset or cursor each result's note names until

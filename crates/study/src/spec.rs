@@ -217,10 +217,16 @@ pub enum Placeholder {
     Trial,
     /// `{seed}`: the trial's seed.
     Seed,
+    // Codex CLI: the trial's `CODEX_HOME` and the `config.toml` the runner writes in it.
+    /// `{codex_home}`: `TRIAL_DIR/home/.codex`, Codex's home for the trial (the runner sets
+    /// `CODEX_HOME` to it when a template names it or `{codex_config}`).
+    CodexHome,
+    /// `{codex_config}`: `{codex_home}/config.toml`, with the arm's `[mcp_servers]`.
+    CodexConfig,
 }
 
 impl Placeholder {
-    const ALL: [(&'static str, Placeholder); 11] = [
+    const ALL: [(&'static str, Placeholder); 13] = [
         ("workspace", Placeholder::Workspace),
         ("mcp_config", Placeholder::McpConfig),
         ("prompt_file", Placeholder::PromptFile),
@@ -232,6 +238,9 @@ impl Placeholder {
         ("arm", Placeholder::Arm),
         ("trial", Placeholder::Trial),
         ("seed", Placeholder::Seed),
+        // Codex CLI.
+        ("codex_home", Placeholder::CodexHome),
+        ("codex_config", Placeholder::CodexConfig),
     ];
 }
 
@@ -273,6 +282,10 @@ pub struct Values<'a> {
     pub trial: &'a str,
     /// `{seed}`.
     pub seed: u64,
+    /// `{codex_home}`.
+    pub codex_home: &'a Path,
+    /// `{codex_config}`.
+    pub codex_config: &'a Path,
 }
 
 impl Template {
@@ -376,6 +389,8 @@ impl Template {
                     Placeholder::Arm => out.push(values.arm),
                     Placeholder::Trial => out.push(values.trial),
                     Placeholder::Seed => out.push(values.seed.to_string()),
+                    Placeholder::CodexHome => out.push(values.codex_home),
+                    Placeholder::CodexConfig => out.push(values.codex_config),
                 },
             }
         }
@@ -592,6 +607,8 @@ fn find_program(
         arm: "",
         trial: "",
         seed: 0,
+        codex_home: none,
+        codex_config: none,
     };
     let name = PathBuf::from(program.expand(&values));
     if let Some(beside) = crate::run::trial::special_program(&name, filesystem) {
@@ -1043,6 +1060,8 @@ server = false
             arm: "a",
             trial: "000-t-a",
             seed: 9,
+            codex_home: p,
+            codex_config: p,
         };
         assert_eq!(t.expand(&v), OsString::from("{x} 000-t-a-9"));
         assert!(Template::parse("{nope}")
@@ -1119,8 +1138,9 @@ server = false
         assert!(err(&text).contains("same trial id"));
     }
 
-    /// The two studies the repository ships load as they are: the stand-in's (run by the demo)
-    /// and Claude Code's (documented, never run by the tests), with the same tasks and arms.
+    /// The studies the repository ships load as they are: the stand-in's (run by the demo),
+    /// Claude Code's and Codex CLI's (documented; tests/study_codex.rs runs Codex's command line
+    /// with the scripted model), with the same tasks and arms.
     #[test]
     fn the_shipped_example_studies_load() {
         let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/study");
@@ -1139,6 +1159,12 @@ server = false
         assert!(
             claude.agent.stdout.is_some(),
             "Claude Code's stream goes to the transcript"
+        );
+        let codex = Study::load(&fixtures.join("codex.toml")).expect("codex.toml loads");
+        assert_eq!(names(&standin), names(&codex));
+        assert!(
+            crate::run::codex_config::wanted(&codex.agent),
+            "Codex's study names its home, so the runner writes its config.toml"
         );
     }
 }

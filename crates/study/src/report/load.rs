@@ -1,7 +1,8 @@
-//! Reading a run directory: the trial records, each trial's MCP configuration, transcript and
+//! Reading a run directory: the trial records, each trial's MCP configuration, transcript (and
+//! Codex CLI's session files in the trial's home, [`crate::run::codex_config`]) and
 //! call log, reduced trial by trial to counts ([`TrialNumbers`]).
 //!
-//! Paths come only from [`crate::record`]. The run directory is opened once; its own files
+//! Paths come only from [`crate::record`] (and Codex CLI's, from [`crate::run::codex_config`]). The run directory is opened once; its own files
 //! (`study.toml`, `trials.jsonl`, each trial's `mcp.json`) are opened relative to that
 //! descriptor, without blocking and only if they are regular files, so a FIFO left in a run
 //! cannot hang the report. Damage is reported, not fatal, wherever the rest can still be read:
@@ -379,8 +380,17 @@ fn read_arm(
             .ok()
             .flatten()
             .is_some_and(|s| s.is_dir());
-        let sessions = has_transcripts
-            .then(|| read_transcript(&paths.transcript_dir, names.as_deref(), inputs, warnings))
+        // Codex CLI keeps its own record of the session in the trial's CODEX_HOME; it is read
+        // beside whatever the agent left in the transcript directory.
+        let mut places = Vec::new();
+        if has_transcripts {
+            places.push(paths.transcript_dir.clone());
+        }
+        if crate::run::codex_config::has_sessions(&trial) {
+            places.push(crate::run::codex_config::CodexPaths::new(&paths.dir).sessions);
+        }
+        let sessions = (!places.is_empty())
+            .then(|| read_transcript(&places, names.as_deref(), inputs, warnings))
             .flatten();
         if let Some(sessions) = sessions {
             numbers.add_transcript(&sessions);
@@ -417,10 +427,11 @@ fn read_arm(
     }
 }
 
-/// A trial's transcript sessions from its transcript directory, classified with its server
-/// names; `None` when it left no transcript file (or none that could be read, warned).
+/// A trial's transcript sessions from its transcript directory (and Codex's session directory),
+/// classified with its server names; `None` when it left no transcript file (or none that could
+/// be read, warned).
 fn read_transcript(
-    transcript_dir: &Path,
+    places: &[std::path::PathBuf],
     names: Option<&[String]>,
     inputs: &mut InputSummary,
     warnings: &mut Warnings,
@@ -428,7 +439,7 @@ fn read_transcript(
     let filter = ServerFilter {
         names: names.map(<[String]>::to_vec).unwrap_or_default(),
     };
-    match read_transcripts(&[transcript_dir.to_path_buf()], &filter) {
+    match read_transcripts(places, &filter) {
         Ok((mut sessions, stats)) => {
             inputs.transcript_files += stats.files as u64;
             inputs.transcript_malformed_lines += stats.malformed_lines as u64;

@@ -9,7 +9,7 @@ use crate::spec::Arm;
 
 /// A path the configuration must hold is not UTF-8, which JSON cannot carry faithfully.
 #[derive(Debug, thiserror::Error)]
-#[error("{0} is not UTF-8, which the MCP configuration (JSON) cannot hold; use an --out path (and a build directory) with UTF-8 names")]
+#[error("{0} is not UTF-8, which the MCP configuration (JSON, or Codex CLI's TOML) cannot hold; use an --out path (and a build directory) with UTF-8 names")]
 pub struct NotUtf8(pub String);
 
 fn utf8(path: &Path) -> Result<&str, NotUtf8> {
@@ -17,9 +17,36 @@ fn utf8(path: &Path) -> Result<&str, NotUtf8> {
         .ok_or_else(|| NotUtf8(path.display().to_string()))
 }
 
-/// The configuration of `arm` for one trial: this binary, started with the arm's arguments,
-/// serving the trial's own workspace and logging to the trial's own call log. An arm without a
-/// server gets an empty `mcpServers`, so the agent is started the same way in every arm.
+/// How the server of an arm is started in one trial, whatever file of which harness says it.
+pub struct ServerCommand<'a> {
+    /// The `filesystem` binary.
+    pub command: &'a str,
+    /// The arm's arguments, then `--root` and `--call-log` of the trial.
+    pub args: Vec<&'a str>,
+}
+
+/// The command of `arm`'s server for one trial (`None` for an arm without a server): this
+/// binary, started with the arm's arguments, serving the trial's own workspace and logging to
+/// the trial's own call log.
+pub fn server_command<'a>(
+    arm: &'a Arm,
+    server: &'a Path,
+    workspace: &'a Path,
+    call_log: &'a Path,
+) -> Result<Option<ServerCommand<'a>>, NotUtf8> {
+    let Some(args) = &arm.server_args else {
+        return Ok(None);
+    };
+    let mut argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    argv.extend(["--root", utf8(workspace)?, "--call-log", utf8(call_log)?]);
+    Ok(Some(ServerCommand {
+        command: utf8(server)?,
+        args: argv,
+    }))
+}
+
+/// The configuration of `arm` for one trial ([`server_command`]). An arm without a server gets
+/// an empty `mcpServers`, so the agent is started the same way in every arm.
 pub fn mcp_config(
     arm: &Arm,
     server: &Path,
@@ -27,17 +54,10 @@ pub fn mcp_config(
     call_log: &Path,
 ) -> Result<Value, NotUtf8> {
     let mut servers = Map::new();
-    if let Some(args) = &arm.server_args {
-        let mut argv: Vec<Value> = args.iter().map(|a| Value::from(a.as_str())).collect();
-        argv.extend([
-            Value::from("--root"),
-            Value::from(utf8(workspace)?),
-            Value::from("--call-log"),
-            Value::from(utf8(call_log)?),
-        ]);
+    if let Some(cmd) = server_command(arm, server, workspace, call_log)? {
         servers.insert(
             arm.server_name.clone(),
-            json!({"command": utf8(server)?, "args": argv, "env": {}}),
+            json!({"command": cmd.command, "args": cmd.args, "env": {}}),
         );
     }
     Ok(json!({ "mcpServers": servers }))

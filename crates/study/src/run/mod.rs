@@ -2,10 +2,11 @@
 //! of its task's fixture, each recorded as it ends so a run cut short can be resumed.
 //!
 //! One job per module: [`plan`] (order and seeds), [`copy`] (the fixture copy), [`config`]
-//! (the MCP configuration), [`process`] (a process under a limit), [`trial`] (one trial),
+//! (the MCP configuration), [`codex_config`] (Codex CLI's per-trial home), [`process`] (a process under a limit), [`trial`] (one trial),
 //! [`resume`] (the output directory), [`progress`] (the stderr lines), [`signal`] (Ctrl-C);
 //! this module drives them with `--jobs` threads.
 
+pub mod codex_config;
 pub mod config;
 pub mod copy;
 pub mod orphans;
@@ -39,7 +40,9 @@ workspace: exit 0 means the task was done.
 
 Placeholders in the agent command, stdin, stdout, env values and the verifier: {workspace},
 {mcp_config}, {prompt_file}, {prompt} (the text), {transcript_dir}, {task_dir}, {study_dir},
-{task}, {arm}, {trial}, {seed}; {{ and }} are literal braces. A program named exactly
+{task}, {arm}, {trial}, {seed}, {codex_home}, {codex_config}; {{ and }} are literal braces.
+When a template names {codex_home} or {codex_config}, the runner writes the arm's server into
+TRIAL/home/.codex/config.toml ([mcp_servers]) and sets CODEX_HOME to TRIAL/home/.codex. A program named exactly
 `filesystem` or `study-stand-in` is the binary beside this one.
 
 Every finished trial appends one line to OUT/trials.jsonl. Ctrl-C kills the running agents and

@@ -11,6 +11,7 @@ use workspace::Dir;
 use crate::record::{names, PlannedTrial, TrialPaths, TrialRecord, TRIALS_DIR, TRIAL_MARKER_VAR};
 use crate::spec::{Arm, Study, Task, Template, Values};
 
+use super::codex_config::{self, CodexPaths};
 use super::process::{self, Interrupted, Job, Place, Sink, LOG_CAP, REDIRECT_CAP};
 use super::RunError;
 
@@ -142,6 +143,20 @@ pub fn run_trial(
         })?;
     let config = serde_json::to_vec_pretty(&config).unwrap_or_default();
     write_new(&dir, names::MCP_CONFIG, &config).map_err(setup(&paths.mcp_config))?;
+    let codex = CodexPaths::new(&paths.dir);
+    let agent = &study.agent;
+    let codex_wanted = codex_config::wanted(agent);
+    if codex_wanted {
+        let text =
+            codex_config::codex_config(arm, ctx.filesystem, &paths.workspace, &paths.call_log)
+                .map_err(|e| {
+                    TrialError::Setup(RunError::Trial {
+                        path: codex.config.clone(),
+                        what: e.to_string(),
+                    })
+                })?;
+        codex_config::write(&dir, &text).map_err(setup(&codex.config))?;
+    }
     let marker = (
         TRIAL_MARKER_VAR,
         crate::record::trial_marker(ctx.identity, &trial.id),
@@ -159,8 +174,9 @@ pub fn run_trial(
         arm: &arm.name,
         trial: &trial.id,
         seed: trial.seed,
+        codex_home: &codex.codex_home,
+        codex_config: &codex.config,
     };
-    let agent = &study.agent;
     let stdout = match &agent.stdout {
         Some(t) => Sink {
             place: Place::Named(path_in(t, &values, &paths.workspace)),
@@ -176,11 +192,7 @@ pub fn run_trial(
     let job = Job {
         argv: argv(&agent.command, &values, ctx.filesystem),
         cwd: paths.workspace.clone(),
-        env: agent
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), v.expand(&values)))
-            .collect(),
+        env: agent_env(agent, &values, codex_wanted.then_some(&codex.codex_home)),
         stdin: agent
             .stdin
             .as_ref()
@@ -227,6 +239,26 @@ pub fn run_trial(
     })
 }
 
+/// The agent's own environment: the study's `env`, and `CODEX_HOME` at `codex_home` (when the
+/// agent is Codex) unless the study sets it itself.
+fn agent_env(
+    agent: &crate::spec::Agent,
+    values: &Values<'_>,
+    codex_home: Option<&PathBuf>,
+) -> Vec<(String, OsString)> {
+    let mut env: Vec<(String, OsString)> = agent
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.expand(values)))
+        .collect();
+    if let Some(home) = codex_home {
+        if !env.iter().any(|(k, _)| k == codex_config::CODEX_HOME_VAR) {
+            env.push((codex_config::CODEX_HOME_VAR.into(), home.into()));
+        }
+    }
+    env
+}
+
 /// Creates `name` in the fresh trial directory `dir` with `bytes`.
 fn write_new(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     process::create_fresh(dir, OsStr::new(name))?.write_all(bytes)
@@ -237,4 +269,53 @@ fn find<'s>(study: &'s Study, trial: &PlannedTrial) -> Option<(&'s Task, &'s Arm
     let task = study.tasks.iter().find(|t| t.name == trial.task)?;
     let arm = study.arms.iter().find(|a| a.name == trial.arm)?;
     Some((task, arm))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(env: &[(&str, &str)]) -> crate::spec::Agent {
+        crate::spec::Agent {
+            command: vec![Template::parse("codex").unwrap()],
+            stdin: None,
+            stdout: None,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), Template::parse(v).unwrap()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn codex_home_is_set_for_codex_unless_the_study_sets_it() {
+        let p = Path::new("/t");
+        let values = Values {
+            workspace: p,
+            mcp_config: p,
+            prompt_file: p,
+            prompt: "",
+            transcript_dir: p,
+            task_dir: p,
+            study_dir: p,
+            task: "t",
+            arm: "a",
+            trial: "000-t-a",
+            seed: 1,
+            codex_home: Path::new("/t/home/.codex"),
+            codex_config: Path::new("/t/home/.codex/config.toml"),
+        };
+        let home = PathBuf::from("/t/home/.codex");
+        let env = agent_env(&agent(&[("A", "{arm}")]), &values, Some(&home));
+        assert_eq!(
+            env,
+            [
+                ("A".to_string(), OsString::from("a")),
+                ("CODEX_HOME".to_string(), OsString::from("/t/home/.codex")),
+            ]
+        );
+        let own = agent_env(&agent(&[("CODEX_HOME", "/mine")]), &values, Some(&home));
+        assert_eq!(own, [("CODEX_HOME".to_string(), OsString::from("/mine"))]);
+        assert!(agent_env(&agent(&[]), &values, None).is_empty());
+    }
 }
