@@ -14,6 +14,7 @@ pub mod classify;
 pub mod input;
 pub mod lines;
 pub mod model;
+pub mod offered;
 pub mod pipeline;
 pub mod reason;
 pub mod render;

@@ -25,6 +25,7 @@ use super::classify::{classify_transcript_name, is_write, Interface, ServerFilte
 use super::input::{check_file, not_regular, open_named, Flag, InputError, Named, MAX_INPUT_BYTES};
 use super::lines::{Line, Lines};
 use super::model::{Call, InputStats, Outcome, Session};
+use super::offered::{ClaudeRecords, Offered};
 use super::pipeline::stage_commands;
 use super::reason::{clip_token, reason_from_text, token_from_text};
 use super::retry::InputKey;
@@ -45,12 +46,22 @@ pub fn read_transcripts(
     dirs: &[PathBuf],
     servers: &ServerFilter,
 ) -> Result<(Vec<Session>, InputStats), ReportError> {
+    read_transcripts_offered(dirs, servers).map(|(sessions, stats, _)| (sessions, stats))
+}
+
+/// [`read_transcripts`], and what the model was offered as Claude Code's own request records in
+/// the same files tell ([`ClaudeRecords`]; `None` when they hold none).
+pub fn read_transcripts_offered(
+    dirs: &[PathBuf],
+    servers: &ServerFilter,
+) -> Result<(Vec<Session>, InputStats, Option<Offered>), ReportError> {
     let mut reader = TranscriptReader {
         servers,
         stats: InputStats::default(),
         sessions: Vec::new(),
         seen: HashSet::new(),
         by_id: HashMap::new(),
+        offered: ClaudeRecords::default(),
     };
     for dir in dirs {
         match open_named(dir) {
@@ -68,7 +79,8 @@ pub fn read_transcripts(
             }
         }
     }
-    Ok((reader.sessions, reader.stats))
+    let offered = reader.offered.finish(servers);
+    Ok((reader.sessions, reader.stats, offered))
 }
 
 /// True for a transcript's file name.
@@ -112,6 +124,8 @@ struct TranscriptReader<'a> {
     seen: HashSet<String>,
     /// Where each call is: (session index, call index).
     by_id: HashMap<String, (usize, usize)>,
+    /// Claude Code's records of its requests, read on the way.
+    offered: ClaudeRecords,
 }
 
 impl TranscriptReader<'_> {
@@ -236,6 +250,9 @@ impl TranscriptReader<'_> {
                 }
             }
             other => {
+                // Claude Code's request records are no calls (they stay counted as skipped
+                // lines) but tell what the model was offered.
+                self.offered.line(line);
                 // The type is the writer's text: cut like a refused token, it only needs
                 // to be recognised.
                 *self

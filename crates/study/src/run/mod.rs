@@ -8,6 +8,8 @@
 
 pub mod config;
 pub mod copy;
+pub mod home;
+pub mod offered;
 pub mod orphans;
 pub mod plan;
 pub mod process;

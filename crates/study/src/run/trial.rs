@@ -9,7 +9,7 @@ use std::time::Duration;
 use workspace::Dir;
 
 use crate::record::{names, PlannedTrial, TrialPaths, TrialRecord, TRIALS_DIR, TRIAL_MARKER_VAR};
-use crate::spec::{Arm, Study, Task, Template, Values};
+use crate::spec::{Arm, Harness, Study, Task, Template, Values};
 
 use super::process::{self, Interrupted, Job, Place, Sink, LOG_CAP, REDIRECT_CAP};
 use super::RunError;
@@ -101,11 +101,11 @@ pub fn run_trial(
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<TrialRecord, TrialError> {
     let study = ctx.study;
-    let (task, arm) = find(study, trial).ok_or_else(|| {
+    let (task, arm, harness) = find(study, trial).ok_or_else(|| {
         TrialError::Setup(RunError::Trial {
             path: study.file.clone(),
             what: format!(
-                "the plan names trial {} whose task or arm is not in the study",
+                "the plan names trial {} whose task, arm or harness is not in the study",
                 trial.id
             ),
         })
@@ -133,6 +133,13 @@ pub fn run_trial(
     let prompt = String::from_utf8_lossy(&task.prompt_text);
     dir.mkdir(OsStr::new(names::TRANSCRIPT_DIR))
         .map_err(setup(&paths.transcript_dir))?;
+    // The trial's own home, fresh like every file of the trial directory (the directory was
+    // made anew above), with the temporary directory the runner points TMPDIR at.
+    dir.mkdir(OsStr::new(names::HOME))
+        .map_err(setup(&paths.home))?;
+    dir.subdir(OsStr::new(names::HOME))
+        .and_then(|home| home.mkdir(OsStr::new(super::home::TMP)))
+        .map_err(setup(&paths.home))?;
     let config = super::config::mcp_config(arm, ctx.filesystem, &paths.workspace, &paths.call_log)
         .map_err(|e| {
             TrialError::Setup(RunError::Trial {
@@ -159,8 +166,10 @@ pub fn run_trial(
         arm: &arm.name,
         trial: &trial.id,
         seed: trial.seed,
+        home: &paths.home,
+        harness: &harness.name,
     };
-    let agent = &study.agent;
+    let agent = &harness.agent;
     let stdout = match &agent.stdout {
         Some(t) => Sink {
             place: Place::Named(path_in(t, &values, &paths.workspace)),
@@ -176,10 +185,9 @@ pub fn run_trial(
     let job = Job {
         argv: argv(&agent.command, &values, ctx.filesystem),
         cwd: paths.workspace.clone(),
-        env: agent
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), v.expand(&values)))
+        env: super::home::home_env(&paths.home, &agent.env)
+            .into_iter()
+            .chain(agent.env.iter().map(|(k, v)| (k.clone(), v.expand(&values))))
             .collect(),
         stdin: agent
             .stdin
@@ -213,10 +221,17 @@ pub fn run_trial(
     };
     let verify_end = process::run(&verify, stop)?;
     let success = verify_end.end == crate::record::End::Exited && verify_end.code == Some(0);
+    let offered = super::offered::read(arm, &paths);
+    if let Some(offered) = &offered {
+        let json = serde_json::to_vec_pretty(offered).unwrap_or_default();
+        write_new(&dir, names::OFFERED, &json).map_err(setup(&paths.offered))?;
+    }
     Ok(TrialRecord {
         id: trial.id.clone(),
         task: trial.task.clone(),
         arm: trial.arm.clone(),
+        harness: trial.harness.clone(),
+        offered,
         rep: trial.rep,
         seed: trial.seed,
         order,
@@ -233,8 +248,9 @@ fn write_new(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// The task and arm of a planned trial.
-fn find<'s>(study: &'s Study, trial: &PlannedTrial) -> Option<(&'s Task, &'s Arm)> {
+fn find<'s>(study: &'s Study, trial: &PlannedTrial) -> Option<(&'s Task, &'s Arm, &'s Harness)> {
     let task = study.tasks.iter().find(|t| t.name == trial.task)?;
     let arm = study.arms.iter().find(|a| a.name == trial.arm)?;
-    Some((task, arm))
+    let harness = study.harnesses.iter().find(|h| h.name == trial.harness)?;
+    Some((task, arm, harness))
 }
