@@ -565,9 +565,16 @@ mod tests {
         assert_eq!(o.with_schema, ["Read", "ToolSearch"]);
         assert_eq!(
             o.deferred,
-            ["WebFetch", "mcp__fs__read_text_file", "mcp__fs__list_directory"]
+            [
+                "WebFetch",
+                "mcp__fs__read_text_file",
+                "mcp__fs__list_directory"
+            ]
         );
-        assert_eq!((o.ours_up_front, o.ours_deferred, o.ours_namespaced), (0, 2, 0));
+        assert_eq!(
+            (o.ours_up_front, o.ours_deferred, o.ours_namespaced),
+            (0, 2, 0)
+        );
         assert_eq!(o.presentation, Presentation::Deferred);
     }
 
@@ -604,7 +611,10 @@ mod tests {
             "contents": [{"role": "user", "parts": [{"text": "hi"}]}]
         });
         let mut s = Summary::new("relay");
-        s.add(Api::Gemini, parse_request(Api::Gemini, &json!({"contents": []})));
+        s.add(
+            Api::Gemini,
+            parse_request(Api::Gemini, &json!({"contents": []})),
+        );
         s.add(Api::Gemini, parse_request(Api::Gemini, &body));
         let o = s.finish(&ServerFilter::default()).unwrap();
         assert_eq!(o.requests, 1);
@@ -628,7 +638,10 @@ mod tests {
 
     #[test]
     fn api_from_path() {
-        assert_eq!(Api::from_path("/v1/messages?beta=true"), Some(Api::Anthropic));
+        assert_eq!(
+            Api::from_path("/v1/messages?beta=true"),
+            Some(Api::Anthropic)
+        );
         assert_eq!(Api::from_path("/v1/responses"), Some(Api::Openai));
         assert_eq!(
             Api::from_path("/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"),

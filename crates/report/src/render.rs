@@ -366,7 +366,13 @@ fn csv_breakdown(
 ) {
     row(session, "", "calls", "", b.calls.to_string());
     row(session, "", "work_calls", "", b.work_calls.to_string());
-    row(session, "", "discovery_calls", "", b.discovery_calls.to_string());
+    row(
+        session,
+        "",
+        "discovery_calls",
+        "",
+        b.discovery_calls.to_string(),
+    );
     row(session, "", "writes", "", b.adoption.writes.to_string());
     row(session, "", "writes_ours", "", b.adoption.ours.to_string());
     row(session, "", "adoption_share", "", opt(b.adoption.share));

@@ -145,7 +145,11 @@ pub fn section(sessions: &[Session], inputs: InputStats) -> Section {
     for session in sessions {
         let retried = retried_flags(&session.calls);
         let mut own = Accumulator::default();
-        let n = session.calls.iter().filter(|c| c.interface.is_work()).count();
+        let n = session
+            .calls
+            .iter()
+            .filter(|c| c.interface.is_work())
+            .count();
         let mut i = 0;
         for (call, &was_retried) in session.calls.iter().zip(&retried) {
             total.add(call, was_retried);

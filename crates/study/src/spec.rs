@@ -1165,7 +1165,11 @@ server = false
         assert!(one.harnesses[0].name.is_empty());
 
         let both = format!("{two}\n[agent]\ncommand = [\"x\"]\n");
-        assert!(err(&both).contains("both [agent] and [[harness]]"), "{}", err(&both));
+        assert!(
+            err(&both).contains("both [agent] and [[harness]]"),
+            "{}",
+            err(&both)
+        );
         let dup = two.replace("name = \"codex\"", "name = \"cc\"");
         assert!(err(&dup).contains("two harnesses are named"));
         let bad = two.replace("name = \"codex\"", "name = \"Codex\"");

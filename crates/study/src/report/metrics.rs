@@ -254,8 +254,7 @@ fn offered_numbers(trials: &[(TrialRecord, TrialNumbers)]) -> OfferedNumbers {
             out.sources.push(offered.source.clone());
         }
     }
-    out.mean_system_chars =
-        (out.trials_known > 0).then(|| chars as f64 / out.trials_known as f64);
+    out.mean_system_chars = (out.trials_known > 0).then(|| chars as f64 / out.trials_known as f64);
     out
 }
 

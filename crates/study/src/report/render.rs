@@ -302,7 +302,10 @@ pub fn text(report: &StudyReport) -> String {
 /// this project's tools were offered, and the work and discovery calls.
 fn harness_section(report: &StudyReport) -> String {
     let (title, rows): (&str, &[ArmNumbers]) = if report.cells.is_empty() {
-        ("\n== per arm: what the model was offered, work and discovery calls\n", &report.arms)
+        (
+            "\n== per arm: what the model was offered, work and discovery calls\n",
+            &report.arms,
+        )
     } else {
         (
             "\n== per arm and harness: success, write adoption (over work calls), what the model was offered, work and discovery calls\n",
@@ -310,6 +313,7 @@ fn harness_section(report: &StudyReport) -> String {
         )
     };
     let mut out = title.to_string();
+    let per_harness = !report.cells.is_empty();
     let table_rows: Vec<Vec<String>> = rows
         .iter()
         .map(|a| {
@@ -328,37 +332,41 @@ fn harness_section(report: &StudyReport) -> String {
             } else {
                 format!("{}/{}", o.instructions_seen, o.trials_known)
             };
-            vec![
-                a.arm.clone(),
-                a.harness.clone().unwrap_or_else(|| "-".into()),
-                a.trials.to_string(),
-                rate(&a.success),
-                rate(&a.write_adoption),
+            let mut row = vec![a.arm.clone()];
+            if per_harness {
+                row.extend([
+                    a.harness.clone().unwrap_or_default(),
+                    a.trials.to_string(),
+                    rate(&a.success),
+                    rate(&a.write_adoption),
+                ]);
+            }
+            row.extend([
                 a.calls.work.to_string(),
                 a.calls.discovery.to_string(),
                 presentation,
                 instructions,
                 o.mean_system_chars
                     .map_or("-".into(), |c| format!("{c:.0}")),
-            ]
+            ]);
+            row
         })
         .collect();
-    out.push_str(&table(
-        &[
-            "arm",
-            "harness",
-            "trials",
-            "success",
-            "write adoption",
-            "work calls",
-            "discovery calls",
-            "our tools offered",
-            "instructions seen",
-            "system chars",
-        ],
-        "llrrrrrlrr",
-        &table_rows,
-    ));
+    let mut header = vec!["arm"];
+    let mut align = String::from("l");
+    if per_harness {
+        header.extend(["harness", "trials", "success", "write adoption"]);
+        align.push_str("lrrr");
+    }
+    header.extend([
+        "work calls",
+        "discovery calls",
+        "our tools offered",
+        "instructions seen",
+        "system chars",
+    ]);
+    align.push_str("rrlrr");
+    out.push_str(&table(&header, &align, &table_rows));
     out
 }
 
@@ -428,7 +436,10 @@ pub fn csv(report: &StudyReport) -> String {
         .map(|a| (a.arm.clone(), a))
         .chain(report.cells.iter().map(|a| {
             // A row of one arm under one harness: `arm@harness` (names hold no '@').
-            (format!("{}@{}", a.arm, a.harness.as_deref().unwrap_or("")), a)
+            (
+                format!("{}@{}", a.arm, a.harness.as_deref().unwrap_or("")),
+                a,
+            )
         }))
         .collect();
     for (label, a) in &labels {

@@ -55,9 +55,7 @@ mod tests {
         let home = Path::new("/run/trials/000-t-a/home");
         let env = home_env(home, &[]);
         assert_eq!(env.len(), HOME_VARS.len());
-        assert!(env
-            .iter()
-            .all(|(_, v)| Path::new(v).starts_with(home)));
+        assert!(env.iter().all(|(_, v)| Path::new(v).starts_with(home)));
         let own = vec![("HOME".to_string(), Template::parse("/elsewhere").unwrap())];
         let env = home_env(home, &own);
         assert!(!env.iter().any(|(k, _)| k == "HOME"));

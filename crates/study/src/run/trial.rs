@@ -187,7 +187,12 @@ pub fn run_trial(
         cwd: paths.workspace.clone(),
         env: super::home::home_env(&paths.home, &agent.env)
             .into_iter()
-            .chain(agent.env.iter().map(|(k, v)| (k.clone(), v.expand(&values))))
+            .chain(
+                agent
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.expand(&values))),
+            )
             .collect(),
         stdin: agent
             .stdin
