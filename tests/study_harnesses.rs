@@ -295,6 +295,23 @@ fn the_example_study_through_claude_code_and_codex_recovers_the_scripted_choices
             "{c:#}"
         );
     }
+    // Codex through the recording relay: this project's tools in one namespace with their
+    // schemas, the server's instructions with them; no discovery call was needed.
+    for arm in ["filesystem", "pipe-modern"] {
+        let c = cell(&report, arm, "codex");
+        let o = &c["offered"];
+        assert_eq!(o["trials_known"], json!(1), "{c:#}");
+        assert_eq!(o["presentation"], json!({"namespaced": 1}), "{c:#}");
+        assert_eq!(o["instructions_seen"], json!(1), "{c:#}");
+        assert_eq!(o["sources"], json!(["relay"]), "{c:#}");
+    }
+    let cb = cell(&report, "builtin-only", "codex");
+    assert_eq!(
+        cb["offered"]["presentation"],
+        json!({"not_offered": 1}),
+        "{cb:#}"
+    );
+
     let o = &builtin["offered"];
     assert_eq!(o["presentation"], json!({"not_offered": 1}), "{builtin:#}");
     assert_eq!(o["instructions_seen"], json!(0), "{builtin:#}");

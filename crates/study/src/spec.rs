@@ -102,6 +102,7 @@ struct RawAgent {
     command: Vec<String>,
     stdin: Option<String>,
     stdout: Option<String>,
+    relay: Option<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
 }
@@ -114,6 +115,7 @@ struct RawHarness {
     command: Vec<String>,
     stdin: Option<String>,
     stdout: Option<String>,
+    relay: Option<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
 }
@@ -175,6 +177,10 @@ pub struct Agent {
     pub stdout: Option<Template>,
     /// Extra environment, on top of the runner's own.
     pub env: Vec<(String, Template)>,
+    /// The model endpoint a recording relay forwards to (`http://…`, or `$VAR` for the URL in
+    /// the runner's environment variable VAR), when the study records what the model was
+    /// offered on the wire; the agent is pointed at the relay through `{relay_url}`.
+    pub relay: Option<String>,
 }
 
 /// One harness: the agent program a trial is run with, a dimension of the study beside the arms
@@ -245,6 +251,8 @@ pub enum Placeholder {
     Trial,
     /// `{seed}`: the trial's seed.
     Seed,
+    /// `{relay_url}`: the recording relay's URL, with the upstream's path (needs `relay`).
+    RelayUrl,
     // The per-trial home and the harness dimension.
     /// `{home}`: the trial's own empty home directory (the agent's `HOME` unless `env` sets it).
     Home,
@@ -253,7 +261,7 @@ pub enum Placeholder {
 }
 
 impl Placeholder {
-    const ALL: [(&'static str, Placeholder); 13] = [
+    const ALL: [(&'static str, Placeholder); 14] = [
         ("workspace", Placeholder::Workspace),
         ("mcp_config", Placeholder::McpConfig),
         ("prompt_file", Placeholder::PromptFile),
@@ -265,6 +273,7 @@ impl Placeholder {
         ("arm", Placeholder::Arm),
         ("trial", Placeholder::Trial),
         ("seed", Placeholder::Seed),
+        ("relay_url", Placeholder::RelayUrl),
         ("home", Placeholder::Home),
         ("harness", Placeholder::Harness),
     ];
@@ -312,6 +321,8 @@ pub struct Values<'a> {
     pub home: &'a Path,
     /// `{harness}`.
     pub harness: &'a str,
+    /// `{relay_url}` (empty without a relay).
+    pub relay_url: &'a str,
 }
 
 impl Template {
@@ -417,6 +428,7 @@ impl Template {
                     Placeholder::Seed => out.push(values.seed.to_string()),
                     Placeholder::Home => out.push(values.home),
                     Placeholder::Harness => out.push(values.harness),
+                    Placeholder::RelayUrl => out.push(values.relay_url),
                 },
             }
         }
@@ -657,6 +669,7 @@ fn find_program(
         seed: 0,
         home: none,
         harness: "",
+        relay_url: "",
     };
     let name = PathBuf::from(program.expand(&values));
     if let Some(beside) = crate::run::trial::special_program(&name, filesystem) {
@@ -855,6 +868,7 @@ fn check_harnesses(agent: Option<RawAgent>, raw: Vec<RawHarness>) -> Result<Vec<
                     command: h.command,
                     stdin: h.stdin,
                     stdout: h.stdout,
+                    relay: h.relay,
                     env: h.env,
                 })
                 .map_err(|e| format!("harness {:?}: {e}", h.name))?;
@@ -896,11 +910,36 @@ fn check_agent(raw: RawAgent) -> Result<Agent, String> {
         let value = template(&format!("agent.env.{key}"), &value)?;
         env.push((key, value));
     }
+    if let Some(relay) = &raw.relay {
+        match relay.strip_prefix('$') {
+            Some(var) if !var.is_empty() && !var.contains(['=', '\0']) => {}
+            Some(_) => {
+                return Err(format!(
+                    "relay = {relay:?} names no variable; write \"$VAR\""
+                ))
+            }
+            None => {
+                crate::run::relay::Upstream::parse(relay).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    let uses_relay = command
+        .iter()
+        .chain(stdin.iter())
+        .chain(stdout.iter())
+        .chain(env.iter().map(|(_, v)| v))
+        .any(|t| t.uses(Placeholder::RelayUrl));
+    if uses_relay && raw.relay.is_none() {
+        return Err(
+            "{relay_url} is used but no relay is set; give relay = \"http://HOST:PORT/PATH\" (the model endpoint) or relay = \"$VAR\"".into(),
+        );
+    }
     Ok(Agent {
         command,
         stdin,
         stdout,
         env,
+        relay: raw.relay,
     })
 }
 
@@ -1194,6 +1233,7 @@ server = false
             seed: 9,
             home: Path::new("/h"),
             harness: "cc",
+            relay_url: "",
         };
         assert_eq!(t.expand(&v), OsString::from("{x} 000-t-a-9"));
         assert!(Template::parse("{nope}")

@@ -14,6 +14,7 @@ pub mod orphans;
 pub mod plan;
 pub mod process;
 pub mod progress;
+pub mod relay;
 pub mod resume;
 pub mod signal;
 pub mod trial;

@@ -116,6 +116,7 @@ mod tests {
                     stdin: None,
                     stdout: None,
                     env: Vec::new(),
+                    relay: None,
                 },
             }],
             tasks: (0..tasks)

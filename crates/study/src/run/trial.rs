@@ -154,6 +154,21 @@ pub fn run_trial(
         crate::record::trial_marker(ctx.identity, &trial.id),
     );
 
+    // The recording relay, when the harness asks for one: started before the agent, stopped
+    // after it, one per trial so its summary is this trial's alone.
+    let relay = match &harness.agent.relay {
+        Some(upstream) => Some(start_relay(upstream).map_err(|what| {
+            TrialError::Setup(RunError::Trial {
+                path: study.file.clone(),
+                what,
+            })
+        })?),
+        None => None,
+    };
+    let relay_url = relay
+        .as_ref()
+        .map(super::relay::Relay::url)
+        .unwrap_or_default();
     let values = Values {
         workspace: &paths.workspace,
         mcp_config: &paths.mcp_config,
@@ -168,6 +183,7 @@ pub fn run_trial(
         seed: trial.seed,
         home: &paths.home,
         harness: &harness.name,
+        relay_url: &relay_url,
     };
     let agent = &harness.agent;
     let stdout = match &agent.stdout {
@@ -209,6 +225,10 @@ pub fn run_trial(
     };
     let started = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let agent_end = process::run(&job, stop)?;
+    let servers = report::classify::ServerFilter {
+        names: vec![arm.server_name.clone()],
+    };
+    let relayed = relay.and_then(|r| r.finish(&servers));
 
     let verify = Job {
         argv: argv(&task.verify, &values, ctx.filesystem),
@@ -226,7 +246,8 @@ pub fn run_trial(
     };
     let verify_end = process::run(&verify, stop)?;
     let success = verify_end.end == crate::record::End::Exited && verify_end.code == Some(0);
-    let offered = super::offered::read(arm, &paths);
+    // What went over the wire when it was relayed, else what the harness's records say.
+    let offered = relayed.or_else(|| super::offered::read(arm, &paths));
     if let Some(offered) = &offered {
         let json = serde_json::to_vec_pretty(offered).unwrap_or_default();
         write_new(&dir, names::OFFERED, &json).map_err(setup(&paths.offered))?;
@@ -248,6 +269,18 @@ pub fn run_trial(
 }
 
 /// Creates `name` in the fresh trial directory `dir` with `bytes`.
+/// Starts a relay to `upstream`: a URL, or `$VAR` for the URL in the runner's environment.
+fn start_relay(upstream: &str) -> Result<super::relay::Relay, String> {
+    let url = match upstream.strip_prefix('$') {
+        Some(var) => std::env::var(var).map_err(|_| {
+            format!("the relay's upstream is ${var}, which is not set in the environment of `filesystem study run`; set it to the model endpoint's URL")
+        })?,
+        None => upstream.to_string(),
+    };
+    let upstream = super::relay::Upstream::parse(&url).map_err(|e| e.to_string())?;
+    super::relay::Relay::start(upstream).map_err(|e| e.to_string())
+}
+
 fn write_new(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     process::create_fresh(dir, OsStr::new(name))?.write_all(bytes)
 }
