@@ -148,6 +148,37 @@ fn every_trial_has_its_own_home_and_harnesses_interleave_with_arms() {
             .collect();
     assert_eq!(keys, expected);
     assert_eq!(report["arms"][0]["trials"], json!(4));
+
+    // Text, CSV and SVG show the same rows, each arm under each harness.
+    let svg = study_dir.join("report.svg");
+    let text = Command::new(filesystem())
+        .args(["study", "report"])
+        .arg(&out)
+        .arg("--svg")
+        .arg(&svg)
+        .output()
+        .expect("study report");
+    ok(&text);
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(text.contains("== per arm and harness"), "{text}");
+    let csv = Command::new(filesystem())
+        .args(["study", "report", "--format", "csv"])
+        .arg(&out)
+        .output()
+        .expect("study report");
+    ok(&csv);
+    let csv = String::from_utf8_lossy(&csv.stdout).into_owned();
+    let drawn = std::fs::read_to_string(&svg).expect("the chart");
+    for (arm, harness) in [("a", "one"), ("a", "two"), ("b", "one"), ("b", "two")] {
+        let label = format!("{arm}@{harness}");
+        assert!(csv.contains(&format!("\n{label},trials,2,")), "{csv}");
+        assert!(drawn.contains(&label), "{label} not drawn");
+        assert!(
+            text.lines().any(|l| l.starts_with(&format!("{arm} "))
+                && l.split_whitespace().nth(1) == Some(harness)),
+            "{text}"
+        );
+    }
 }
 
 /// The example study's scripts, as the demo gives them to the `scripted-model` binary.
@@ -170,6 +201,20 @@ fn cell<'a>(report: &'a Value, arm: &str, harness: &str) -> &'a Value {
 
 #[test]
 fn the_example_study_through_claude_code_and_codex_recovers_the_scripted_choices() {
+    // A model Codex has no metadata for (a local one): the namespace with every schema.
+    example_study("scripted", "namespaced");
+}
+
+#[test]
+fn codex_defers_the_namespace_for_a_known_model_and_the_relay_shows_it() {
+    // A model Codex knows (as a hosted one is configured): the namespace behind tool_search,
+    // loaded by the search, which the relay sees in the later requests.
+    example_study("gpt-5.5", "deferred");
+}
+
+/// Runs the example study with Codex told `codex_model`, and checks the report: Claude Code's
+/// numbers exactly, Codex's tools offered as `codex_presentation`.
+fn example_study(codex_model: &str, codex_presentation: &str) {
     let claude = Harness::ClaudeCode.executable();
     let bin_dir = claude.parent().expect("the .bin directory").to_path_buf();
     Harness::Codex.executable();
@@ -198,7 +243,7 @@ fn the_example_study_through_claude_code_and_codex_recovers_the_scripted_choices
         .env("DISABLE_ERROR_REPORTING", "1")
         .env("DISABLE_BUG_COMMAND", "1")
         .env("CODEX_BASE_URL", model.openai_base_url())
-        .env("CODEX_MODEL", "scripted")
+        .env("CODEX_MODEL", codex_model)
         .output()
         .expect("run the study");
     ok(&run);
@@ -295,13 +340,13 @@ fn the_example_study_through_claude_code_and_codex_recovers_the_scripted_choices
             "{c:#}"
         );
     }
-    // Codex through the recording relay: this project's tools in one namespace with their
-    // schemas, the server's instructions with them; no discovery call was needed.
+    // Codex through the recording relay: this project's tools in one namespace, up front or
+    // behind tool_search, the server's instructions with them.
     for arm in ["filesystem", "pipe-modern"] {
         let c = cell(&report, arm, "codex");
         let o = &c["offered"];
         assert_eq!(o["trials_known"], json!(1), "{c:#}");
-        assert_eq!(o["presentation"], json!({"namespaced": 1}), "{c:#}");
+        assert_eq!(o["presentation"], json!({codex_presentation: 1}), "{c:#}");
         assert_eq!(o["instructions_seen"], json!(1), "{c:#}");
         assert_eq!(o["sources"], json!(["relay"]), "{c:#}");
     }

@@ -138,7 +138,7 @@ pub struct Offered {
     pub deferred: Vec<String>,
     /// Namespace tools of the first request.
     pub namespaces: Vec<String>,
-    /// Tools whose schema was sent in a later request only (loaded by a discovery call).
+    /// Tools listed in a later request only (loaded by a discovery call).
     pub loaded_later: Vec<String>,
     /// True when this project's server instructions reached the model in any request.
     pub instructions_seen: bool,
@@ -202,29 +202,18 @@ fn openai(body: &Value, out: &mut RequestOffered) {
         read_text(out, text);
     }
     for tool in array(body, "tools") {
-        // Codex's client-run `tool_search` has a type and no name.
-        let name = tool
-            .get("name")
-            .and_then(Value::as_str)
-            .or_else(|| tool.get("type").and_then(Value::as_str));
-        let Some(name) = name else { continue };
-        note_text(out, tool.get("description"));
-        let deferred = tool.get("defer_loading").and_then(Value::as_bool) == Some(true);
-        match tool.get("tools").and_then(Value::as_array) {
-            Some(inner) => {
-                for t in inner {
-                    if let Some(inner_name) = t.get("name").and_then(Value::as_str) {
-                        let inner_deferred =
-                            t.get("defer_loading").and_then(Value::as_bool) == Some(true);
-                        push_tool(out, inner_name, Some(name), deferred || inner_deferred);
-                        note_text(out, t.get("description"));
-                    }
-                }
-            }
-            None => push_tool(out, name, None, deferred),
-        }
+        openai_tool(out, tool);
     }
     for item in array(body, "input") {
+        // Codex 0.171.0 defers an MCP namespace behind `tool_search` for a model it knows: the
+        // first request offers only `tool_search`, and each later request carries what a
+        // search loaded as a `tool_search_output` item.
+        if item.get("type").and_then(Value::as_str) == Some("tool_search_output") {
+            for tool in array(item, "tools") {
+                openai_tool(out, tool);
+            }
+            continue;
+        }
         let role = item.get("role").and_then(Value::as_str);
         let Some(content) = item.get("content") else {
             continue;
@@ -235,6 +224,32 @@ fn openai(body: &Value, out: &mut RequestOffered) {
             }
             read_text(out, text);
         }
+    }
+}
+
+/// One tool definition of the Responses API: a function, a client-run tool (`tool_search`, by
+/// its type), or a namespace holding tools.
+fn openai_tool(out: &mut RequestOffered, tool: &Value) {
+    // Codex's client-run `tool_search` has a type and no name.
+    let name = tool
+        .get("name")
+        .and_then(Value::as_str)
+        .or_else(|| tool.get("type").and_then(Value::as_str));
+    let Some(name) = name else { return };
+    note_text(out, tool.get("description"));
+    let deferred = tool.get("defer_loading").and_then(Value::as_bool) == Some(true);
+    match tool.get("tools").and_then(Value::as_array) {
+        Some(inner) => {
+            for t in inner {
+                if let Some(inner_name) = t.get("name").and_then(Value::as_str) {
+                    let inner_deferred =
+                        t.get("defer_loading").and_then(Value::as_bool) == Some(true);
+                    push_tool(out, inner_name, Some(name), deferred || inner_deferred);
+                    note_text(out, t.get("description"));
+                }
+            }
+        }
+        None => push_tool(out, name, None, deferred),
     }
 }
 
@@ -388,11 +403,18 @@ impl Summary {
         match &self.first {
             None => self.first = Some(request),
             Some(first) => {
-                for tool in request.tools.iter().filter(|t| !t.deferred) {
+                // A tool in a later request's list that the first did not list at all was
+                // loaded by a discovery call (Claude Code and Codex both keep marking such a
+                // tool `defer_loading`, so the flag alone does not tell).
+                // A tool first listed deferred and now with its schema was loaded too.
+                for tool in &request.tools {
                     let name = shown(tool);
-                    let was_up_front = first.tools.iter().any(|f| !f.deferred && shown(f) == name);
-                    if !was_up_front && self.later.len() < MAX_TOOLS && !self.later.contains(&name)
-                    {
+                    let before = first.tools.iter().find(|f| shown(f) == name);
+                    let loaded = match before {
+                        None => true,
+                        Some(f) => f.deferred && !tool.deferred,
+                    };
+                    if loaded && self.later.len() < MAX_TOOLS && !self.later.contains(&name) {
                         self.later.push(name);
                     }
                 }
@@ -428,7 +450,15 @@ impl Summary {
                 }
             }
         }
-        let ours_deferred = deferred
+        // Deferred: named without a schema in the first request, or not offered in it at all
+        // and loaded by a later one (through a discovery call).
+        let mut behind_discovery: Vec<&String> = deferred.iter().collect();
+        for name in &self.later {
+            if !behind_discovery.contains(&name) {
+                behind_discovery.push(name);
+            }
+        }
+        let ours_deferred = behind_discovery
             .iter()
             .filter(|d| match d.split_once('/') {
                 Some((ns, name)) => is_ours(name, Some(ns), servers),
@@ -634,6 +664,30 @@ mod tests {
         let o = s.finish(&ServerFilter::default()).unwrap();
         assert_eq!(o.loaded_later, ["mcp__fs__edit_file"]);
         assert_eq!(o.requests, 2);
+    }
+
+    #[test]
+    fn a_codex_namespace_loaded_by_tool_search_is_deferred() {
+        let first = json!({"tools": [{"type": "function", "name": "exec_command"}, {"type": "tool_search"}]});
+        let second = json!({
+            "tools": [{"type": "function", "name": "exec_command"}, {"type": "tool_search"}],
+            "input": [
+                {"type": "tool_search_call", "call_id": "c1", "arguments": {"query": "files"}},
+                {"type": "tool_search_output", "call_id": "c1", "tools": [
+                    {"type": "namespace", "name": "mcp__filesystem",
+                     "tools": [{"type": "function", "name": "read_text_file"}]}]}
+            ]
+        });
+        let mut s = Summary::new("relay");
+        s.add(Api::Openai, parse_request(Api::Openai, &first));
+        s.add(Api::Openai, parse_request(Api::Openai, &second));
+        let o = s.finish(&ServerFilter::default()).unwrap();
+        assert_eq!(o.loaded_later, ["mcp__filesystem/read_text_file"]);
+        assert_eq!(
+            (o.ours_up_front, o.ours_deferred, o.ours_namespaced),
+            (0, 1, 0)
+        );
+        assert_eq!(o.presentation, Presentation::Deferred);
     }
 
     #[test]
