@@ -608,6 +608,24 @@ impl Study {
                 })?;
             }
         }
+        for harness in &self.harnesses {
+            let Some(var) = harness
+                .agent
+                .relay
+                .as_deref()
+                .and_then(|r| r.strip_prefix('$'))
+            else {
+                continue;
+            };
+            let url = std::env::var(var).map_err(|_| {
+                invalid(format!(
+                    "the relay of harness {:?} forwards to ${var}, which is not set; set it to the model endpoint's URL (http://HOST:PORT/PATH)",
+                    harness.name
+                ))
+            })?;
+            crate::run::relay::Upstream::parse(&url)
+                .map_err(|e| invalid(format!("harness {:?}: ${var}: {e}", harness.name)))?;
+        }
         for task in &self.tasks {
             for harness in &self.harnesses {
                 let agent = &harness.agent;
@@ -1213,6 +1231,25 @@ server = false
         assert!(err(&dup).contains("two harnesses are named"));
         let bad = two.replace("name = \"codex\"", "name = \"Codex\"");
         assert!(err(&bad).contains("harness name"));
+    }
+
+    #[test]
+    fn a_relay_needs_an_http_upstream_and_its_variable_set() {
+        let with = |relay: &str| {
+            GOOD.replace(
+                "env = { A = \"{trial}\" }",
+                &format!("env = {{ A = \"{{relay_url}}\" }}\nrelay = {relay:?}"),
+            )
+        };
+        assert!(err(&with("https://api.example.com/v1")).contains("https is not relayed"));
+        assert!(err(&GOOD.replace("{trial}", "{relay_url}")).contains("no relay is set"));
+        assert!(load(&with("http://127.0.0.1:8000/v1")).is_ok());
+        let s = load(&with("$FILESYSTEM_STUDY_TEST_NEVER_SET")).unwrap();
+        let refused = s
+            .check_runnable(Path::new("/nonexistent/filesystem"), &|_| Ok(()))
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("which is not set"), "{refused}");
     }
 
     #[test]
