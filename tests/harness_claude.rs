@@ -204,16 +204,16 @@ fn claude_code_offers_the_servers_tools_and_the_scripted_calls_reach_it() {
         json!({"list_directory": 1, "read_text_file": 1}),
         "{report:#}"
     );
+    // The schema loads are discovery, counted apart from the two work calls.
     assert_eq!(
-        by_tool(&report, "other"),
+        by_tool(&report, "discovery"),
         json!({"ToolSearch": 2}),
         "{report:#}"
     );
-    assert_eq!(
-        report["transcripts"]["total"]["calls"],
-        json!(4),
-        "{report:#}"
-    );
+    let total = &report["transcripts"]["total"];
+    assert_eq!(total["calls"], json!(4), "{report:#}");
+    assert_eq!(total["work_calls"], json!(2), "{report:#}");
+    assert_eq!(total["discovery_calls"], json!(2), "{report:#}");
 }
 
 #[test]

@@ -105,6 +105,8 @@ impl RunDir {
             id: id.clone(),
             task: t.task.into(),
             arm: t.arm.into(),
+            harness: String::new(),
+            offered: None,
             rep: t.rep,
             seed: 7,
             order: self.order,

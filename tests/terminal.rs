@@ -151,6 +151,8 @@ fn study_report_shows_pipe_command_names_escaped() {
         id: id.into(),
         task: "fix".into(),
         arm: "pipe".into(),
+        harness: String::new(),
+        offered: None,
         rep: 0,
         seed: 1,
         order: 0,

@@ -49,6 +49,12 @@ pub const BUILTIN_FILE_TOOLS: &[&str] = &[
 /// writers are the [`ToolClass::Write`] rows of its tables).
 const BUILTIN_WRITING_TOOLS: &[&str] = &["Write", "Edit", "MultiEdit", "NotebookEdit"];
 
+/// Tools through which a harness loads the schemas of tools it offered by name only: Claude
+/// Code's `ToolSearch`, Codex CLI's `tool_search`. A call of one is the harness's discovery, a
+/// cost of how the tools were presented, not work on files: it is counted apart
+/// ([`Interface::Discovery`]) and adoption is computed over work calls only.
+pub const DISCOVERY_TOOLS: &[&str] = &["ToolSearch", "tool_search"];
+
 /// The prefix Claude Code gives to tools served by an MCP server: `mcp__<server>__<tool>`.
 /// Codex CLI names the namespace it offers a server's tools in the same way: `mcp__<server>`.
 const MCP_PREFIX: &str = "mcp__";
@@ -117,16 +123,19 @@ pub enum Interface {
     OtherMcp,
     /// Built-in tools that are not file tools (`Task`, `TodoWrite`, `WebFetch`…).
     Other,
+    /// A harness's discovery tools ([`DISCOVERY_TOOLS`]): loading a schema, not work.
+    Discovery,
 }
 
 impl Interface {
     /// Every interface, in report order.
-    pub const ALL: [Interface; 5] = [
+    pub const ALL: [Interface; 6] = [
         Interface::Builtin,
         Interface::Pipe,
         Interface::Filesystem,
         Interface::OtherMcp,
         Interface::Other,
+        Interface::Discovery,
     ];
 
     /// The name used in every output format.
@@ -137,12 +146,18 @@ impl Interface {
             Interface::Filesystem => "filesystem",
             Interface::OtherMcp => "other_mcp",
             Interface::Other => "other",
+            Interface::Discovery => "discovery",
         }
     }
 
     /// Whether this is one of this project's interfaces (what adoption counts).
     pub fn is_ours(self) -> bool {
         matches!(self, Interface::Pipe | Interface::Filesystem)
+    }
+
+    /// Whether a call of this interface is work (anything but a discovery call).
+    pub fn is_work(self) -> bool {
+        self != Interface::Discovery
     }
 }
 
@@ -194,6 +209,8 @@ pub fn classify_transcript_name(name: &str, servers: &ServerFilter) -> ToolName 
     }
     let interface = if BUILTIN_FILE_TOOLS.contains(&name) {
         Interface::Builtin
+    } else if DISCOVERY_TOOLS.contains(&name) {
+        Interface::Discovery
     } else {
         Interface::Other
     };
@@ -232,7 +249,7 @@ pub fn is_write(interface: Interface, tool: &str, stages: &[String]) -> bool {
             },
             _ => false,
         },
-        Interface::OtherMcp | Interface::Other => false,
+        Interface::OtherMcp | Interface::Other | Interface::Discovery => false,
     }
 }
 
@@ -266,7 +283,7 @@ pub fn is_read(interface: Interface, tool: &str, stages: &[String]) -> bool {
             },
             _ => false,
         },
-        Interface::OtherMcp | Interface::Other => false,
+        Interface::OtherMcp | Interface::Other | Interface::Discovery => false,
     }
 }
 
@@ -291,6 +308,18 @@ mod tests {
         assert_eq!(t.interface, Interface::OtherMcp);
         let t = classify_transcript_name("mcp__filesystem__write_file", &only);
         assert_eq!(t.interface, Interface::Filesystem);
+    }
+
+    #[test]
+    fn discovery_tools_are_a_class_of_their_own_and_never_work() {
+        for name in DISCOVERY_TOOLS {
+            let t = classify_transcript_name(name, &ServerFilter::default());
+            assert_eq!(t.interface, Interface::Discovery, "{name}");
+            assert!(!t.interface.is_work());
+            assert!(!is_write(t.interface, name, &[]));
+            assert!(!is_read(t.interface, name, &[]));
+        }
+        assert!(Interface::Builtin.is_work());
     }
 
     #[test]

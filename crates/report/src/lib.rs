@@ -15,6 +15,7 @@ pub mod codex;
 pub mod input;
 pub mod lines;
 pub mod model;
+pub mod offered;
 pub mod pipeline;
 pub mod reason;
 pub mod render;

@@ -75,9 +75,11 @@ fn text_section(out: &mut String, name: &str, s: &Section) {
     let a = &s.total.adoption;
     let _ = writeln!(
         out,
-        "sessions: {}  calls: {}  file writes: {}  through this project's tools: {} ({})\n",
+        "sessions: {}  calls: {} (work: {}, discovery: {})  file writes: {}  through this project's tools: {} ({})\n",
         s.sessions,
         s.total.calls,
+        s.total.work_calls,
+        s.total.discovery_calls,
         a.writes,
         a.ours,
         percent(a.share)
@@ -363,6 +365,14 @@ fn csv_breakdown(
     b: &Breakdown,
 ) {
     row(session, "", "calls", "", b.calls.to_string());
+    row(session, "", "work_calls", "", b.work_calls.to_string());
+    row(
+        session,
+        "",
+        "discovery_calls",
+        "",
+        b.discovery_calls.to_string(),
+    );
     row(session, "", "writes", "", b.adoption.writes.to_string());
     row(session, "", "writes_ours", "", b.adoption.ours.to_string());
     row(session, "", "adoption_share", "", opt(b.adoption.share));

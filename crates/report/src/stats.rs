@@ -6,9 +6,11 @@
 //!   filesystem tools;
 //! - *error rate*: failed calls over calls whose outcome is known (calls without a result are
 //!   counted apart);
-//! - *position*: a call's index among its session's calls; decile `d` holds the calls with
-//!   `floor(10 * index / calls) == d`, so every session contributes to the deciles in
-//!   proportion to its own length.
+//! - *position*: a work call's index among its session's work calls (discovery calls such as
+//!   `ToolSearch` left aside: they are the harness's cost of presenting tools, not a choice of
+//!   tool); decile `d` holds the calls with `floor(10 * index / calls) == d`, so every session
+//!   contributes to the deciles in proportion to its own length.
+//! - *work calls*: every call but discovery calls, which are counted apart.
 
 use std::collections::BTreeMap;
 
@@ -51,6 +53,11 @@ pub struct Section {
 pub struct Breakdown {
     /// All calls.
     pub calls: usize,
+    /// Calls that are work: all but [`Breakdown::discovery_calls`].
+    pub work_calls: usize,
+    /// Calls of a harness's discovery tools (`ToolSearch`, `tool_search`), which load a
+    /// tool's schema: counted apart from work.
+    pub discovery_calls: usize,
     /// Per interface (only interfaces with calls).
     pub interfaces: BTreeMap<&'static str, InterfaceStats>,
     /// Who made the file writes.
@@ -138,11 +145,19 @@ pub fn section(sessions: &[Session], inputs: InputStats) -> Section {
     for session in sessions {
         let retried = retried_flags(&session.calls);
         let mut own = Accumulator::default();
-        let n = session.calls.len();
-        for (i, (call, &was_retried)) in session.calls.iter().zip(&retried).enumerate() {
+        let n = session
+            .calls
+            .iter()
+            .filter(|c| c.interface.is_work())
+            .count();
+        let mut i = 0;
+        for (call, &was_retried) in session.calls.iter().zip(&retried) {
             total.add(call, was_retried);
             own.add(call, was_retried);
-            buckets[i * BUCKETS / n].add(call, was_retried);
+            if call.interface.is_work() {
+                buckets[i * BUCKETS / n].add(call, was_retried);
+                i += 1;
+            }
         }
         per_session.push(SessionReport {
             id: session.id.clone(),
@@ -180,6 +195,11 @@ impl Accumulator {
     fn add(&mut self, call: &Call, retried: bool) {
         let b = &mut self.breakdown;
         b.calls += 1;
+        if call.interface.is_work() {
+            b.work_calls += 1;
+        } else {
+            b.discovery_calls += 1;
+        }
         let name = call.interface.as_str();
         let s = b.interfaces.entry(name).or_default();
         s.calls += 1;

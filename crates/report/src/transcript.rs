@@ -28,6 +28,7 @@ use super::codex::{self, CodexFile};
 use super::input::{check_file, not_regular, open_named, Flag, InputError, Named, MAX_INPUT_BYTES};
 use super::lines::{Line, Lines};
 use super::model::{Call, InputStats, Outcome, Session};
+use super::offered::{ClaudeRecords, Offered};
 use super::pipeline::stage_commands;
 use super::reason::{clip_token, reason_from_text, token_from_text};
 use super::retry::InputKey;
@@ -48,6 +49,15 @@ pub fn read_transcripts(
     dirs: &[PathBuf],
     servers: &ServerFilter,
 ) -> Result<(Vec<Session>, InputStats), ReportError> {
+    read_transcripts_offered(dirs, servers).map(|(sessions, stats, _)| (sessions, stats))
+}
+
+/// [`read_transcripts`], and what the model was offered as Claude Code's own request records in
+/// the same files tell ([`ClaudeRecords`]; `None` when they hold none).
+pub fn read_transcripts_offered(
+    dirs: &[PathBuf],
+    servers: &ServerFilter,
+) -> Result<(Vec<Session>, InputStats, Option<Offered>), ReportError> {
     let mut reader = TranscriptReader {
         servers,
         stats: InputStats::default(),
@@ -55,6 +65,7 @@ pub fn read_transcripts(
         seen: HashSet::new(),
         by_id: HashMap::new(),
         codex_threads: Vec::new(),
+        offered: ClaudeRecords::default(),
     };
     for dir in dirs {
         match open_named(dir) {
@@ -73,7 +84,8 @@ pub fn read_transcripts(
         }
     }
     reader.drop_streams_of_read_sessions();
-    Ok((reader.sessions, reader.stats))
+    let offered = reader.offered.finish(servers);
+    Ok((reader.sessions, reader.stats, offered))
 }
 
 /// True for a transcript's file name.
@@ -127,6 +139,8 @@ struct TranscriptReader<'a> {
     by_id: HashMap<String, (usize, usize)>,
     /// Codex files by the thread they record: (thread id, session index, is a session file).
     codex_threads: Vec<(String, usize, bool)>,
+    /// Claude Code's records of its requests, read on the way.
+    offered: ClaudeRecords,
 }
 
 impl TranscriptReader<'_> {
@@ -313,6 +327,9 @@ impl TranscriptReader<'_> {
                 }
             }
             other => {
+                // Claude Code's request records are no calls (they stay counted as skipped
+                // lines) but tell what the model was offered.
+                self.offered.line(line);
                 // The type is the writer's text: cut like a refused token, it only needs
                 // to be recognised.
                 *self

@@ -45,6 +45,10 @@ pub mod names {
     pub const AGENT_ERR: &str = "agent.err";
     /// The verifier's output.
     pub const VERIFY_OUT: &str = "verify.out";
+    /// The trial's own home directory, the agent's `HOME` (its harness's config and state).
+    pub const HOME: &str = "home";
+    /// What the model was offered, as read from the harness's records.
+    pub const OFFERED: &str = "offered.json";
 }
 
 /// Where the pieces of one trial live, below the run's output directory.
@@ -71,6 +75,10 @@ pub struct TrialPaths {
     pub agent_err: PathBuf,
     /// The verifier's standard output and error.
     pub verify_out: PathBuf,
+    /// The trial's own empty home: `{home}`, the agent's `HOME` unless the study sets one.
+    pub home: PathBuf,
+    /// What the model was offered (`offered.json`), when the harness's records tell.
+    pub offered: PathBuf,
 }
 
 impl TrialPaths {
@@ -86,6 +94,8 @@ impl TrialPaths {
             agent_out: dir.join(names::AGENT_OUT),
             agent_err: dir.join(names::AGENT_ERR),
             verify_out: dir.join(names::VERIFY_OUT),
+            home: dir.join(names::HOME),
+            offered: dir.join(names::OFFERED),
             dir,
         }
     }
@@ -94,12 +104,17 @@ impl TrialPaths {
 /// One entry of the plan: which task under which arm, which repetition, with which seed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlannedTrial {
-    /// `{rep:03}-{task}-{arm}`: unique in a run, and the name of the trial's directory.
+    /// `{rep:03}-{task}-{arm}` (`-{harness}` after it for a named harness): unique in a run,
+    /// and the name of the trial's directory.
     pub id: String,
     /// The task's name in the study file.
     pub task: String,
     /// The arm's name in the study file.
     pub arm: String,
+    /// The harness's name in the study file; empty for a study's single `[agent]` (and in
+    /// plans written before studies had harnesses).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub harness: String,
     /// Which repetition of this task and arm (0-based).
     pub rep: u32,
     /// The trial's own seed, derived from the study's seed; given to the agent as `{seed}`.
@@ -107,9 +122,14 @@ pub struct PlannedTrial {
 }
 
 impl PlannedTrial {
-    /// The identifier of repetition `rep` of `task` under `arm`.
-    pub fn id_for(rep: u32, task: &str, arm: &str) -> String {
-        format!("{rep:03}-{task}-{arm}")
+    /// The identifier of repetition `rep` of `task` under `arm` and `harness` (an unnamed
+    /// harness adds nothing, so a study with one `[agent]` keeps the ids it always had).
+    pub fn id_for(rep: u32, task: &str, arm: &str, harness: &str) -> String {
+        if harness.is_empty() {
+            format!("{rep:03}-{task}-{arm}")
+        } else {
+            format!("{rep:03}-{task}-{arm}-{harness}")
+        }
     }
 }
 
@@ -153,6 +173,14 @@ pub struct TrialRecord {
     pub task: String,
     /// The arm's name.
     pub arm: String,
+    /// The harness's name; empty for a study's single `[agent]`, and in records written
+    /// before studies had harnesses.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub harness: String,
+    /// What the model was offered, read from the harness's own records after the trial
+    /// (absent when they do not tell, and in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered: Option<report::offered::Offered>,
     /// Which repetition (0-based).
     pub rep: u32,
     /// The trial's seed.

@@ -17,6 +17,8 @@ pub const MAX_STUDY_FILE_BYTES: u64 = 1024 * 1024;
 pub const MAX_TASKS: usize = 100;
 /// Most arms in one study.
 pub const MAX_ARMS: usize = 20;
+/// Most harnesses in one study.
+pub const MAX_HARNESSES: usize = 10;
 /// Most trials per task and arm.
 pub const MAX_TRIALS: u32 = 1000;
 /// Most trials in one study (tasks × arms × trials).
@@ -76,7 +78,9 @@ pub enum SpecError {
 #[serde(deny_unknown_fields)]
 struct RawStudy {
     study: RawHeader,
-    agent: RawAgent,
+    agent: Option<RawAgent>,
+    #[serde(default)]
+    harness: Vec<RawHarness>,
     #[serde(default)]
     task: Vec<RawTask>,
     #[serde(default)]
@@ -98,6 +102,20 @@ struct RawAgent {
     command: Vec<String>,
     stdin: Option<String>,
     stdout: Option<String>,
+    relay: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+}
+
+/// A `[[harness]]` table: an `[agent]` with a name, one of several a study compares.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHarness {
+    name: String,
+    command: Vec<String>,
+    stdin: Option<String>,
+    stdout: Option<String>,
+    relay: Option<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
 }
@@ -139,8 +157,9 @@ pub struct Study {
     pub trials: u32,
     /// The arm the report compares the others with.
     pub baseline: String,
-    /// How to start the agent.
-    pub agent: Agent,
+    /// The harnesses every task and arm is run under, in file order: one unnamed harness for a
+    /// study with a single `[agent]`, else its `[[harness]]` tables.
+    pub harnesses: Vec<Harness>,
     /// The tasks, in file order (their index feeds the trial seeds).
     pub tasks: Vec<Task>,
     /// The arms, in file order.
@@ -158,6 +177,21 @@ pub struct Agent {
     pub stdout: Option<Template>,
     /// Extra environment, on top of the runner's own.
     pub env: Vec<(String, Template)>,
+    /// The model endpoint a recording relay forwards to (`http://…`, or `$VAR` for the URL in
+    /// the runner's environment variable VAR), when the study records what the model was
+    /// offered on the wire; the agent is pointed at the relay through `{relay_url}`.
+    pub relay: Option<String>,
+}
+
+/// One harness: the agent program a trial is run with, a dimension of the study beside the arms
+/// (whether a model adopts an interface depends on how its harness presents it).
+#[derive(Debug, Clone)]
+pub struct Harness {
+    /// `[a-z0-9-]{1,40}`, unique in the study; empty for the single `[agent]` of a study
+    /// without `[[harness]]` tables (its trial ids and records stay as they were).
+    pub name: String,
+    /// How it is started.
+    pub agent: Agent,
 }
 
 /// One task: a fixture copied fresh for every trial, a prompt and a verifier.
@@ -223,10 +257,17 @@ pub enum Placeholder {
     CodexHome,
     /// `{codex_config}`: `{codex_home}/config.toml`, with the arm's `[mcp_servers]`.
     CodexConfig,
+    /// `{relay_url}`: the recording relay's URL, with the upstream's path (needs `relay`).
+    RelayUrl,
+    // The per-trial home and the harness dimension.
+    /// `{home}`: the trial's own empty home directory (the agent's `HOME` unless `env` sets it).
+    Home,
+    /// `{harness}`: the harness's name (empty for a study's single `[agent]`).
+    Harness,
 }
 
 impl Placeholder {
-    const ALL: [(&'static str, Placeholder); 13] = [
+    const ALL: [(&'static str, Placeholder); 16] = [
         ("workspace", Placeholder::Workspace),
         ("mcp_config", Placeholder::McpConfig),
         ("prompt_file", Placeholder::PromptFile),
@@ -241,6 +282,9 @@ impl Placeholder {
         // Codex CLI.
         ("codex_home", Placeholder::CodexHome),
         ("codex_config", Placeholder::CodexConfig),
+        ("relay_url", Placeholder::RelayUrl),
+        ("home", Placeholder::Home),
+        ("harness", Placeholder::Harness),
     ];
 }
 
@@ -286,6 +330,12 @@ pub struct Values<'a> {
     pub codex_home: &'a Path,
     /// `{codex_config}`.
     pub codex_config: &'a Path,
+    /// `{home}`.
+    pub home: &'a Path,
+    /// `{harness}`.
+    pub harness: &'a str,
+    /// `{relay_url}` (empty without a relay).
+    pub relay_url: &'a str,
 }
 
 impl Template {
@@ -352,9 +402,9 @@ impl Template {
             .map(|piece| match piece {
                 Piece::Text(t) => t.len(),
                 Piece::Var(Placeholder::Prompt) => prompt_len,
-                Piece::Var(Placeholder::Task | Placeholder::Arm) => 40,
-                // `{rep:03}-{task}-{arm}`, a repetition below 1000.
-                Piece::Var(Placeholder::Trial) => 3 + 1 + 40 + 1 + 40,
+                Piece::Var(Placeholder::Task | Placeholder::Arm | Placeholder::Harness) => 40,
+                // `{rep:03}-{task}-{arm}-{harness}`, a repetition below 1000.
+                Piece::Var(Placeholder::Trial) => 3 + 1 + 40 + 1 + 40 + 1 + 40,
                 Piece::Var(Placeholder::Seed) => 20,
                 Piece::Var(_) => PATH_BOUND,
             })
@@ -391,6 +441,9 @@ impl Template {
                     Placeholder::Seed => out.push(values.seed.to_string()),
                     Placeholder::CodexHome => out.push(values.codex_home),
                     Placeholder::CodexConfig => out.push(values.codex_config),
+                    Placeholder::Home => out.push(values.home),
+                    Placeholder::Harness => out.push(values.harness),
+                    Placeholder::RelayUrl => out.push(values.relay_url),
                 },
             }
         }
@@ -441,7 +494,7 @@ impl Study {
             )));
         }
 
-        let agent = check_agent(raw.agent).map_err(invalid)?;
+        let harnesses = check_harnesses(raw.agent, raw.harness).map_err(invalid)?;
 
         if raw.task.is_empty() || raw.task.len() > MAX_TASKS {
             return Err(invalid(format!(
@@ -459,7 +512,9 @@ impl Study {
         let mut names = HashSet::new();
         for t in raw.task {
             let task = check_task(t, dir).map_err(invalid)?;
-            check_prompt_use(&agent, &task).map_err(invalid)?;
+            for harness in &harnesses {
+                check_prompt_use(&harness.agent, &task).map_err(invalid)?;
+            }
             if !names.insert(task.name.clone()) {
                 return Err(invalid(format!(
                     "two tasks are named {:?}; give each [[task]] its own name",
@@ -488,26 +543,38 @@ impl Study {
                 known.join(", ")
             )));
         }
-        let total = tasks.len() as u64 * arms.len() as u64 * u64::from(header.trials);
+        let total = tasks.len() as u64
+            * arms.len() as u64
+            * harnesses.len() as u64
+            * u64::from(header.trials);
         if total > MAX_TOTAL_TRIALS {
             return Err(invalid(format!(
-                "{} tasks × {} arms × {} trials = {total} trials, more than {MAX_TOTAL_TRIALS}; run fewer trials or split the study",
+                "{} tasks × {} arms × {} harnesses × {} trials = {total} trials, more than {MAX_TOTAL_TRIALS}; run fewer trials or split the study",
                 tasks.len(),
                 arms.len(),
+                harnesses.len(),
                 header.trials
             )));
         }
-        // Trial ids join task and arm with '-', which both names may contain: "a-b" × "c" and
-        // "a" × "b-c" would share a directory.
-        let mut ids: std::collections::HashMap<String, (&str, &str)> = Default::default();
+        // Trial ids join task, arm and harness with '-', which the names may contain: "a-b" × "c"
+        // and "a" × "b-c" would share a directory.
+        let mut ids: std::collections::HashMap<String, (&str, &str, &str)> = Default::default();
         for task in &tasks {
             for arm in &arms {
-                let id = crate::record::PlannedTrial::id_for(0, &task.name, &arm.name);
-                if let Some((t, a)) = ids.insert(id.clone(), (&task.name, &arm.name)) {
-                    return Err(invalid(format!(
-                        "task {t:?} under arm {a:?} and task {:?} under arm {:?} give the same trial id ({id}); rename a task or an arm",
-                        task.name, arm.name
-                    )));
+                for harness in &harnesses {
+                    let id = crate::record::PlannedTrial::id_for(
+                        0,
+                        &task.name,
+                        &arm.name,
+                        &harness.name,
+                    );
+                    let this = (task.name.as_str(), arm.name.as_str(), harness.name.as_str());
+                    if let Some((t, a, h)) = ids.insert(id.clone(), this) {
+                        return Err(invalid(format!(
+                            "task {t:?} under arm {a:?} (harness {h:?}) and task {:?} under arm {:?} (harness {:?}) give the same trial id ({id}); rename a task, an arm or a harness",
+                            task.name, arm.name, harness.name
+                        )));
+                    }
                 }
             }
         }
@@ -520,7 +587,7 @@ impl Study {
             seed: header.seed,
             trials: header.trials,
             baseline: header.baseline,
-            agent,
+            harnesses,
             tasks,
             arms,
         })
@@ -528,7 +595,7 @@ impl Study {
 
     /// The number of trials the study runs.
     pub fn total_trials(&self) -> usize {
-        self.tasks.len() * self.arms.len() * self.trials as usize
+        self.tasks.len() * self.arms.len() * self.harnesses.len() * self.trials as usize
     }
 
     /// Checks what the study starts, before anything is created, so a study that could only
@@ -556,17 +623,43 @@ impl Study {
                 })?;
             }
         }
-        for task in &self.tasks {
-            let (Some(agent), Some(verify)) = (self.agent.command.first(), task.verify.first())
+        for harness in &self.harnesses {
+            let Some(var) = harness
+                .agent
+                .relay
+                .as_deref()
+                .and_then(|r| r.strip_prefix('$'))
             else {
                 continue;
             };
-            for (key, program) in [("agent.command", agent), ("verify", verify)] {
-                if let Err(why) = find_program(program, &self.agent.env, task, self, filesystem) {
-                    return Err(invalid(format!(
-                        "task {:?}: {key} starts a program that cannot be found: {why}; install it, or give its full path",
-                        task.name
-                    )));
+            let url = std::env::var(var).map_err(|_| {
+                invalid(format!(
+                    "the relay of harness {:?} forwards to ${var}, which is not set; set it to the model endpoint's URL (http://HOST:PORT/PATH)",
+                    harness.name
+                ))
+            })?;
+            crate::run::relay::Upstream::parse(&url)
+                .map_err(|e| invalid(format!("harness {:?}: ${var}: {e}", harness.name)))?;
+        }
+        for task in &self.tasks {
+            for harness in &self.harnesses {
+                let agent = &harness.agent;
+                let (Some(program), Some(verify)) = (agent.command.first(), task.verify.first())
+                else {
+                    continue;
+                };
+                let key = if harness.name.is_empty() {
+                    "agent.command".to_string()
+                } else {
+                    format!("harness {:?}'s command", harness.name)
+                };
+                for (key, program) in [(key.as_str(), program), ("verify", verify)] {
+                    if let Err(why) = find_program(program, &agent.env, task, self, filesystem) {
+                        return Err(invalid(format!(
+                            "task {:?}: {key} starts a program that cannot be found: {why}; install it, or give its full path",
+                            task.name
+                        )));
+                    }
                 }
             }
         }
@@ -609,6 +702,9 @@ fn find_program(
         seed: 0,
         codex_home: none,
         codex_config: none,
+        home: none,
+        harness: "",
+        relay_url: "",
     };
     let name = PathBuf::from(program.expand(&values));
     if let Some(beside) = crate::run::trial::special_program(&name, filesystem) {
@@ -673,6 +769,8 @@ pub struct Outline {
     pub tasks: Vec<String>,
     /// The arms, in file order.
     pub arms: Vec<Arm>,
+    /// The harnesses' names, in file order (one empty name for a study's single `[agent]`).
+    pub harnesses: Vec<String>,
 }
 
 impl Outline {
@@ -711,7 +809,13 @@ impl Outline {
                 path: path.to_path_buf(),
                 what,
             })?;
+        let harnesses = if raw.harness.is_empty() {
+            vec![String::new()]
+        } else {
+            raw.harness.into_iter().map(|h| h.name).collect()
+        };
         Ok(Outline {
+            harnesses,
             name: raw.study.name,
             seed: raw.study.seed,
             trials: raw.study.trials,
@@ -765,6 +869,54 @@ fn template(key: &str, text: &str) -> Result<Template, String> {
     Template::parse(text).map_err(|e| format!("{key}: {e}"))
 }
 
+/// The study's harnesses: its single `[agent]` as one unnamed harness, or its `[[harness]]`
+/// tables (not both: which agent a trial ran would be ambiguous).
+fn check_harnesses(agent: Option<RawAgent>, raw: Vec<RawHarness>) -> Result<Vec<Harness>, String> {
+    match (agent, raw.is_empty()) {
+        (Some(agent), true) => Ok(vec![Harness {
+            name: String::new(),
+            agent: check_agent(agent)?,
+        }]),
+        (Some(_), false) => Err(
+            "the study has both [agent] and [[harness]] tables; give one [agent], or name each agent in its own [[harness]]".into(),
+        ),
+        (None, true) => Err(
+            "the study has no agent; give an [agent] table, or [[harness]] tables with a name each".into(),
+        ),
+        (None, false) => {
+            if raw.len() > MAX_HARNESSES {
+                return Err(format!(
+                    "the study has {} harnesses; give 1 to {MAX_HARNESSES} [[harness]] tables",
+                    raw.len()
+                ));
+            }
+            let mut out: Vec<Harness> = Vec::with_capacity(raw.len());
+            for h in raw {
+                check_name("harness", &h.name)?;
+                if out.iter().any(|o| o.name == h.name) {
+                    return Err(format!(
+                        "two harnesses are named {:?}; give each [[harness]] its own name",
+                        h.name
+                    ));
+                }
+                let agent = check_agent(RawAgent {
+                    command: h.command,
+                    stdin: h.stdin,
+                    stdout: h.stdout,
+                    relay: h.relay,
+                    env: h.env,
+                })
+                .map_err(|e| format!("harness {:?}: {e}", h.name))?;
+                out.push(Harness {
+                    name: h.name,
+                    agent,
+                });
+            }
+            Ok(out)
+        }
+    }
+}
+
 fn check_agent(raw: RawAgent) -> Result<Agent, String> {
     let command = templates("agent.command", &raw.command)?;
     if command[0].as_literal() == Some("") {
@@ -793,11 +945,36 @@ fn check_agent(raw: RawAgent) -> Result<Agent, String> {
         let value = template(&format!("agent.env.{key}"), &value)?;
         env.push((key, value));
     }
+    if let Some(relay) = &raw.relay {
+        match relay.strip_prefix('$') {
+            Some(var) if !var.is_empty() && !var.contains(['=', '\0']) => {}
+            Some(_) => {
+                return Err(format!(
+                    "relay = {relay:?} names no variable; write \"$VAR\""
+                ))
+            }
+            None => {
+                crate::run::relay::Upstream::parse(relay).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    let uses_relay = command
+        .iter()
+        .chain(stdin.iter())
+        .chain(stdout.iter())
+        .chain(env.iter().map(|(_, v)| v))
+        .any(|t| t.uses(Placeholder::RelayUrl));
+    if uses_relay && raw.relay.is_none() {
+        return Err(
+            "{relay_url} is used but no relay is set; give relay = \"http://HOST:PORT/PATH\" (the model endpoint) or relay = \"$VAR\"".into(),
+        );
+    }
     Ok(Agent {
         command,
         stdin,
         stdout,
         env,
+        relay: raw.relay,
     })
 }
 
@@ -1045,6 +1222,54 @@ server = false
     }
 
     #[test]
+    fn harness_tables_name_each_agent_and_multiply_the_trials() {
+        let two = GOOD.replace(
+            "[agent]\ncommand = [\"agent\", \"{workspace}\", \"{{literal}}\", \"--seed={seed}\"]\nenv = { A = \"{trial}\" }",
+            "[[harness]]\nname = \"cc\"\ncommand = [\"agent\", \"{home}\"]\n[[harness]]\nname = \"codex\"\ncommand = [\"other\", \"{harness}\"]\nenv = { HOME = \"{workspace}\" }",
+        );
+        assert_ne!(two, GOOD);
+        let s = load(&two).unwrap();
+        assert_eq!(s.total_trials(), 8);
+        let names: Vec<&str> = s.harnesses.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["cc", "codex"]);
+        assert!(s.harnesses[0].agent.command[1].uses(Placeholder::Home));
+        // The single [agent] is one unnamed harness.
+        let one = load(GOOD).unwrap();
+        assert_eq!(one.harnesses.len(), 1);
+        assert!(one.harnesses[0].name.is_empty());
+
+        let both = format!("{two}\n[agent]\ncommand = [\"x\"]\n");
+        assert!(
+            err(&both).contains("both [agent] and [[harness]]"),
+            "{}",
+            err(&both)
+        );
+        let dup = two.replace("name = \"codex\"", "name = \"cc\"");
+        assert!(err(&dup).contains("two harnesses are named"));
+        let bad = two.replace("name = \"codex\"", "name = \"Codex\"");
+        assert!(err(&bad).contains("harness name"));
+    }
+
+    #[test]
+    fn a_relay_needs_an_http_upstream_and_its_variable_set() {
+        let with = |relay: &str| {
+            GOOD.replace(
+                "env = { A = \"{trial}\" }",
+                &format!("env = {{ A = \"{{relay_url}}\" }}\nrelay = {relay:?}"),
+            )
+        };
+        assert!(err(&with("https://api.example.com/v1")).contains("https is not relayed"));
+        assert!(err(&GOOD.replace("{trial}", "{relay_url}")).contains("no relay is set"));
+        assert!(load(&with("http://127.0.0.1:8000/v1")).is_ok());
+        let s = load(&with("$FILESYSTEM_STUDY_TEST_NEVER_SET")).unwrap();
+        let refused = s
+            .check_runnable(Path::new("/nonexistent/filesystem"), &|_| Ok(()))
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("which is not set"), "{refused}");
+    }
+
+    #[test]
     fn templates_expand_and_keep_escaped_braces() {
         let t = Template::parse("{{x}} {trial}-{seed}").unwrap();
         let p = Path::new("/p");
@@ -1062,6 +1287,9 @@ server = false
             seed: 9,
             codex_home: p,
             codex_config: p,
+            home: Path::new("/h"),
+            harness: "cc",
+            relay_url: "",
         };
         assert_eq!(t.expand(&v), OsString::from("{x} 000-t-a-9"));
         assert!(Template::parse("{nope}")
@@ -1074,7 +1302,7 @@ server = false
     #[test]
     fn a_template_bound_counts_the_prompt_paths_and_names() {
         let t = Template::parse("--p={prompt} {workspace} {trial}").unwrap();
-        assert_eq!(t.bound(10), "--p=".len() + 10 + 1 + PATH_BOUND + 1 + 85);
+        assert_eq!(t.bound(10), "--p=".len() + 10 + 1 + PATH_BOUND + 1 + 126);
         assert_eq!(Template::parse("plain").unwrap().bound(1 << 20), 5);
     }
 
@@ -1157,13 +1385,13 @@ server = false
         assert_eq!(standin.tasks.len(), 3);
         assert_eq!(standin.baseline, "filesystem");
         assert!(
-            claude.agent.stdout.is_some(),
+            claude.harnesses[0].agent.stdout.is_some(),
             "Claude Code's stream goes to the transcript"
         );
         let codex = Study::load(&fixtures.join("codex.toml")).expect("codex.toml loads");
         assert_eq!(names(&standin), names(&codex));
         assert!(
-            crate::run::codex_config::wanted(&codex.agent),
+            crate::run::codex_config::wanted(&codex.harnesses[0].agent),
             "Codex's study names its home, so the runner writes its config.toml"
         );
     }

@@ -84,6 +84,9 @@ pub struct Loaded {
     pub arms: Vec<ArmTrials>,
     /// The baseline `study.toml` names, if it names one.
     pub study_baseline: Option<String>,
+    /// The harnesses `study.toml` names, in its order (one empty name for a single `[agent]`;
+    /// none without a study file).
+    pub harnesses: Vec<String>,
     /// What was read and skipped.
     pub inputs: InputSummary,
 }
@@ -161,6 +164,10 @@ pub fn load(dir: &Path) -> Result<Loaded, StudyReportError> {
     warnings.finish();
     Ok(Loaded {
         arms,
+        harnesses: outline
+            .as_ref()
+            .map(|o| o.harnesses.clone())
+            .unwrap_or_default(),
         study_baseline: outline.map(|o| o.baseline),
         inputs,
     })

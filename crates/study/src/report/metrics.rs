@@ -25,6 +25,9 @@ pub struct TrialNumbers {
     pub transcript: bool,
     /// Tool calls in its transcript.
     pub calls: u64,
+    /// Of those, calls of a harness's discovery tools (`ToolSearch`, `tool_search`), which
+    /// load a schema and are no work: counted apart, and in no adoption.
+    pub discovery_calls: u64,
     /// Calls whose result the transcript holds (the error rate's denominator).
     pub with_result: u64,
     /// Calls that failed.
@@ -64,6 +67,9 @@ impl TrialNumbers {
             let retried = retried_flags(&session.calls);
             for (call, was_retried) in session.calls.iter().zip(retried) {
                 self.calls += 1;
+                if !call.interface.is_work() {
+                    self.discovery_calls += 1;
+                }
                 match call.outcome {
                     Outcome::Ok => self.with_result += 1,
                     Outcome::Error(_) => {
@@ -167,6 +173,10 @@ pub struct PipeNumbers {
 pub struct ArmNumbers {
     /// The arm's name.
     pub arm: String,
+    /// The harness, for a row of one arm under one harness (absent for the arm over all its
+    /// harnesses, and for a study with a single unnamed agent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub harness: Option<String>,
     /// The MCP server names its trials were configured with (`[]` for an arm without a server;
     /// `null` when no trial's configuration could be read, and then any server counted).
     pub server_names: Option<Vec<String>>,
@@ -196,6 +206,56 @@ pub struct ArmNumbers {
     pub retry_after_error: Rate,
     /// Pipe use from the call logs.
     pub pipe: PipeNumbers,
+    /// Calls of every kind, of work and of discovery, summed over the trials.
+    pub calls: CallCounts,
+    /// How this project's tools were offered to the model, over the trials whose harness
+    /// records tell.
+    pub offered: OfferedNumbers,
+}
+
+/// Calls summed over trials, discovery calls apart from work calls.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CallCounts {
+    /// Every call.
+    pub all: u64,
+    /// Work calls: every call but discovery calls (what adoption is computed over).
+    pub work: u64,
+    /// Discovery calls (`ToolSearch`, `tool_search`): the cost of tools offered by name only.
+    pub discovery: u64,
+}
+
+/// What the trials' models were offered, summed ([`report::offered::Offered`] per trial).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct OfferedNumbers {
+    /// Trials whose harness records (or the relay) told what was offered.
+    pub trials_known: u64,
+    /// Trials by how this project's tools were presented (`up_front`, `deferred`,
+    /// `namespaced`, `mixed`, `not_offered`).
+    pub presentation: BTreeMap<&'static str, u64>,
+    /// Trials in which this project's server instructions reached the model.
+    pub instructions_seen: u64,
+    /// The mean characters of system text in a trial's first request.
+    pub mean_system_chars: Option<f64>,
+    /// The sources read (`claude_code_transcript`, `relay`).
+    pub sources: Vec<String>,
+}
+
+fn offered_numbers(trials: &[(TrialRecord, TrialNumbers)]) -> OfferedNumbers {
+    let mut out = OfferedNumbers::default();
+    let mut chars = 0u64;
+    for offered in trials.iter().filter_map(|(r, _)| r.offered.as_ref()) {
+        out.trials_known += 1;
+        *out.presentation
+            .entry(offered.presentation.as_str())
+            .or_default() += 1;
+        out.instructions_seen += u64::from(offered.instructions_seen);
+        chars += offered.system_chars;
+        if !out.sources.contains(&offered.source) {
+            out.sources.push(offered.source.clone());
+        }
+    }
+    out.mean_system_chars = (out.trials_known > 0).then(|| chars as f64 / out.trials_known as f64);
+    out
 }
 
 /// Adds up the trials of one arm.
@@ -218,6 +278,7 @@ pub fn arm_numbers(
             calls_per_trial.push(t.calls as f64);
         }
         sum.calls += t.calls;
+        sum.discovery_calls += t.discovery_calls;
         sum.with_result += t.with_result;
         sum.errors += t.errors;
         sum.retried += t.retried;
@@ -252,6 +313,7 @@ pub fn arm_numbers(
     top.truncate(TOP_COMMANDS);
     ArmNumbers {
         arm: arm.to_string(),
+        harness: None,
         server_names,
         trials: n,
         trials_with_transcript: with_transcript,
@@ -278,6 +340,12 @@ pub fn arm_numbers(
             mean_stages: (sum.pipe_calls > 0).then(|| sum.stages as f64 / sum.pipe_calls as f64),
             top_commands: top,
         },
+        calls: CallCounts {
+            all: sum.calls,
+            work: sum.calls - sum.discovery_calls,
+            discovery: sum.discovery_calls,
+        },
+        offered: offered_numbers(trials),
     }
 }
 

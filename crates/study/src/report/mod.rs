@@ -126,6 +126,14 @@ pub struct StudyReport {
     pub arms: Vec<ArmNumbers>,
     /// Each other arm against the baseline, in the same order.
     pub comparisons: Vec<Comparison>,
+    /// The harnesses of the run, in the study's order (empty for a study with one unnamed
+    /// agent).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub harnesses: Vec<String>,
+    /// One row per arm and harness, arms in their order, harnesses in theirs (empty for a
+    /// study with one unnamed agent: its arms are its rows).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<ArmNumbers>,
 }
 
 /// Reads the run directory and computes the report.
@@ -156,13 +164,52 @@ pub fn build(args: &StudyReportArgs) -> Result<StudyReport, StudyReportError> {
         });
     };
     let comparisons = compare::compare(&arms, baseline);
+    let (harnesses, cells) = cells(&loaded);
     Ok(StudyReport {
         dir: args.dir.display().to_string(),
         baseline: name,
         inputs: loaded.inputs,
         arms,
         comparisons,
+        harnesses,
+        cells,
     })
+}
+
+/// The harnesses (the study file's, then any other the records name) and one row per arm and
+/// harness; nothing when every record is of the single unnamed agent.
+fn cells(loaded: &load::Loaded) -> (Vec<String>, Vec<ArmNumbers>) {
+    let mut harnesses: Vec<String> = loaded
+        .harnesses
+        .iter()
+        .filter(|h| !h.is_empty())
+        .cloned()
+        .collect();
+    for arm in &loaded.arms {
+        for (r, _) in &arm.trials {
+            if !r.harness.is_empty() && !harnesses.contains(&r.harness) {
+                harnesses.push(r.harness.clone());
+            }
+        }
+    }
+    if harnesses.is_empty() {
+        return (harnesses, Vec::new());
+    }
+    let mut cells = Vec::new();
+    for arm in &loaded.arms {
+        for harness in &harnesses {
+            let trials: Vec<_> = arm
+                .trials
+                .iter()
+                .filter(|(r, _)| &r.harness == harness)
+                .cloned()
+                .collect();
+            let mut row = metrics::arm_numbers(&arm.name, arm.server_names.clone(), &trials);
+            row.harness = Some(harness.clone());
+            cells.push(row);
+        }
+    }
+    (harnesses, cells)
 }
 
 /// Runs `filesystem study report` and returns the exit status.

@@ -274,6 +274,8 @@ pub fn text(report: &StudyReport) -> String {
         &rows,
     ));
 
+    out.push_str(&harness_section(report));
+
     out.push_str(&format!(
         "\n== against the baseline ({}): difference in points [95% Newcombe hybrid score interval], two-sided Fisher exact p\n",
         report.baseline
@@ -293,6 +295,78 @@ pub fn text(report: &StudyReport) -> String {
         }
         out.push_str(&table(&["arm", "metric", "difference", "p"], "llrr", &rows));
     }
+    out
+}
+
+/// The rows per arm and harness (the arms themselves for a study with one unnamed agent): how
+/// this project's tools were offered, and the work and discovery calls.
+fn harness_section(report: &StudyReport) -> String {
+    let (title, rows): (&str, &[ArmNumbers]) = if report.cells.is_empty() {
+        (
+            "\n== per arm: what the model was offered, work and discovery calls\n",
+            &report.arms,
+        )
+    } else {
+        (
+            "\n== per arm and harness: success, write adoption (over work calls), what the model was offered, work and discovery calls\n",
+            &report.cells,
+        )
+    };
+    let mut out = title.to_string();
+    let per_harness = !report.cells.is_empty();
+    let table_rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|a| {
+            let o = &a.offered;
+            let presentation = if o.trials_known == 0 {
+                "unknown".to_string()
+            } else {
+                o.presentation
+                    .iter()
+                    .map(|(k, n)| format!("{k} {n}/{}", o.trials_known))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let instructions = if o.trials_known == 0 {
+                "-".to_string()
+            } else {
+                format!("{}/{}", o.instructions_seen, o.trials_known)
+            };
+            let mut row = vec![a.arm.clone()];
+            if per_harness {
+                row.extend([
+                    a.harness.clone().unwrap_or_default(),
+                    a.trials.to_string(),
+                    rate(&a.success),
+                    rate(&a.write_adoption),
+                ]);
+            }
+            row.extend([
+                a.calls.work.to_string(),
+                a.calls.discovery.to_string(),
+                presentation,
+                instructions,
+                o.mean_system_chars
+                    .map_or("-".into(), |c| format!("{c:.0}")),
+            ]);
+            row
+        })
+        .collect();
+    let mut header = vec!["arm"];
+    let mut align = String::from("l");
+    if per_harness {
+        header.extend(["harness", "trials", "success", "write adoption"]);
+        align.push_str("lrrr");
+    }
+    header.extend([
+        "work calls",
+        "discovery calls",
+        "our tools offered",
+        "instructions seen",
+        "system chars",
+    ]);
+    align.push_str("rrlrr");
+    out.push_str(&table(&header, &align, &table_rows));
     out
 }
 
@@ -356,9 +430,25 @@ impl Row<'_> {
 /// The long-format CSV: one row per arm and metric (see [`CSV_HEADER`]).
 pub fn csv(report: &StudyReport) -> String {
     let mut out = format!("{CSV_HEADER}\n");
-    for a in &report.arms {
-        let arm = a.arm.as_str();
-        let comparison = report.comparisons.iter().find(|c| c.arm == a.arm);
+    let labels: Vec<(String, &ArmNumbers)> = report
+        .arms
+        .iter()
+        .map(|a| (a.arm.clone(), a))
+        .chain(report.cells.iter().map(|a| {
+            // A row of one arm under one harness: `arm@harness` (names hold no '@').
+            (
+                format!("{}@{}", a.arm, a.harness.as_deref().unwrap_or("")),
+                a,
+            )
+        }))
+        .collect();
+    for (label, a) in &labels {
+        let arm = label.as_str();
+        let comparison = report
+            .comparisons
+            .iter()
+            .find(|c| c.arm == a.arm)
+            .filter(|_| a.harness.is_none());
         let blank = |metric: &str| Row {
             arm,
             metric: metric.to_string(),
@@ -452,6 +542,44 @@ pub fn csv(report: &StudyReport) -> String {
             }
             .write(&mut out);
         }
+        for (metric, n) in [
+            ("work_calls", a.calls.work),
+            ("discovery_calls", a.calls.discovery),
+        ] {
+            Row {
+                count: Some(n),
+                total: Some(a.calls.all),
+                ..blank(metric)
+            }
+            .write(&mut out);
+        }
+        let o = &a.offered;
+        Row {
+            count: Some(o.trials_known),
+            total: Some(a.trials),
+            ..blank("offered_known")
+        }
+        .write(&mut out);
+        for (k, n) in &o.presentation {
+            Row {
+                count: Some(*n),
+                total: Some(o.trials_known),
+                ..blank(&format!("offered:{k}"))
+            }
+            .write(&mut out);
+        }
+        Row {
+            count: Some(o.instructions_seen),
+            total: Some(o.trials_known),
+            ..blank("instructions_seen")
+        }
+        .write(&mut out);
+        Row {
+            total: Some(o.trials_known),
+            value: o.mean_system_chars,
+            ..blank("system_chars")
+        }
+        .write(&mut out);
     }
     out
 }

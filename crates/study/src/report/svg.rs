@@ -41,14 +41,30 @@ pub fn draw(report: &StudyReport, path: &Path) -> Result<(), StudyReportError> {
         path: path.to_path_buf(),
         detail,
     };
-    let arms: Vec<&str> = report.arms.iter().map(|a| a.arm.as_str()).collect();
+    // A study with harnesses is drawn per arm and harness (`arm@harness`), else per arm.
+    let rows = if report.cells.is_empty() {
+        &report.arms
+    } else {
+        &report.cells
+    };
+    let arms: Vec<String> = rows
+        .iter()
+        .map(|a| match &a.harness {
+            Some(h) => format!("{}@{h}", a.arm),
+            None => a.arm.clone(),
+        })
+        .collect();
     let width = (160 + 120 * arms.len() as u32).clamp(640, 4000);
     let root = SVGBackend::new(path, (width, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
     let slots = arms.len().max(1) as f64;
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            "Adoption and success per arm (95% Wilson intervals)",
+            if report.cells.is_empty() {
+                "Adoption and success per arm (95% Wilson intervals)"
+            } else {
+                "Adoption and success per arm and harness (95% Wilson intervals)"
+            },
             ("sans-serif", 20),
         )
         .margin(16)
@@ -88,8 +104,7 @@ pub fn draw(report: &StudyReport, path: &Path) -> Result<(), StudyReportError> {
     for (k, (legend, color, pick)) in SERIES.iter().enumerate() {
         let dx = (k as f64 - 1.0) * OFFSET;
         let style = color.stroke_width(2);
-        let points: Vec<(f64, f64, f64, f64)> = report
-            .arms
+        let points: Vec<(f64, f64, f64, f64)> = rows
             .iter()
             .enumerate()
             .filter_map(|(i, a)| {

@@ -9,10 +9,13 @@
 pub mod codex_config;
 pub mod config;
 pub mod copy;
+pub mod home;
+pub mod offered;
 pub mod orphans;
 pub mod plan;
 pub mod process;
 pub mod progress;
+pub mod relay;
 pub mod resume;
 pub mod signal;
 pub mod trial;

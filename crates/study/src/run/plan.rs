@@ -38,8 +38,21 @@ fn below(state: &mut u64, n: u64) -> u64 {
 }
 
 /// The seed of repetition `rep` of task `task` under arm `arm` (indices in file order).
-pub fn trial_seed(study_seed: u64, task: usize, arm: usize, rep: u32) -> u64 {
-    mix(&[study_seed, 1, task as u64, arm as u64, u64::from(rep)])
+pub fn trial_seed(study_seed: u64, task: usize, arm: usize, harness: usize, rep: u32) -> u64 {
+    // The first harness's seeds are those of a study without harnesses, so a study that names
+    // its single agent keeps its seeds.
+    if harness == 0 {
+        mix(&[study_seed, 1, task as u64, arm as u64, u64::from(rep)])
+    } else {
+        mix(&[
+            study_seed,
+            1,
+            task as u64,
+            arm as u64,
+            u64::from(rep),
+            harness as u64,
+        ])
+    }
 }
 
 /// Every trial of the study in the order it runs: repetition by repetition, and within each
@@ -47,8 +60,13 @@ pub fn trial_seed(study_seed: u64, task: usize, arm: usize, rep: u32) -> u64 {
 /// the agent or the machine over a run so spreads over every arm instead of falling on the
 /// arms that happen to run last.
 pub fn plan(study: &Study) -> Vec<PlannedTrial> {
-    let pairs: Vec<(usize, usize)> = (0..study.tasks.len())
-        .flat_map(|t| (0..study.arms.len()).map(move |a| (t, a)))
+    let harnesses = study.harnesses.len();
+    let arms = study.arms.len();
+    // Harnesses are interleaved like arms: each repetition shuffles every task × arm × harness
+    // cell. With one harness the list, and so the shuffle, is the one a study without harnesses
+    // had.
+    let pairs: Vec<(usize, usize, usize)> = (0..study.tasks.len())
+        .flat_map(|t| (0..arms).flat_map(move |a| (0..harnesses).map(move |h| (t, a, h))))
         .collect();
     let mut out = Vec::with_capacity(study.total_trials());
     for rep in 0..study.trials {
@@ -59,15 +77,17 @@ pub fn plan(study: &Study) -> Vec<PlannedTrial> {
             let j = below(&mut state, i as u64 + 1) as usize;
             order.swap(i, j);
         }
-        for (t, a) in order {
+        for (t, a, h) in order {
             let task = &study.tasks[t].name;
             let arm = &study.arms[a].name;
+            let harness = &study.harnesses[h].name;
             out.push(PlannedTrial {
-                id: PlannedTrial::id_for(rep, task, arm),
+                id: PlannedTrial::id_for(rep, task, arm, harness),
                 task: task.clone(),
                 arm: arm.clone(),
+                harness: harness.clone(),
                 rep,
-                seed: trial_seed(study.seed, t, a, rep),
+                seed: trial_seed(study.seed, t, a, h, rep),
             });
         }
     }
@@ -77,7 +97,7 @@ pub fn plan(study: &Study) -> Vec<PlannedTrial> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{Agent, Arm, Task, Template};
+    use crate::spec::{Agent, Arm, Harness, Task, Template};
     use std::path::PathBuf;
 
     fn study(seed: u64, tasks: usize, arms: usize, trials: u32) -> Study {
@@ -89,12 +109,16 @@ mod tests {
             seed,
             trials,
             baseline: "a0".into(),
-            agent: Agent {
-                command: vec![Template::parse("x").unwrap()],
-                stdin: None,
-                stdout: None,
-                env: Vec::new(),
-            },
+            harnesses: vec![Harness {
+                name: String::new(),
+                agent: Agent {
+                    command: vec![Template::parse("x").unwrap()],
+                    stdin: None,
+                    stdout: None,
+                    env: Vec::new(),
+                    relay: None,
+                },
+            }],
             tasks: (0..tasks)
                 .map(|i| Task {
                     name: format!("t{i}"),
@@ -157,6 +181,36 @@ mod tests {
         let seeds: std::collections::HashSet<_> = p.iter().map(|t| t.seed).collect();
         assert_eq!(seeds.len(), p.len());
         let t = p.iter().find(|t| t.id == "001-t1-a0").unwrap();
-        assert_eq!(t.seed, trial_seed(5, 1, 0, 1));
+        assert_eq!(t.seed, trial_seed(5, 1, 0, 0, 1));
+    }
+
+    #[test]
+    fn harnesses_are_interleaved_like_arms_and_one_harness_keeps_the_old_plan() {
+        let one = plan(&study(9, 2, 3, 2));
+        let mut two = study(9, 2, 3, 2);
+        let agent = two.harnesses[0].agent.clone();
+        two.harnesses = ["claude-code", "codex"]
+            .iter()
+            .map(|n| Harness {
+                name: n.to_string(),
+                agent: agent.clone(),
+            })
+            .collect();
+        let p = plan(&two);
+        assert_eq!(p.len(), 24);
+        let ids: std::collections::HashSet<_> = p.iter().map(|t| &t.id).collect();
+        assert_eq!(ids.len(), 24);
+        assert!(p.iter().all(|t| t.id.ends_with(&format!("-{}", t.harness))));
+        // Within each repetition both harnesses appear, mixed rather than in blocks.
+        for rep in p.chunks(12) {
+            let first_half: std::collections::HashSet<_> =
+                rep[..6].iter().map(|t| t.harness.as_str()).collect();
+            assert_eq!(first_half.len(), 2, "{rep:?}");
+        }
+        let seeds: std::collections::HashSet<_> = p.iter().map(|t| t.seed).collect();
+        assert_eq!(seeds.len(), 24);
+        // The unnamed single harness: the ids and seeds a study without harnesses had.
+        assert!(one.iter().all(|t| t.harness.is_empty()));
+        assert_eq!(one[0].id, format!("000-{}-{}", one[0].task, one[0].arm));
     }
 }

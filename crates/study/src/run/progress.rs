@@ -137,6 +137,8 @@ mod tests {
             id: format!("000-t-{arm}"),
             task: "t".into(),
             arm: arm.into(),
+            harness: String::new(),
+            offered: None,
             rep: 0,
             seed: 1,
             order: 0,

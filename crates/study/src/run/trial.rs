@@ -9,7 +9,7 @@ use std::time::Duration;
 use workspace::Dir;
 
 use crate::record::{names, PlannedTrial, TrialPaths, TrialRecord, TRIALS_DIR, TRIAL_MARKER_VAR};
-use crate::spec::{Arm, Study, Task, Template, Values};
+use crate::spec::{Arm, Harness, Study, Task, Template, Values};
 
 use super::codex_config::{self, CodexPaths};
 use super::process::{self, Interrupted, Job, Place, Sink, LOG_CAP, REDIRECT_CAP};
@@ -102,11 +102,11 @@ pub fn run_trial(
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<TrialRecord, TrialError> {
     let study = ctx.study;
-    let (task, arm) = find(study, trial).ok_or_else(|| {
+    let (task, arm, harness) = find(study, trial).ok_or_else(|| {
         TrialError::Setup(RunError::Trial {
             path: study.file.clone(),
             what: format!(
-                "the plan names trial {} whose task or arm is not in the study",
+                "the plan names trial {} whose task, arm or harness is not in the study",
                 trial.id
             ),
         })
@@ -134,6 +134,13 @@ pub fn run_trial(
     let prompt = String::from_utf8_lossy(&task.prompt_text);
     dir.mkdir(OsStr::new(names::TRANSCRIPT_DIR))
         .map_err(setup(&paths.transcript_dir))?;
+    // The trial's own home, fresh like every file of the trial directory (the directory was
+    // made anew above), with the temporary directory the runner points TMPDIR at.
+    dir.mkdir(OsStr::new(names::HOME))
+        .map_err(setup(&paths.home))?;
+    dir.subdir(OsStr::new(names::HOME))
+        .and_then(|home| home.mkdir(OsStr::new(super::home::TMP)))
+        .map_err(setup(&paths.home))?;
     let config = super::config::mcp_config(arm, ctx.filesystem, &paths.workspace, &paths.call_log)
         .map_err(|e| {
             TrialError::Setup(RunError::Trial {
@@ -144,7 +151,7 @@ pub fn run_trial(
     let config = serde_json::to_vec_pretty(&config).unwrap_or_default();
     write_new(&dir, names::MCP_CONFIG, &config).map_err(setup(&paths.mcp_config))?;
     let codex = CodexPaths::new(&paths.dir);
-    let agent = &study.agent;
+    let agent = &harness.agent;
     let codex_wanted = codex_config::wanted(agent);
     if codex_wanted {
         let text =
@@ -162,6 +169,21 @@ pub fn run_trial(
         crate::record::trial_marker(ctx.identity, &trial.id),
     );
 
+    // The recording relay, when the harness asks for one: started before the agent, stopped
+    // after it, one per trial so its summary is this trial's alone.
+    let relay = match &harness.agent.relay {
+        Some(upstream) => Some(start_relay(upstream).map_err(|what| {
+            TrialError::Setup(RunError::Trial {
+                path: study.file.clone(),
+                what,
+            })
+        })?),
+        None => None,
+    };
+    let relay_url = relay
+        .as_ref()
+        .map(super::relay::Relay::url)
+        .unwrap_or_default();
     let values = Values {
         workspace: &paths.workspace,
         mcp_config: &paths.mcp_config,
@@ -176,6 +198,9 @@ pub fn run_trial(
         seed: trial.seed,
         codex_home: &codex.codex_home,
         codex_config: &codex.config,
+        home: &paths.home,
+        harness: &harness.name,
+        relay_url: &relay_url,
     };
     let stdout = match &agent.stdout {
         Some(t) => Sink {
@@ -192,7 +217,14 @@ pub fn run_trial(
     let job = Job {
         argv: argv(&agent.command, &values, ctx.filesystem),
         cwd: paths.workspace.clone(),
-        env: agent_env(agent, &values, codex_wanted.then_some(&codex.codex_home)),
+        env: super::home::home_env(&paths.home, &agent.env)
+            .into_iter()
+            .chain(agent_env(
+                agent,
+                &values,
+                codex_wanted.then_some(&codex.codex_home),
+            ))
+            .collect(),
         stdin: agent
             .stdin
             .as_ref()
@@ -208,6 +240,10 @@ pub fn run_trial(
     };
     let started = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let agent_end = process::run(&job, stop)?;
+    let servers = report::classify::ServerFilter {
+        names: vec![arm.server_name.clone()],
+    };
+    let relayed = relay.and_then(|r| r.finish(&servers));
 
     let verify = Job {
         argv: argv(&task.verify, &values, ctx.filesystem),
@@ -225,10 +261,18 @@ pub fn run_trial(
     };
     let verify_end = process::run(&verify, stop)?;
     let success = verify_end.end == crate::record::End::Exited && verify_end.code == Some(0);
+    // What went over the wire when it was relayed, else what the harness's records say.
+    let offered = relayed.or_else(|| super::offered::read(arm, &paths));
+    if let Some(offered) = &offered {
+        let json = serde_json::to_vec_pretty(offered).unwrap_or_default();
+        write_new(&dir, names::OFFERED, &json).map_err(setup(&paths.offered))?;
+    }
     Ok(TrialRecord {
         id: trial.id.clone(),
         task: trial.task.clone(),
         arm: trial.arm.clone(),
+        harness: trial.harness.clone(),
+        offered,
         rep: trial.rep,
         seed: trial.seed,
         order,
@@ -259,16 +303,29 @@ fn agent_env(
     env
 }
 
+/// Starts a relay to `upstream`: a URL, or `$VAR` for the URL in the runner's environment.
+fn start_relay(upstream: &str) -> Result<super::relay::Relay, String> {
+    let url = match upstream.strip_prefix('$') {
+        Some(var) => std::env::var(var).map_err(|_| {
+            format!("the relay's upstream is ${var}, which is not set in the environment of `filesystem study run`; set it to the model endpoint's URL")
+        })?,
+        None => upstream.to_string(),
+    };
+    let upstream = super::relay::Upstream::parse(&url).map_err(|e| e.to_string())?;
+    super::relay::Relay::start(upstream).map_err(|e| e.to_string())
+}
+
 /// Creates `name` in the fresh trial directory `dir` with `bytes`.
 fn write_new(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     process::create_fresh(dir, OsStr::new(name))?.write_all(bytes)
 }
 
 /// The task and arm of a planned trial.
-fn find<'s>(study: &'s Study, trial: &PlannedTrial) -> Option<(&'s Task, &'s Arm)> {
+fn find<'s>(study: &'s Study, trial: &PlannedTrial) -> Option<(&'s Task, &'s Arm, &'s Harness)> {
     let task = study.tasks.iter().find(|t| t.name == trial.task)?;
     let arm = study.arms.iter().find(|a| a.name == trial.arm)?;
-    Some((task, arm))
+    let harness = study.harnesses.iter().find(|h| h.name == trial.harness)?;
+    Some((task, arm, harness))
 }
 
 #[cfg(test)]
@@ -284,6 +341,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), Template::parse(v).unwrap()))
                 .collect(),
+            relay: None,
         }
     }
 
@@ -304,6 +362,9 @@ mod tests {
             seed: 1,
             codex_home: Path::new("/t/home/.codex"),
             codex_config: Path::new("/t/home/.codex/config.toml"),
+            home: Path::new("/t/home"),
+            harness: "",
+            relay_url: "",
         };
         let home = PathBuf::from("/t/home/.codex");
         let env = agent_env(&agent(&[("A", "{arm}")]), &values, Some(&home));
