@@ -11,6 +11,8 @@ pub enum Api {
     Anthropic,
     /// OpenAI's Responses API (Codex CLI).
     Openai,
+    /// Google's Gemini API, `generateContent` (Gemini CLI).
+    Gemini,
 }
 
 /// One tool the harness offered the model with a schema, so the model may call it now.
