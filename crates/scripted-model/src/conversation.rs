@@ -75,6 +75,9 @@ pub struct Conversation {
     pub user_text: String,
     /// Every tool call so far, in order.
     pub calls: Vec<Call>,
+    /// The JSON schema the answer must follow, when the harness asked for one (Gemini CLI's side
+    /// requests, e.g. its loop check, set `generationConfig.responseJsonSchema`).
+    pub response_schema: Option<Value>,
 }
 
 impl Conversation {

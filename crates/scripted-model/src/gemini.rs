@@ -52,6 +52,10 @@ pub fn parse(body: &Value, model: &str, stream: bool) -> Conversation {
         stream,
         ..Conversation::default()
     };
+    conv.response_schema = body
+        .pointer("/generationConfig/responseJsonSchema")
+        .or_else(|| body.pointer("/generationConfig/responseSchema"))
+        .cloned();
     conv.system_chars = body
         .get("systemInstruction")
         .map(content_texts)
@@ -97,7 +101,7 @@ pub fn parse(body: &Value, model: &str, stream: bool) -> Conversation {
         {
             if let Some(call) = part.get("functionCall") {
                 conv.calls.push(Call {
-                    id: str_field(call, "id"),
+                    id: call_id(call),
                     name: str_field(call, "name"),
                     namespace: None,
                     input: call.get("args").cloned().unwrap_or_else(|| json!({})),
@@ -127,7 +131,7 @@ fn content_texts(content: &Value) -> Vec<String> {
 /// Gives a `functionResponse` to its call: the one with its id, else (a harness that sent no
 /// id) the first call of its name still without a result.
 fn read_response(response: &Value, calls: &mut [Call]) {
-    let id = str_field(response, "id");
+    let id = call_id(response);
     let name = str_field(response, "name");
     let call = match calls.iter().position(|c| !id.is_empty() && c.id == id) {
         Some(at) => Some(at),
@@ -147,16 +151,39 @@ fn read_response(response: &Value, calls: &mut [Call]) {
     calls[at].result = Some(CallResult { parts, is_error });
 }
 
+/// A call's id as the model gave it. Gemini CLI's side requests resend the history with each id
+/// as `<tool name>__<id>` (the call id it keeps), its main loop with the model's own: both
+/// name one call.
+fn call_id(part: &Value) -> String {
+    let id = str_field(part, "id");
+    let prefix = format!("{}__", str_field(part, "name"));
+    match id.strip_prefix(&prefix) {
+        Some(own) if !own.is_empty() => own.to_string(),
+        _ => id,
+    }
+}
+
 fn str_field(v: &Value, key: &str) -> String {
     v.get(key).and_then(Value::as_str).unwrap_or("").to_string()
 }
 
 /// The answer, as the body to send and its content type: one `data:` event when streamed, the
-/// object itself otherwise. `id` names the response and a call.
-pub fn answer(action: &Action, model: &str, id: u64, stream: bool) -> (Vec<u8>, &'static str) {
-    let part = match action {
-        Action::Text { text } => json!({"text": text}),
-        Action::Call { name, input, .. } => json!({"functionCall": {
+/// object itself otherwise. `id` names the response and a call. A text answer to a request
+/// that named a response schema is the plainest instance of it ([`schema_instance`]) instead:
+/// a harness's side request gets an answer it can read.
+pub fn answer(
+    action: &Action,
+    model: &str,
+    id: u64,
+    stream: bool,
+    schema: Option<&Value>,
+) -> (Vec<u8>, &'static str) {
+    let part = match (action, schema) {
+        (Action::Text { .. }, Some(schema)) => {
+            json!({"text": schema_instance(schema, 0).to_string()})
+        }
+        (Action::Text { text }, None) => json!({"text": text}),
+        (Action::Call { name, input, .. }, _) => json!({"functionCall": {
             "id": format!("call_scripted_{id}"), "name": name, "args": input}}),
     };
     let response = json!({
@@ -176,6 +203,48 @@ pub fn answer(action: &Action, model: &str, id: u64, stream: bool) -> (Vec<u8>, 
         )
     } else {
         (response.to_string().into_bytes(), "application/json")
+    }
+}
+
+/// How deep [`schema_instance`] follows nested schemas: a harness's answer schema is a few
+/// levels at most, and a hostile one must not recurse without end.
+const SCHEMA_DEPTH: usize = 16;
+
+/// The plainest value a JSON schema accepts: every property of an object, an enum's first value,
+/// `""`, `0`, `false`, `[]`. Gemini CLI's loop check asks for
+/// `{unproductive_state_analysis, unproductive_state_confidence}`: confidence 0 says the
+/// conversation is not looping, which a script replaying its steps never is.
+pub fn schema_instance(schema: &Value, depth: usize) -> Value {
+    if depth >= SCHEMA_DEPTH {
+        return Value::Null;
+    }
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return first.clone();
+    }
+    let kind = schema
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("object")
+        .to_ascii_lowercase();
+    match kind.as_str() {
+        "string" => json!(""),
+        "number" | "integer" => json!(0),
+        "boolean" => json!(false),
+        "array" => json!([]),
+        "null" => Value::Null,
+        _ => {
+            let mut object = serde_json::Map::new();
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                for (name, inner) in properties {
+                    object.insert(name.clone(), schema_instance(inner, depth + 1));
+                }
+            }
+            Value::Object(object)
+        }
     }
 }
 
@@ -244,13 +313,53 @@ mod tests {
     }
 
     #[test]
+    fn a_side_request_with_a_schema_gets_its_plainest_instance() {
+        let body = json!({
+            "generationConfig": {"responseJsonSchema": {"type": "object", "properties": {
+                "unproductive_state_analysis": {"type": "string"},
+                "unproductive_state_confidence": {"type": "number"},
+                "mode": {"type": "string", "enum": ["a", "b"]}}}},
+            "contents": [{"role": "user", "parts": [{"text": "check"}]}]
+        });
+        let conv = parse(&body, "m", false);
+        assert!(conv.is_auxiliary());
+        let text = Action::Text { text: "x".into() };
+        let (whole, _) = answer(&text, "m", 1, false, conv.response_schema.as_ref());
+        let whole: Value = serde_json::from_slice(&whole).unwrap();
+        let said = whole["candidates"][0]["content"]["parts"][0]["text"]
+            .as_str()
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(said).unwrap(),
+            json!({"unproductive_state_analysis": "", "unproductive_state_confidence": 0, "mode": "a"})
+        );
+        let mut deep = json!({"type": "string"});
+        for _ in 0..100 {
+            deep = json!({"type": "object", "properties": {"x": deep}});
+        }
+        let _ = schema_instance(&deep, 0);
+    }
+
+    #[test]
+    fn a_side_requests_prefixed_ids_name_the_same_calls() {
+        let body = json!({"contents": [
+            {"role": "model", "parts": [{"functionCall": {"id": "mcp_fs_x__c1", "name": "mcp_fs_x", "args": {}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"id": "mcp_fs_x__c1", "name": "mcp_fs_x",
+                "response": {"output": "ok"}}}]}
+        ]});
+        let conv = parse(&body, "m", false);
+        assert_eq!(conv.calls[0].id, "c1");
+        assert!(conv.calls[0].result.is_some());
+    }
+
+    #[test]
     fn a_streamed_call_is_one_data_event_with_its_id_and_args() {
         let action = Action::Call {
             name: "mcp_fs_list_directory".into(),
             namespace: None,
             input: json!({"path": "src"}),
         };
-        let (body, kind) = answer(&action, "m", 4, true);
+        let (body, kind) = answer(&action, "m", 4, true, None);
         assert_eq!(kind, "text/event-stream");
         let text = String::from_utf8(body).unwrap();
         let data = text.strip_prefix("data: ").unwrap().trim_end();
@@ -265,6 +374,7 @@ mod tests {
             "m",
             5,
             false,
+            None,
         );
         assert_eq!(kind, "application/json");
         let whole: Value = serde_json::from_slice(&whole).unwrap();

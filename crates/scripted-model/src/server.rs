@@ -230,6 +230,7 @@ impl Shared {
                             conv.model.as_deref().unwrap_or("scripted"),
                             id,
                             conv.stream,
+                            conv.response_schema.as_ref(),
                         ),
                     };
                     record.answer = Some(action);
