@@ -221,6 +221,35 @@ fn gemini_offers_the_servers_tools_flat_and_list_read_write_reach_it() {
     assert_eq!(events(&run.done, "tool_result").len(), 4);
     let chats = gemini_chats(&run.home.gemini_dir());
     assert_eq!(chats.len(), 1, "{chats:?}");
+    // The report reads both records into the same calls: three of this project's, one built-in.
+    let stdout = run.home.path.join("stdout.jsonl");
+    std::fs::write(&stdout, &run.done.stdout).unwrap();
+    for record in [run.home.gemini_dir().join("tmp"), stdout] {
+        let (sessions, stats) = report::transcript::read_transcripts(
+            std::slice::from_ref(&record),
+            &report::classify::ServerFilter::default(),
+        )
+        .expect("read Gemini's record");
+        assert_eq!(sessions.len(), 1, "{record:?}");
+        let calls: Vec<_> = sessions[0]
+            .calls
+            .iter()
+            .map(|c| (c.tool.as_str(), c.interface, c.write, c.outcome.clone()))
+            .collect();
+        use report::classify::Interface::{Builtin, Filesystem};
+        use report::model::Outcome::Ok;
+        assert_eq!(
+            calls,
+            [
+                ("list_directory", Filesystem, false, Ok),
+                ("read_text_file", Filesystem, false, Ok),
+                ("write_file", Filesystem, true, Ok),
+                ("read_file", Builtin, false, Ok),
+            ],
+            "{record:?}"
+        );
+        assert_eq!(stats.malformed_lines, 0);
+    }
 }
 
 #[test]

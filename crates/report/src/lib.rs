@@ -11,6 +11,7 @@ pub mod call_log_reader;
 pub mod call_log_record;
 pub mod chart;
 pub mod classify;
+pub mod gemini;
 pub mod input;
 pub mod lines;
 pub mod model;

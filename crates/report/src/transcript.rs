@@ -22,6 +22,7 @@ use serde_json::Value;
 use workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
 
 use super::classify::{classify_transcript_name, is_write, Interface, ServerFilter};
+use super::gemini;
 use super::input::{check_file, not_regular, open_named, Flag, InputError, Named, MAX_INPUT_BYTES};
 use super::lines::{Line, Lines};
 use super::model::{Call, InputStats, Outcome, Session};
@@ -188,6 +189,7 @@ impl TranscriptReader<'_> {
         });
         let session = self.sessions.len() - 1;
         let mut lines = Lines::new(file.take(MAX_INPUT_BYTES));
+        let mut format: Option<Option<gemini::Format>> = None;
         loop {
             let line = match lines.next_line() {
                 Ok(Some(line)) => line,
@@ -209,7 +211,27 @@ impl TranscriptReader<'_> {
                 continue;
             }
             match serde_json::from_slice::<Value>(line) {
-                Ok(Value::Object(obj)) => self.read_line(session, &Value::Object(obj)),
+                Ok(Value::Object(obj)) => {
+                    let line = Value::Object(obj);
+                    // The first line says whose record this is: Gemini CLI's, or else Claude
+                    // Code's.
+                    let format = *format.get_or_insert_with(|| gemini::recognise(&line));
+                    match format {
+                        Some(format) => gemini::read_line(
+                            format,
+                            &line,
+                            &mut gemini::Sink {
+                                servers: self.servers,
+                                stats: &mut self.stats,
+                                seen: &mut self.seen,
+                                by_id: &mut self.by_id,
+                                sessions: &mut self.sessions,
+                                session,
+                            },
+                        ),
+                        None => self.read_line(session, &line),
+                    }
+                }
                 _ => self.stats.malformed_lines += 1,
             }
         }
