@@ -134,6 +134,32 @@ pub struct Entry {
     pub stat: Stat,
 }
 
+/// A directory whose new entry is not yet durable: what [`Workspace::replace_file_sync_later`]
+/// leaves. The store syncs it at the same time as the operation's log entry, after the entry is
+/// written, so that on a journalling file system one commit carries both instead of two in a
+/// row. Dropped unsynced, it syncs itself, so no path can forget it.
+#[must_use = "the directory must be synced for the change to be durable"]
+pub struct PendingSync(Option<Dir>);
+
+impl PendingSync {
+    /// Makes the directory's entries durable.
+    pub fn sync(mut self) -> io::Result<()> {
+        match self.0.take() {
+            Some(dir) => dir.sync(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for PendingSync {
+    fn drop(&mut self) {
+        // Only reached when the owner did not sync it (an error path): best effort.
+        if let Some(dir) = self.0.take() {
+            let _ = dir.sync();
+        }
+    }
+}
+
 /// A directory opened beneath the root: operations on its entries by name, relative to its
 /// descriptor. Holding one keeps acting on the same directory even if it is renamed meanwhile.
 #[derive(Debug)]
@@ -346,6 +372,19 @@ impl Dir {
         mode: Option<u32>,
         no_clobber: bool,
     ) -> io::Result<()> {
+        self.replace_file_unsynced(name, content, mode, no_clobber)?;
+        self.sync()
+    }
+
+    /// [`Dir::replace_file`] up to the rename: the new file's content is durable, its name in
+    /// this directory not yet; the caller syncs the directory (see [`PendingSync`]).
+    fn replace_file_unsynced(
+        &self,
+        name: &OsStr,
+        content: &[u8],
+        mode: Option<u32>,
+        no_clobber: bool,
+    ) -> io::Result<()> {
         let (tmp, mut file) = self.create_temp()?;
         let written = (|| {
             file.write_all(content)?;
@@ -370,7 +409,7 @@ impl Dir {
             }
             return Err(e);
         }
-        self.sync()
+        Ok(())
     }
 
     /// Renames `from` here to `to` in `dest`, failing with `AlreadyExists` if anything is at `to`
@@ -752,6 +791,21 @@ impl Workspace {
     ) -> io::Result<()> {
         let (dir, name) = self.parent(rel)?;
         dir.replace_file(name, content, mode, no_clobber)
+    }
+
+    /// [`Workspace::replace_file`] but for the last step: the directory that now names the new
+    /// file is handed back unsynced, so that its sync can share the disk's flush with the
+    /// operation log's entry (see [`PendingSync`]).
+    pub fn replace_file_sync_later(
+        &self,
+        rel: &Path,
+        content: &[u8],
+        mode: Option<u32>,
+        no_clobber: bool,
+    ) -> io::Result<PendingSync> {
+        let (dir, name) = self.parent(rel)?;
+        dir.replace_file_unsynced(name, content, mode, no_clobber)?;
+        Ok(PendingSync(Some(dir)))
     }
 
     /// Renames `from` to `to`, never replacing anything at `to`; both directories are synced.

@@ -692,8 +692,11 @@ impl Store {
         }
         self.make_parent(lock, path, &shown)?;
         let mode = meta.as_ref().map(|m| m.mode);
-        self.ws
-            .replace_file(path, content, mode, create_new)
+        // The file is the write's last step (its versions are already durable), so its
+        // directory's sync can wait for the operation log's entry and share its flush.
+        let unsynced = self
+            .ws
+            .replace_file_sync_later(path, content, mode, create_new)
             .map_err(|e| {
                 if e.kind() == io::ErrorKind::AlreadyExists {
                     HistoryError::AlreadyExists(format!(
@@ -703,7 +706,10 @@ impl Store {
                     io_err(format!("cannot write {shown}"))(e)
                 }
             })?;
-        lock.journal().wrote(path, content);
+        let mut journal = lock.journal();
+        journal.wrote(path, content);
+        journal.sync_later(unsynced);
+        drop(journal);
         steps.done();
         Ok(WriteReport {
             bytes: content.len() as u64,

@@ -27,7 +27,7 @@ use super::super::log::{now, PendingNote};
 use super::record::{
     bytes_to_field, field_to_path, path_to_field, Operation, PathChange, Session, State,
 };
-use crate::Workspace;
+use crate::{PendingSync, Workspace};
 
 /// Who is making the changes of one lock: the client and surface, and the tool.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -53,6 +53,9 @@ impl Origin {
         }
     }
 }
+
+/// The most directories [`Journal::sync_later`] keeps waiting for the entry.
+const MAX_UNSYNCED: usize = 16;
 
 /// The longest client-given string kept in an entry (a client name or version).
 const TOKEN_MAX: usize = 128;
@@ -191,6 +194,8 @@ pub struct Journal {
     note: Option<PendingNote>,
     /// A failure to keep the note: the entry is still written, the error reported with it.
     broken: Option<io::Error>,
+    /// Directories whose new entries are made durable with the entry (see [`PendingSync`]).
+    unsynced: Vec<PendingSync>,
 }
 
 impl Journal {
@@ -215,6 +220,7 @@ impl Journal {
             by_path: HashMap::new(),
             note: None,
             broken: None,
+            unsynced: Vec::new(),
         }
     }
 
@@ -372,6 +378,21 @@ impl Journal {
         self.arriving(rel).restored_from = Some(id);
     }
 
+    /// `dir` holds a change of this lock whose name is not durable yet: it is synced with the
+    /// entry, once the entry is written, which on a journalling file system lets one commit
+    /// carry both. Only for the last step of a change: nothing that
+    /// must be durable before a later step may wait here.
+    pub fn sync_later(&mut self, dir: PendingSync) {
+        self.unsynced.push(dir);
+        // A durable operation (a revert) keeps each step durable before its next event, and
+        // a lock held over many writes must not hold a descriptor for each of them.
+        if self.note.is_some() || self.unsynced.len() >= MAX_UNSYNCED {
+            if let Err(e) = sync_all(std::mem::take(&mut self.unsynced)) {
+                self.broken.get_or_insert(e);
+            }
+        }
+    }
+
     /// The store has just replaced the content of `rel` (already touched) with `content`.
     pub fn wrote(&mut self, rel: &Path, content: &[u8]) {
         let digest = (content.len() as u64, sha256_hex(content));
@@ -459,9 +480,10 @@ impl Journal {
 
     /// Appends the entry (if anything changed) and clears the durable note; returns the id.
     pub fn commit(&mut self) -> io::Result<Option<u64>> {
+        let unsynced = std::mem::take(&mut self.unsynced);
         let result = match self.finish(false) {
-            Some(mut op) => super::file::append(&self.ws, &self.state, &mut op).map(Some),
-            None => Ok(None),
+            Some(mut op) => super::file::append(&self.ws, &self.state, &mut op, unsynced).map(Some),
+            None => sync_all(unsynced).map(|()| None),
         };
         if result.is_ok() {
             if let Some(note) = self.note.take() {
@@ -530,12 +552,27 @@ impl Journal {
             }
         }
         let id = match journal.finish(true) {
-            Some(mut op) => Some(super::file::append(ws, state, &mut op)?),
+            Some(mut op) => Some(super::file::append(ws, state, &mut op, Vec::new())?),
             None => None,
         };
         note.clear()?;
         Ok(id)
     }
+}
+
+/// Syncs each directory of `dirs`, all of them even when one fails (the first failure is
+/// returned).
+pub(super) fn sync_all(dirs: Vec<PendingSync>) -> io::Result<()> {
+    let mut first = None;
+    for dir in dirs {
+        if let Err(e) = dir.sync() {
+            first.get_or_insert(io::Error::new(
+                e.kind(),
+                format!("cannot make the change durable (syncing its directory): {e}"),
+            ));
+        }
+    }
+    first.map_or(Ok(()), Err)
 }
 
 /// True when entry `i` is the last of its path.
