@@ -160,6 +160,24 @@ pub struct Agent {
     pub env: Vec<(String, Template)>,
 }
 
+impl Agent {
+    /// True when any of the agent's templates (argv, stdin, stdout, environment) uses
+    /// `placeholder`: what decides whether the runner prepares a harness's own files.
+    pub fn uses(&self, placeholder: Placeholder) -> bool {
+        self.command
+            .iter()
+            .chain(self.stdin.iter())
+            .chain(self.stdout.iter())
+            .chain(self.env.iter().map(|(_, t)| t))
+            .any(|t| t.uses(placeholder))
+    }
+
+    /// True when the agent's environment sets `name` itself.
+    pub fn sets(&self, name: &str) -> bool {
+        self.env.iter().any(|(k, _)| k == name)
+    }
+}
+
 /// One task: a fixture copied fresh for every trial, a prompt and a verifier.
 #[derive(Debug, Clone)]
 pub struct Task {
@@ -217,10 +235,16 @@ pub enum Placeholder {
     Trial,
     /// `{seed}`: the trial's seed.
     Seed,
+    // Gemini CLI's placeholders.
+    /// `{gemini_home}`: the home the trial's Gemini CLI is given (`TRIAL_DIR/home`, its
+    /// `GEMINI_CLI_HOME`); using it makes the runner write `.gemini/settings.json` there and set
+    /// `GEMINI_CLI_HOME` to it unless the agent's env sets it (see
+    /// [`crate::run::gemini_settings`]).
+    GeminiHome,
 }
 
 impl Placeholder {
-    const ALL: [(&'static str, Placeholder); 11] = [
+    const ALL: [(&'static str, Placeholder); 12] = [
         ("workspace", Placeholder::Workspace),
         ("mcp_config", Placeholder::McpConfig),
         ("prompt_file", Placeholder::PromptFile),
@@ -232,6 +256,8 @@ impl Placeholder {
         ("arm", Placeholder::Arm),
         ("trial", Placeholder::Trial),
         ("seed", Placeholder::Seed),
+        // Gemini CLI's placeholders.
+        ("gemini_home", Placeholder::GeminiHome),
     ];
 }
 
@@ -273,6 +299,8 @@ pub struct Values<'a> {
     pub trial: &'a str,
     /// `{seed}`.
     pub seed: u64,
+    /// `{gemini_home}`.
+    pub gemini_home: &'a Path,
 }
 
 impl Template {
@@ -376,6 +404,7 @@ impl Template {
                     Placeholder::Arm => out.push(values.arm),
                     Placeholder::Trial => out.push(values.trial),
                     Placeholder::Seed => out.push(values.seed.to_string()),
+                    Placeholder::GeminiHome => out.push(values.gemini_home),
                 },
             }
         }
@@ -592,6 +621,7 @@ fn find_program(
         arm: "",
         trial: "",
         seed: 0,
+        gemini_home: none,
     };
     let name = PathBuf::from(program.expand(&values));
     if let Some(beside) = crate::run::trial::special_program(&name, filesystem) {
@@ -1043,6 +1073,7 @@ server = false
             arm: "a",
             trial: "000-t-a",
             seed: 9,
+            gemini_home: p,
         };
         assert_eq!(t.expand(&v), OsString::from("{x} 000-t-a-9"));
         assert!(Template::parse("{nope}")

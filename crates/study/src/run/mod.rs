@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod copy;
+pub mod gemini_settings;
 pub mod orphans;
 pub mod plan;
 pub mod process;
@@ -39,7 +40,9 @@ workspace: exit 0 means the task was done.
 
 Placeholders in the agent command, stdin, stdout, env values and the verifier: {workspace},
 {mcp_config}, {prompt_file}, {prompt} (the text), {transcript_dir}, {task_dir}, {study_dir},
-{task}, {arm}, {trial}, {seed}; {{ and }} are literal braces. A program named exactly
+{task}, {arm}, {trial}, {seed}; {gemini_home} (TRIAL_DIR/home: where used, the runner writes
+Gemini CLI's .gemini/settings.json there, with the arm's server, and sets GEMINI_CLI_HOME to it);
+{{ and }} are literal braces. A program named exactly
 `filesystem` or `study-stand-in` is the binary beside this one.
 
 Every finished trial appends one line to OUT/trials.jsonl. Ctrl-C kills the running agents and

@@ -9,7 +9,7 @@ use std::time::Duration;
 use workspace::Dir;
 
 use crate::record::{names, PlannedTrial, TrialPaths, TrialRecord, TRIALS_DIR, TRIAL_MARKER_VAR};
-use crate::spec::{Arm, Study, Task, Template, Values};
+use crate::spec::{Arm, Placeholder, Study, Task, Template, Values};
 
 use super::process::{self, Interrupted, Job, Place, Sink, LOG_CAP, REDIRECT_CAP};
 use super::RunError;
@@ -142,6 +142,16 @@ pub fn run_trial(
         })?;
     let config = serde_json::to_vec_pretty(&config).unwrap_or_default();
     write_new(&dir, names::MCP_CONFIG, &config).map_err(setup(&paths.mcp_config))?;
+    let gemini_home = super::gemini_settings::gemini_home(&paths.dir);
+    let gemini = study.agent.uses(Placeholder::GeminiHome);
+    if gemini {
+        write_gemini_settings(&dir, arm, ctx, &paths).map_err(|what| {
+            TrialError::Setup(RunError::Trial {
+                path: gemini_home.clone(),
+                what,
+            })
+        })?;
+    }
     let marker = (
         TRIAL_MARKER_VAR,
         crate::record::trial_marker(ctx.identity, &trial.id),
@@ -159,6 +169,7 @@ pub fn run_trial(
         arm: &arm.name,
         trial: &trial.id,
         seed: trial.seed,
+        gemini_home: &gemini_home,
     };
     let agent = &study.agent;
     let stdout = match &agent.stdout {
@@ -180,6 +191,14 @@ pub fn run_trial(
             .env
             .iter()
             .map(|(k, v)| (k.clone(), v.expand(&values)))
+            .chain(
+                (gemini && !agent.sets(super::gemini_settings::GEMINI_CLI_HOME)).then(|| {
+                    (
+                        super::gemini_settings::GEMINI_CLI_HOME.to_string(),
+                        gemini_home.clone().into_os_string(),
+                    )
+                }),
+            )
             .collect(),
         stdin: agent
             .stdin
@@ -225,6 +244,30 @@ pub fn run_trial(
         verify: verify_end,
         success,
     })
+}
+
+/// Writes Gemini CLI's `home/.gemini/settings.json` ([`Placeholder::GeminiHome`]) in the fresh trial directory `dir` (see
+/// [`super::gemini_settings`]); the error says what failed.
+fn write_gemini_settings(
+    dir: &Dir,
+    arm: &Arm,
+    ctx: &Context<'_>,
+    paths: &TrialPaths,
+) -> Result<(), String> {
+    use super::gemini_settings::{settings, GEMINI_DIR, HOME_DIR, SETTINGS_FILE};
+    let settings = settings(arm, ctx.filesystem, &paths.workspace, &paths.call_log)
+        .map_err(|e| e.to_string())?;
+    let io = |e: std::io::Error| e.to_string();
+    // The home may exist already when another harness's files were put there first.
+    let home = OsStr::new(HOME_DIR);
+    if dir.subdir(home).is_err() {
+        dir.mkdir(home).map_err(io)?;
+    }
+    let home = dir.subdir(home).map_err(io)?;
+    home.mkdir(OsStr::new(GEMINI_DIR)).map_err(io)?;
+    let gemini = home.subdir(OsStr::new(GEMINI_DIR)).map_err(io)?;
+    let bytes = serde_json::to_vec_pretty(&settings).unwrap_or_default();
+    write_new(&gemini, SETTINGS_FILE, &bytes).map_err(io)
 }
 
 /// Creates `name` in the fresh trial directory `dir` with `bytes`.
