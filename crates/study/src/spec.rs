@@ -1172,4 +1172,21 @@ server = false
             "Claude Code's stream goes to the transcript"
         );
     }
+    /// Gemini CLI's example study loads, with the stand-in's tasks and arms, and gives each
+    /// trial's Gemini CLI its own home.
+    #[test]
+    fn the_gemini_example_study_loads() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/study");
+        let standin = Study::load(&fixtures.join("study.toml")).expect("study.toml loads");
+        let gemini = Study::load(&fixtures.join("gemini.toml")).expect("gemini.toml loads");
+        let names = |s: &Study| {
+            (
+                s.tasks.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+                s.arms.iter().map(|a| a.name.clone()).collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(names(&standin), names(&gemini));
+        assert!(gemini.agent.uses(Placeholder::GeminiHome));
+        assert!(gemini.agent.stdout.is_some());
+    }
 }
