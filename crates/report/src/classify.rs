@@ -53,7 +53,7 @@ const BUILTIN_WRITING_TOOLS: &[&str] = &["Write", "Edit", "MultiEdit", "Notebook
 /// Code's `ToolSearch`, Codex CLI's `tool_search`. A call of one is the harness's discovery, a
 /// cost of how the tools were presented, not work on files: it is counted apart
 /// ([`Interface::Discovery`]) and adoption is computed over work calls only.
-pub const DISCOVERY_TOOLS: &[&str] = &["ToolSearch", "tool_search"];
+pub const DISCOVERY_TOOLS: &[&str] = &["ToolSearch", CODEX_DISCOVERY_TOOL];
 
 /// The prefix Claude Code gives to tools served by an MCP server: `mcp__<server>__<tool>`.
 /// Codex CLI names the namespace it offers a server's tools in the same way: `mcp__<server>`.
@@ -74,8 +74,7 @@ const CODEX_BUILTIN_WRITING_TOOLS: &[&str] = &["apply_patch"];
 const CODEX_BUILTIN_READING_TOOLS: &[&str] = &["view_image"];
 
 /// Codex CLI's discovery tool: with a model it knows, it defers MCP tools behind it and loads their
-/// schemas when the model searches. Kept apart here until discovery calls are a class of their
-/// own; until then a call of it is `other`, as Claude Code's `ToolSearch` is.
+/// schemas when the model searches. One of [`DISCOVERY_TOOLS`]: a call of it is `discovery`.
 pub const CODEX_DISCOVERY_TOOL: &str = "tool_search";
 
 /// Classifies a tool call as Codex CLI records it: a name and, for a namespace tool, the namespace
@@ -100,6 +99,8 @@ pub fn classify_codex_name(
             server: None,
             interface: if CODEX_BUILTIN_FILE_TOOLS.contains(&name) {
                 Interface::Builtin
+            } else if DISCOVERY_TOOLS.contains(&name) {
+                Interface::Discovery
             } else {
                 Interface::Other
             },
@@ -108,6 +109,80 @@ pub fn classify_codex_name(
 }
 
 // ---- end of Codex CLI ----
+
+// --- Gemini CLI (0.61.0) -------------------------------------------------------------------
+
+/// Gemini CLI's own tools that touch files, as 0.61.0 offers them (`grep_search` was
+/// `search_file_content` and `read_many_files` is offered by earlier versions; both kept so
+/// their transcripts classify too). `run_shell_command` is here as `Bash` is for Claude Code, and
+/// like it never counts as a write.
+pub const GEMINI_BUILTIN_FILE_TOOLS: &[&str] = &[
+    "read_file",
+    "read_many_files",
+    "write_file",
+    "replace",
+    "glob",
+    "grep_search",
+    "search_file_content",
+    "list_directory",
+    "run_shell_command",
+];
+
+/// Gemini CLI's built-ins whose every call writes or edits a file.
+const GEMINI_BUILTIN_WRITING_TOOLS: &[&str] = &["write_file", "replace"];
+
+/// Gemini CLI's built-ins whose every call reads file contents.
+const GEMINI_BUILTIN_READING_TOOLS: &[&str] = &[
+    "read_file",
+    "read_many_files",
+    "grep_search",
+    "search_file_content",
+];
+
+/// The prefix Gemini CLI gives to an MCP server's tools: `mcp_<server>_<tool>`.
+const GEMINI_MCP_PREFIX: &str = "mcp_";
+
+/// Classifies a tool name as Gemini CLI records it. Its own tools have bare names, some the
+/// same as this project's (`write_file`, `list_directory`), so they are told apart by the
+/// `mcp_` prefix alone; an MCP name splits at the last `_` that leaves one of this project's
+/// tool names behind it (server and tool names may both hold `_`), and a name no split explains
+/// is another server's tool, kept whole.
+pub fn classify_gemini_name(name: &str, servers: &ServerFilter) -> ToolName {
+    let Some(rest) = name.strip_prefix(GEMINI_MCP_PREFIX) else {
+        let interface = if GEMINI_BUILTIN_FILE_TOOLS.contains(&name) {
+            Interface::Builtin
+        } else {
+            Interface::Other
+        };
+        return ToolName {
+            tool: name.to_string(),
+            server: None,
+            interface,
+        };
+    };
+    let split = rest.match_indices('_').find_map(|(at, _)| {
+        let (server, tool) = (&rest[..at], &rest[at + 1..]);
+        our_tool(tool).map(|(ours, _)| (server, tool, ours))
+    });
+    match split {
+        Some((server, tool, ours)) => ToolName {
+            tool: tool.to_string(),
+            server: Some(server.to_string()),
+            interface: if servers.admits(server) {
+                ours
+            } else {
+                Interface::OtherMcp
+            },
+        },
+        None => ToolName {
+            tool: rest.to_string(),
+            server: None,
+            interface: Interface::OtherMcp,
+        },
+    }
+}
+
+// --- end of Gemini CLI ---------------------------------------------------------------------
 
 /// The family of tools a call went through; the unit the whole report is broken down by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -235,7 +310,9 @@ pub fn is_write(interface: Interface, tool: &str, stages: &[String]) -> bool {
         // The names of the harnesses' tables do not overlap, and a name is `Builtin` only
         // through its own harness's table.
         Interface::Builtin => {
-            BUILTIN_WRITING_TOOLS.contains(&tool) || CODEX_BUILTIN_WRITING_TOOLS.contains(&tool)
+            BUILTIN_WRITING_TOOLS.contains(&tool)
+                || CODEX_BUILTIN_WRITING_TOOLS.contains(&tool)
+                || GEMINI_BUILTIN_WRITING_TOOLS.contains(&tool)
         }
         // The interface was found through the same table, so the tool's class is the one of the
         // table the interface names; a name of the other table is not this interface's write.
@@ -265,7 +342,9 @@ const BUILTIN_READING_TOOLS: &[&str] = &["Read", "NotebookRead", "Grep"];
 pub fn is_read(interface: Interface, tool: &str, stages: &[String]) -> bool {
     match interface {
         Interface::Builtin => {
-            BUILTIN_READING_TOOLS.contains(&tool) || CODEX_BUILTIN_READING_TOOLS.contains(&tool)
+            BUILTIN_READING_TOOLS.contains(&tool)
+                || CODEX_BUILTIN_READING_TOOLS.contains(&tool)
+                || GEMINI_BUILTIN_READING_TOOLS.contains(&tool)
         }
         Interface::Pipe | Interface::Filesystem => match our_tool(tool) {
             Some((ours, class)) if ours == interface => match class {
@@ -290,6 +369,42 @@ pub fn is_read(interface: Interface, tool: &str, stages: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gemini_names_tell_its_builtins_from_this_projects_tools() {
+        let f = ServerFilter::default();
+        let t = classify_gemini_name("mcp_filesystem_write_file", &f);
+        assert_eq!(
+            (t.tool.as_str(), t.server.as_deref(), t.interface),
+            ("write_file", Some("filesystem"), Interface::Filesystem)
+        );
+        let t = classify_gemini_name("mcp_my_fs_read_text_file", &f);
+        assert_eq!(t.server.as_deref(), Some("my_fs"));
+        assert_eq!(t.tool, "read_text_file");
+        let t = classify_gemini_name("write_file", &f);
+        assert_eq!(t.interface, Interface::Builtin);
+        assert!(is_write(t.interface, &t.tool, &[]));
+        let t = classify_gemini_name("read_file", &f);
+        assert!(is_read(t.interface, &t.tool, &[]));
+        let t = classify_gemini_name("run_shell_command", &f);
+        assert_eq!(t.interface, Interface::Builtin);
+        assert!(!is_write(t.interface, &t.tool, &[]) && !is_read(t.interface, &t.tool, &[]));
+        assert_eq!(
+            classify_gemini_name("google_web_search", &f).interface,
+            Interface::Other
+        );
+        assert_eq!(
+            classify_gemini_name("mcp_github_get_issue", &f).interface,
+            Interface::OtherMcp
+        );
+        let only = ServerFilter {
+            names: vec!["filesystem".into()],
+        };
+        assert_eq!(
+            classify_gemini_name("mcp_reference_write_file", &only).interface,
+            Interface::OtherMcp
+        );
+    }
 
     #[test]
     fn mcp_names_split_on_the_last_double_underscore() {
@@ -445,7 +560,7 @@ mod tests {
         );
         assert_eq!(
             classify_codex_name(CODEX_DISCOVERY_TOOL, None, &f).interface,
-            Interface::Other
+            Interface::Discovery
         );
     }
 

@@ -12,6 +12,7 @@ pub mod call_log_record;
 pub mod chart;
 pub mod classify;
 pub mod codex;
+pub mod gemini;
 pub mod input;
 pub mod lines;
 pub mod model;

@@ -25,6 +25,7 @@ use workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
 
 use super::classify::{classify_transcript_name, is_write, Interface, ServerFilter};
 use super::codex::{self, CodexFile};
+use super::gemini;
 use super::input::{check_file, not_regular, open_named, Flag, InputError, Named, MAX_INPUT_BYTES};
 use super::lines::{Line, Lines};
 use super::model::{Call, InputStats, Outcome, Session};
@@ -127,6 +128,8 @@ enum Format {
     ClaudeCode,
     /// Codex CLI ([`crate::codex`]).
     Codex(CodexFile),
+    /// Gemini CLI ([`crate::gemini`]): a chat file or its stream-json output.
+    Gemini(gemini::Format),
 }
 
 struct TranscriptReader<'a> {
@@ -225,6 +228,9 @@ impl TranscriptReader<'_> {
 
     /// The format of the file at `path` (read into `session`) whose first JSON line is `first`.
     fn recognise(&mut self, first: &Value, path: &Path, session: usize) -> Format {
+        if let Some(kind) = gemini::recognise(first) {
+            return Format::Gemini(kind);
+        }
         let Some(file) = CodexFile::recognise(first) else {
             return Format::ClaudeCode;
         };
@@ -298,10 +304,26 @@ impl TranscriptReader<'_> {
             // The first object decides what the file is: the harness that wrote it, and for
             // Codex's session files the version.
             let format = format.get_or_insert_with(|| self.recognise(&value, path, session));
-            let calls = &mut self.sessions[session].calls;
             match format {
                 Format::ClaudeCode => self.read_line(session, &value),
-                Format::Codex(file) => file.read_line(&value, calls, &mut self.stats, self.servers),
+                Format::Codex(file) => file.read_line(
+                    &value,
+                    &mut self.sessions[session].calls,
+                    &mut self.stats,
+                    self.servers,
+                ),
+                Format::Gemini(kind) => gemini::read_line(
+                    *kind,
+                    &value,
+                    &mut gemini::Sink {
+                        servers: self.servers,
+                        stats: &mut self.stats,
+                        seen: &mut self.seen,
+                        by_id: &mut self.by_id,
+                        sessions: &mut self.sessions,
+                        session,
+                    },
+                ),
             }
         }
         self.stats.files += 1;

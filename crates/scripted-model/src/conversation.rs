@@ -11,6 +11,8 @@ pub enum Api {
     Anthropic,
     /// OpenAI's Responses API (Codex CLI).
     Openai,
+    /// Google's Gemini API, `generateContent` (Gemini CLI).
+    Gemini,
 }
 
 /// One tool the harness offered the model with a schema, so the model may call it now.
@@ -73,6 +75,9 @@ pub struct Conversation {
     pub user_text: String,
     /// Every tool call so far, in order.
     pub calls: Vec<Call>,
+    /// The JSON schema the answer must follow, when the harness asked for one (Gemini CLI's side
+    /// requests, e.g. its loop check, set `generationConfig.responseJsonSchema`).
+    pub response_schema: Option<Value>,
 }
 
 impl Conversation {

@@ -25,7 +25,7 @@ pub const DISCOVERY_TOOLS: &[&str] = &["ToolSearch", "tool_search"];
 pub enum ToolRef {
     /// A tool of an MCP server, by the server's configured name and the tool's own name:
     /// Claude Code calls it `mcp__<server>__<tool>`, Codex CLI `<tool>` in the namespace
-    /// `mcp__<server>`.
+    /// `mcp__<server>`, Gemini CLI `mcp_<server>_<tool>`.
     Mcp {
         /// The server's name in the harness's configuration.
         server: String,
@@ -56,7 +56,9 @@ impl ToolRef {
                 let prefix = format!("mcp__{server}");
                 match namespace {
                     Some(ns) => ns == prefix && name == tool,
-                    None => name == format!("{prefix}__{tool}"),
+                    None => {
+                        name == format!("{prefix}__{tool}") || name == gemini_name(server, tool)
+                    }
                 }
             }
             ToolRef::Builtin { builtin } => namespace.is_none() && name == builtin,
@@ -64,13 +66,17 @@ impl ToolRef {
     }
 
     /// The tool's name and namespace as this conversation offers it: inside a namespace if the
-    /// harness offered one holding it, else the flat `mcp__<server>__<tool>` name.
+    /// harness offered one holding it, Gemini CLI's `mcp_<server>_<tool>` if offered, else the
+    /// flat `mcp__<server>__<tool>` name.
     pub fn resolve(&self, conversation: &Conversation) -> (String, Option<String>) {
         match self {
             ToolRef::Mcp { server, tool } => {
                 let ns = format!("mcp__{server}");
+                let gemini = gemini_name(server, tool);
                 if conversation.offers(tool, Some(&ns)) {
                     (tool.clone(), Some(ns))
+                } else if conversation.offers(&gemini, None) {
+                    (gemini, None)
                 } else {
                     (format!("{ns}__{tool}"), None)
                 }
@@ -78,6 +84,12 @@ impl ToolRef {
             ToolRef::Builtin { builtin } => (builtin.clone(), None),
         }
     }
+}
+
+/// The name Gemini CLI offers an MCP server's tool by (one underscore each side of the server's
+/// name, where Claude Code has two).
+fn gemini_name(server: &str, tool: &str) -> String {
+    format!("mcp_{server}_{tool}")
 }
 
 /// One step of a script.
@@ -432,5 +444,26 @@ mod tests {
         );
         assert!(ToolRef::mcp("fs", "read_text_file").matches("read_text_file", Some("mcp__fs")));
         assert!(!ToolRef::mcp("fs", "read_text_file").matches("read_text_file", None));
+    }
+
+    #[test]
+    fn a_tool_gemini_offers_is_called_by_its_gemini_name() {
+        let script = paging_script();
+        let conv = Conversation {
+            offered: offered(&["read_file", "mcp_fs_read_text_file"]),
+            ..Conversation::default()
+        };
+        assert_eq!(
+            next_action(&script, &conv).action,
+            Action::Call {
+                name: "mcp_fs_read_text_file".into(),
+                namespace: None,
+                input: json!({"path": "big"})
+            }
+        );
+        let tool = ToolRef::mcp("fs", "read_text_file");
+        assert!(tool.matches("mcp_fs_read_text_file", None));
+        assert!(!tool.matches("mcp_fs_read_text_file", Some("mcp__fs")));
+        assert!(!tool.matches("mcp_fs_list_directory", None));
     }
 }

@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use serde_json::Value;
 
 use crate::conversation::{Api, Conversation};
+use crate::gemini::{self, Method};
 use crate::http::{self, Request, Response};
 use crate::record::{Kind, Record, ToolResultSeen};
 use crate::script::{next_action, Action, Script};
@@ -92,7 +93,8 @@ impl ScriptedModel {
         })
     }
 
-    /// `http://127.0.0.1:PORT`: Claude Code's `ANTHROPIC_BASE_URL`.
+    /// `http://127.0.0.1:PORT`: Claude Code's `ANTHROPIC_BASE_URL`, and Gemini CLI's
+    /// `GOOGLE_GEMINI_BASE_URL` (its client adds `/v1beta/models/{model}:…`).
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
     }
@@ -151,10 +153,13 @@ impl Shared {
 
     fn answer(&self, request: &Request) -> Response {
         let path = request.path();
+        let gemini_route = gemini::route(path);
         let api = if path.ends_with("/messages") || path.ends_with("/messages/count_tokens") {
             Some(Api::Anthropic)
         } else if path.ends_with("/responses") {
             Some(Api::Openai)
+        } else if gemini_route.is_some() {
+            Some(Api::Gemini)
         } else {
             None
         };
@@ -188,11 +193,28 @@ impl Shared {
                     body: anthropic::count_tokens(request.body.len()),
                 }
             }
+            ("POST", Some(Api::Gemini))
+                if matches!(gemini_route, Some((_, Method::CountTokens))) =>
+            {
+                record.kind = Kind::CountTokens;
+                Response {
+                    status: 200,
+                    content_type: "application/json",
+                    body: gemini::count_tokens(request.body.len()),
+                }
+            }
             ("POST", Some(api)) => match serde_json::from_slice::<Value>(&request.body) {
                 Ok(body) => {
                     let conv = match api {
                         Api::Anthropic => anthropic::parse(&body),
                         Api::Openai => openai::parse(&body),
+                        Api::Gemini => {
+                            // The route is there: it is what made the API Gemini's.
+                            let (model, method) = gemini_route
+                                .clone()
+                                .unwrap_or_else(|| ("scripted".into(), Method::Generate));
+                            gemini::parse(&body, &model, method == Method::Stream)
+                        }
                     };
                     let action = self.turn(&conv, &mut state, &mut record);
                     let (body, content_type) = match api {
@@ -203,6 +225,13 @@ impl Shared {
                             conv.stream,
                         ),
                         Api::Openai => openai::answer(&action, id),
+                        Api::Gemini => gemini::answer(
+                            &action,
+                            conv.model.as_deref().unwrap_or("scripted"),
+                            id,
+                            conv.stream,
+                            conv.response_schema.as_ref(),
+                        ),
                     };
                     record.answer = Some(action);
                     Response {

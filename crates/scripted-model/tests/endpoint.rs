@@ -1,6 +1,6 @@
 //! The endpoint over a real socket, as a harness reaches it: a streamed Messages API turn, a
 //! Responses API turn on the same kept-alive connection, a token count and a side request, and
-//! the records they leave; and the binary, which prints its URL and stops when its stdin closes.
+//! the records they leave; Gemini API turns, streamed and whole; and the binary, which prints its URL and stops when its stdin closes.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -117,6 +117,66 @@ fn both_apis_are_answered_from_the_script_on_one_connection_and_recorded() {
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].parts, ["the text"]);
     assert_eq!(results[0].input, json!({"path": "a.txt"}));
+}
+
+#[test]
+fn the_gemini_api_is_answered_streamed_and_whole_and_counts_tokens() {
+    let model = ScriptedModel::start(vec![script()]).unwrap();
+    let addr = model.base_url().trim_start_matches("http://").to_string();
+    let mut stream = TcpStream::connect(&addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let first = json!({
+        "tools": [{"functionDeclarations": [{"name": "read_file"}, {"name": "mcp_fs_read_text_file"}]}],
+        "contents": [{"role": "user", "parts": [{"text": "do marker-7"}]}]
+    });
+    let (code, sse) = exchange(
+        &mut stream,
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+        &first,
+    );
+    assert_eq!(code, 200);
+    let event: Value = serde_json::from_str(sse.strip_prefix("data: ").unwrap().trim()).unwrap();
+    let call = &event["candidates"][0]["content"]["parts"][0]["functionCall"];
+    assert_eq!(call["name"], "mcp_fs_read_text_file");
+    let id = call["id"].as_str().unwrap().to_string();
+    let second = json!({
+        "tools": first["tools"],
+        "contents": [
+            {"role": "user", "parts": [{"text": "do marker-7"}]},
+            {"role": "model", "parts": [{"functionCall": {"id": id, "name": "mcp_fs_read_text_file", "args": {"path": "a.txt"}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"id": id, "name": "mcp_fs_read_text_file",
+                "response": {"output": "the text"}}}]}
+        ]
+    });
+    let (code, whole) = exchange(
+        &mut stream,
+        "/v1beta/models/gemini-2.5-flash:generateContent",
+        &second,
+    );
+    assert_eq!(code, 200);
+    let whole: Value = serde_json::from_str(&whole).unwrap();
+    assert_eq!(
+        whole["candidates"][0]["content"]["parts"][0]["text"],
+        "finished"
+    );
+    let (code, count) = exchange(
+        &mut stream,
+        "/v1beta/models/gemini-2.5-flash:countTokens",
+        &json!({"contents": []}),
+    );
+    assert_eq!(code, 200);
+    assert!(count.contains("totalTokens"), "{count}");
+    let kinds: Vec<Kind> = model.records().iter().map(|r| r.kind).collect();
+    assert_eq!(kinds, [Kind::Turn, Kind::Turn, Kind::CountTokens]);
+    assert_eq!(
+        model.records()[0].model.as_deref(),
+        Some("gemini-2.5-flash")
+    );
+    let results = model.tool_results();
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].parts, ["the text"]);
 }
 
 #[test]

@@ -194,6 +194,24 @@ pub struct Harness {
     pub agent: Agent,
 }
 
+impl Agent {
+    /// True when any of the agent's templates (argv, stdin, stdout, environment) uses
+    /// `placeholder`: what decides whether the runner prepares a harness's own files.
+    pub fn uses(&self, placeholder: Placeholder) -> bool {
+        self.command
+            .iter()
+            .chain(self.stdin.iter())
+            .chain(self.stdout.iter())
+            .chain(self.env.iter().map(|(_, t)| t))
+            .any(|t| t.uses(placeholder))
+    }
+
+    /// True when the agent's environment sets `name` itself.
+    pub fn sets(&self, name: &str) -> bool {
+        self.env.iter().any(|(k, _)| k == name)
+    }
+}
+
 /// One task: a fixture copied fresh for every trial, a prompt and a verifier.
 #[derive(Debug, Clone)]
 pub struct Task {
@@ -264,10 +282,16 @@ pub enum Placeholder {
     Home,
     /// `{harness}`: the harness's name (empty for a study's single `[agent]`).
     Harness,
+    // Gemini CLI's placeholders.
+    /// `{gemini_home}`: the home the trial's Gemini CLI is given (`TRIAL_DIR/home`, its
+    /// `GEMINI_CLI_HOME`); using it makes the runner write `.gemini/settings.json` there and set
+    /// `GEMINI_CLI_HOME` to it unless the agent's env sets it (see
+    /// [`crate::run::gemini_settings`]).
+    GeminiHome,
 }
 
 impl Placeholder {
-    const ALL: [(&'static str, Placeholder); 16] = [
+    const ALL: [(&'static str, Placeholder); 17] = [
         ("workspace", Placeholder::Workspace),
         ("mcp_config", Placeholder::McpConfig),
         ("prompt_file", Placeholder::PromptFile),
@@ -285,6 +309,8 @@ impl Placeholder {
         ("relay_url", Placeholder::RelayUrl),
         ("home", Placeholder::Home),
         ("harness", Placeholder::Harness),
+        // Gemini CLI's placeholders.
+        ("gemini_home", Placeholder::GeminiHome),
     ];
 }
 
@@ -336,6 +362,8 @@ pub struct Values<'a> {
     pub harness: &'a str,
     /// `{relay_url}` (empty without a relay).
     pub relay_url: &'a str,
+    /// `{gemini_home}`.
+    pub gemini_home: &'a Path,
 }
 
 impl Template {
@@ -444,6 +472,7 @@ impl Template {
                     Placeholder::Home => out.push(values.home),
                     Placeholder::Harness => out.push(values.harness),
                     Placeholder::RelayUrl => out.push(values.relay_url),
+                    Placeholder::GeminiHome => out.push(values.gemini_home),
                 },
             }
         }
@@ -705,6 +734,7 @@ fn find_program(
         home: none,
         harness: "",
         relay_url: "",
+        gemini_home: none,
     };
     let name = PathBuf::from(program.expand(&values));
     if let Some(beside) = crate::run::trial::special_program(&name, filesystem) {
@@ -1290,6 +1320,7 @@ server = false
             home: Path::new("/h"),
             harness: "cc",
             relay_url: "",
+            gemini_home: p,
         };
         assert_eq!(t.expand(&v), OsString::from("{x} 000-t-a-9"));
         assert!(Template::parse("{nope}")
@@ -1394,5 +1425,22 @@ server = false
             crate::run::codex_config::wanted(&codex.harnesses[0].agent),
             "Codex's study names its home, so the runner writes its config.toml"
         );
+    }
+    /// Gemini CLI's example study loads, with the stand-in's tasks and arms, and gives each
+    /// trial's Gemini CLI its own home.
+    #[test]
+    fn the_gemini_example_study_loads() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/study");
+        let standin = Study::load(&fixtures.join("study.toml")).expect("study.toml loads");
+        let gemini = Study::load(&fixtures.join("gemini.toml")).expect("gemini.toml loads");
+        let names = |s: &Study| {
+            (
+                s.tasks.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+                s.arms.iter().map(|a| a.name.clone()).collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(names(&standin), names(&gemini));
+        assert!(gemini.harnesses[0].agent.uses(Placeholder::GeminiHome));
+        assert!(gemini.harnesses[0].agent.stdout.is_some());
     }
 }

@@ -1,4 +1,4 @@
-//! Real agent harnesses (Claude Code, Codex CLI) as the harness tests run them: where
+//! Real agent harnesses (Claude Code, Codex CLI, Gemini CLI) as the harness tests run them: where
 //! `scripts/test` installed them, a home of their own for each run, and one run under a deadline.
 //!
 //! The harnesses come from npm, pinned in `tests/harness/package.json`, and `scripts/test`
@@ -8,7 +8,7 @@
 //! would pass without testing anything.
 //!
 //! Every run is offline and private: its own `HOME` (so Claude Code's `~/.claude` and its
-//! transcripts, and `CODEX_HOME`, are the test's), an environment cleared of everything but what
+//! transcripts, `CODEX_HOME` and Gemini CLI's `~/.gemini`, are the test's), an environment cleared of everything but what
 //! is set here, every optional network call the harnesses document switched off, and the model
 //! at a scripted endpoint on 127.0.0.1.
 
@@ -28,6 +28,8 @@ pub enum Harness {
     ClaudeCode,
     /// Codex CLI (`@openai/codex`).
     Codex,
+    /// Gemini CLI (`@google/gemini-cli`).
+    Gemini,
 }
 
 impl Harness {
@@ -35,6 +37,7 @@ impl Harness {
         match self {
             Harness::ClaudeCode => "claude",
             Harness::Codex => "codex",
+            Harness::Gemini => "gemini",
         }
     }
 
@@ -80,6 +83,12 @@ impl Home {
     /// Codex's `CODEX_HOME`.
     pub fn codex_home(&self) -> PathBuf {
         self.path.join(".codex")
+    }
+
+    /// Gemini CLI's user directory, `~/.gemini`: its `settings.json`, and its chat records under
+    /// `tmp/<project>/chats/`.
+    pub fn gemini_dir(&self) -> PathBuf {
+        self.path.join(".gemini")
     }
 }
 
@@ -181,6 +190,79 @@ pub fn run_codex(
         .env_clear()
         .env("CODEX_HOME", &codex_home);
     finish(cmd, home, workspace)
+}
+
+/// The user settings Gemini CLI reads from `~/.gemini/settings.json`: `server` as its only MCP
+/// server, the API-key auth chosen (so no sign-in dialog; the key and `GOOGLE_GEMINI_BASE_URL`
+/// come from the environment), and usage statistics, telemetry, update checks and the IDE
+/// companion switched off.
+pub fn gemini_settings(command: &Path, server: &Server) -> serde_json::Value {
+    serde_json::json!({
+        "mcpServers": {server.name: {"command": command, "args": server.args}},
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+        "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+        "ide": {"enabled": false},
+    })
+}
+
+/// Runs Gemini CLI once in headless mode (`-p`) on `workspace` with `model` served by
+/// `base_url` (`GOOGLE_GEMINI_BASE_URL`) and `server` as its only MCP server, printing
+/// `stream-json`. `--approval-mode yolo` because headless Gemini CLI offers the model neither
+/// MCP tools nor its own writing tools under the default approval mode (it cannot ask);
+/// `GEMINI_CLI_TRUST_WORKSPACE` because it refuses to run headless in a folder not trusted.
+pub fn run_gemini(
+    home: &Home,
+    workspace: &Path,
+    base_url: &str,
+    model: &str,
+    server: &Server,
+    prompt: &str,
+) -> Finished {
+    let dir = home.gemini_dir();
+    std::fs::create_dir_all(&dir).expect("mkdir ~/.gemini");
+    let settings = gemini_settings(crate::bin::filesystem(), server);
+    std::fs::write(dir.join("settings.json"), settings.to_string()).expect("write settings.json");
+    let mut cmd = Command::new(Harness::Gemini.executable());
+    cmd.args(["-p", prompt, "-m", model])
+        .args(["--approval-mode", "yolo", "--output-format", "stream-json"])
+        .env_clear()
+        .env("GOOGLE_GEMINI_BASE_URL", base_url)
+        .env("GEMINI_API_KEY", "scripted-model-key")
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true");
+    finish(cmd, home, workspace)
+}
+
+/// Gemini CLI's chat records under `dir` (a `~/.gemini`): every `tmp/<project>/chats/*.jsonl`,
+/// sorted.
+pub fn gemini_chats(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for project in std::fs::read_dir(dir.join("tmp"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let chats = project.path().join("chats");
+        for entry in std::fs::read_dir(chats).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "jsonl") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// What Gemini CLI passed back of an MCP result: the text without the
+/// `<untrusted_context>\n…\n</untrusted_context>` it wraps every MCP tool's output in.
+pub fn gemini_tool_text(parts: &[String]) -> String {
+    let joined = parts.join("\n");
+    joined
+        .strip_prefix("<untrusted_context>\n")
+        .and_then(|rest| rest.strip_suffix("\n</untrusted_context>"))
+        .map_or(joined.clone(), String::from)
 }
 
 /// Starts the prepared command in `workspace` with the run's home and a `PATH` for the tools a

@@ -18,8 +18,8 @@ use workspace::Dir;
 use super::config::{server_command, NotUtf8};
 use crate::spec::{Agent, Placeholder};
 
-/// The trial's harness home, below its directory: the same directory as `{home}`.
-pub const HOME_DIR: &str = "home";
+/// The trial's harness home, below its directory: `{home}` (the record's `names::HOME`).
+pub const HOME_DIR: &str = crate::record::names::HOME;
 /// Codex's directory in a home (`~/.codex`, Codex's default `CODEX_HOME`).
 pub const CODEX_DIR: &str = ".codex";
 /// Codex's configuration file in `CODEX_HOME`.

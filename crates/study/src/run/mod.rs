@@ -9,6 +9,7 @@
 pub mod codex_config;
 pub mod config;
 pub mod copy;
+pub mod gemini_settings;
 pub mod home;
 pub mod offered;
 pub mod orphans;
@@ -43,9 +44,12 @@ workspace: exit 0 means the task was done.
 
 Placeholders in the agent command, stdin, stdout, env values and the verifier: {workspace},
 {mcp_config}, {prompt_file}, {prompt} (the text), {transcript_dir}, {task_dir}, {study_dir},
-{task}, {arm}, {trial}, {seed}, {codex_home}, {codex_config}; {{ and }} are literal braces.
+{task}, {arm}, {trial}, {seed}, {home}, {harness}, {relay_url}, {codex_home}, {codex_config},
+{gemini_home}; {{ and }} are literal braces.
 When a template names {codex_home} or {codex_config}, the runner writes the arm's server into
-TRIAL/home/.codex/config.toml ([mcp_servers]) and sets CODEX_HOME to TRIAL/home/.codex. A program named exactly
+TRIAL/home/.codex/config.toml ([mcp_servers]) and sets CODEX_HOME to TRIAL/home/.codex; when it
+names {gemini_home} (TRIAL/home), it writes Gemini CLI's .gemini/settings.json there, with the
+arm's server, and sets GEMINI_CLI_HOME to it. A program named exactly
 `filesystem` or `study-stand-in` is the binary beside this one.
 
 Every finished trial appends one line to OUT/trials.jsonl. Ctrl-C kills the running agents and

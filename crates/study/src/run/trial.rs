@@ -9,7 +9,7 @@ use std::time::Duration;
 use workspace::Dir;
 
 use crate::record::{names, PlannedTrial, TrialPaths, TrialRecord, TRIALS_DIR, TRIAL_MARKER_VAR};
-use crate::spec::{Arm, Harness, Study, Task, Template, Values};
+use crate::spec::{Arm, Harness, Placeholder, Study, Task, Template, Values};
 
 use super::codex_config::{self, CodexPaths};
 use super::process::{self, Interrupted, Job, Place, Sink, LOG_CAP, REDIRECT_CAP};
@@ -164,6 +164,16 @@ pub fn run_trial(
                 })?;
         codex_config::write(&dir, &text).map_err(setup(&codex.config))?;
     }
+    let gemini_home = super::gemini_settings::gemini_home(&paths.dir);
+    let gemini = agent.uses(Placeholder::GeminiHome);
+    if gemini {
+        write_gemini_settings(&dir, arm, ctx, &paths).map_err(|what| {
+            TrialError::Setup(RunError::Trial {
+                path: gemini_home.clone(),
+                what,
+            })
+        })?;
+    }
     let marker = (
         TRIAL_MARKER_VAR,
         crate::record::trial_marker(ctx.identity, &trial.id),
@@ -201,6 +211,7 @@ pub fn run_trial(
         home: &paths.home,
         harness: &harness.name,
         relay_url: &relay_url,
+        gemini_home: &gemini_home,
     };
     let stdout = match &agent.stdout {
         Some(t) => Sink {
@@ -224,6 +235,14 @@ pub fn run_trial(
                 &values,
                 codex_wanted.then_some(&codex.codex_home),
             ))
+            .chain(
+                (gemini && !agent.sets(super::gemini_settings::GEMINI_CLI_HOME)).then(|| {
+                    (
+                        super::gemini_settings::GEMINI_CLI_HOME.to_string(),
+                        gemini_home.clone().into_os_string(),
+                    )
+                }),
+            )
             .collect(),
         stdin: agent
             .stdin
@@ -315,6 +334,30 @@ fn start_relay(upstream: &str) -> Result<super::relay::Relay, String> {
     super::relay::Relay::start(upstream).map_err(|e| e.to_string())
 }
 
+/// Writes Gemini CLI's `home/.gemini/settings.json` ([`Placeholder::GeminiHome`]) in the fresh trial directory `dir` (see
+/// [`super::gemini_settings`]); the error says what failed.
+fn write_gemini_settings(
+    dir: &Dir,
+    arm: &Arm,
+    ctx: &Context<'_>,
+    paths: &TrialPaths,
+) -> Result<(), String> {
+    use super::gemini_settings::{settings, GEMINI_DIR, HOME_DIR, SETTINGS_FILE};
+    let settings = settings(arm, ctx.filesystem, &paths.workspace, &paths.call_log)
+        .map_err(|e| e.to_string())?;
+    let io = |e: std::io::Error| e.to_string();
+    // The home may exist already when another harness's files were put there first.
+    let home = OsStr::new(HOME_DIR);
+    if dir.subdir(home).is_err() {
+        dir.mkdir(home).map_err(io)?;
+    }
+    let home = dir.subdir(home).map_err(io)?;
+    home.mkdir(OsStr::new(GEMINI_DIR)).map_err(io)?;
+    let gemini = home.subdir(OsStr::new(GEMINI_DIR)).map_err(io)?;
+    let bytes = serde_json::to_vec_pretty(&settings).unwrap_or_default();
+    write_new(&gemini, SETTINGS_FILE, &bytes).map_err(io)
+}
+
 /// Creates `name` in the fresh trial directory `dir` with `bytes`.
 fn write_new(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     process::create_fresh(dir, OsStr::new(name))?.write_all(bytes)
@@ -365,6 +408,7 @@ mod tests {
             home: Path::new("/t/home"),
             harness: "",
             relay_url: "",
+            gemini_home: Path::new("/t/home"),
         };
         let home = PathBuf::from("/t/home/.codex");
         let env = agent_env(&agent(&[("A", "{arm}")]), &values, Some(&home));
