@@ -24,13 +24,12 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Value};
 
-use super::classify::{
-    classify_codex_name, is_write, Interface, ServerFilter, CODEX_DISCOVERY_TOOL,
-};
+use super::classify::{classify_codex_name, is_write, ServerFilter, CODEX_DISCOVERY_TOOL};
 use super::model::{Call, InputStats, Outcome};
-use super::pipeline::stage_commands;
+use super::pipeline::call_stages;
 use super::reason::{clip_token, reason_from_text, token_from_text};
 use super::retry::InputKey;
+use super::transcript::result_text;
 
 /// The versions of Codex CLI whose session files this reader was checked against (a version
 /// matches when it starts with one of these): the format changes between minor releases.
@@ -307,15 +306,7 @@ impl Calls {
             return;
         }
         let name = classify_codex_name(name, namespace, servers);
-        let stages = match (name.interface, &input) {
-            (Interface::Pipe | Interface::Builtin, Some(input)) => input
-                .get("command")
-                .or_else(|| input.get("cmd"))
-                .and_then(Value::as_str)
-                .map(stage_commands)
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        };
+        let stages = call_stages(name.interface, input.as_ref(), &["command", "cmd"]);
         let write = is_write(name.interface, &name.tool, &stages);
         calls.push(Call {
             tool: name.tool,
@@ -379,19 +370,6 @@ fn status_failed(item: &Value) -> bool {
     )
 }
 
-/// The text of an MCP result's content: the `text` of each text block, joined.
-fn result_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
 /// The command line the model wrote, from the one Codex ran: `/bin/bash -lc '<line>'` (or `sh
 /// -c`) gives back `<line>`; anything else is kept as it is.
 fn shell_line(command: &str) -> String {
@@ -409,6 +387,7 @@ fn shell_line(command: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classify::Interface;
 
     fn read(format: &str, lines: &[Value]) -> (Vec<Call>, InputStats) {
         let mut calls = Vec::new();
@@ -481,7 +460,7 @@ mod tests {
         assert_eq!(
             shown,
             [
-                ("tool_search", Interface::Other, false, Outcome::Ok),
+                ("tool_search", Interface::Discovery, false, Outcome::Ok),
                 (
                     "read_text_file",
                     Interface::Filesystem,

@@ -20,9 +20,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::classify::{classify_gemini_name, is_write, Interface, ServerFilter};
+use super::classify::{classify_gemini_name, is_write, ServerFilter};
 use super::model::{Call, InputStats, Outcome, Session};
-use super::pipeline::stage_commands;
+use super::pipeline::call_stages;
 use super::reason::{clip_token, reason_from_text, token_from_text};
 use super::retry::InputKey;
 
@@ -168,14 +168,7 @@ fn use_tool(id: &str, name: &str, args: Option<&Value>, sink: &mut Sink) {
         return;
     }
     let name = classify_gemini_name(name, sink.servers);
-    let stages = match (name.interface, args) {
-        (Interface::Pipe | Interface::Builtin, Some(args)) => args
-            .get("command")
-            .and_then(Value::as_str)
-            .map(stage_commands)
-            .unwrap_or_default(),
-        _ => Vec::new(),
-    };
+    let stages = call_stages(name.interface, args, &["command"]);
     let write = is_write(name.interface, &name.tool, &stages);
     let calls = &mut sink.sessions[sink.session].calls;
     calls.push(Call {
@@ -258,6 +251,7 @@ fn chat_result_text(call: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classify::Interface;
     use serde_json::json;
 
     fn read(lines: &[Value]) -> (Vec<Call>, InputStats) {

@@ -4,6 +4,25 @@
 //! report splits it itself: on every `|` outside quotes, honouring backslash escapes. The split
 //! is for counting only; it never decides what runs.
 
+/// The stages of the command line a call of a pipe or shell tool carries in `input` under one of
+/// `keys` (the pipe tools' and Claude Code's Bash `command`, Codex's `exec_command` `cmd`); empty
+/// for every other call, whose writes the tool's name alone decides.
+pub fn call_stages(
+    interface: crate::classify::Interface,
+    input: Option<&serde_json::Value>,
+    keys: &[&str],
+) -> Vec<String> {
+    use crate::classify::Interface;
+    match (interface, input) {
+        (Interface::Pipe | Interface::Builtin, Some(input)) => keys
+            .iter()
+            .find_map(|k| input.get(*k).and_then(serde_json::Value::as_str))
+            .map(stage_commands)
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
 /// The command names of the stages of `command`, in order. Empty stages (from `||` or a trailing
 /// `|`) are left out, and leading `NAME=value` environment assignments are skipped.
 pub fn stage_commands(command: &str) -> Vec<String> {

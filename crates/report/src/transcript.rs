@@ -23,14 +23,14 @@ use serde_json::Value;
 
 use workspace::walk::{self, DescendError, Tree, MAX_DEPTH};
 
-use super::classify::{classify_transcript_name, is_write, Interface, ServerFilter};
+use super::classify::{classify_transcript_name, is_write, ServerFilter};
 use super::codex::{self, CodexFile};
 use super::gemini;
 use super::input::{check_file, not_regular, open_named, Flag, InputError, Named, MAX_INPUT_BYTES};
 use super::lines::{Line, Lines};
 use super::model::{Call, InputStats, Outcome, Session};
 use super::offered::{ClaudeRecords, Offered};
-use super::pipeline::stage_commands;
+use super::pipeline::call_stages;
 use super::reason::{clip_token, reason_from_text, token_from_text};
 use super::retry::InputKey;
 use super::{warn, ReportError};
@@ -377,14 +377,7 @@ impl TranscriptReader<'_> {
         }
         let name = classify_transcript_name(name, self.servers);
         let input = block.get("input");
-        let stages = match (name.interface, input) {
-            (Interface::Pipe | Interface::Builtin, Some(input)) => input
-                .get("command")
-                .and_then(Value::as_str)
-                .map(stage_commands)
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        };
+        let stages = call_stages(name.interface, input, &["command"]);
         let write = is_write(name.interface, &name.tool, &stages);
         let calls = &mut self.sessions[session].calls;
         calls.push(Call {
@@ -423,7 +416,7 @@ impl TranscriptReader<'_> {
 }
 
 /// The text of a tool result: a plain string, or the `text` of each text block joined.
-fn result_text(content: Option<&Value>) -> String {
+pub(crate) fn result_text(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(blocks)) => blocks
