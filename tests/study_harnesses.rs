@@ -248,7 +248,7 @@ fn expected(codex: Codex) -> Vec<Expected> {
     // Codex: the relay; one namespace, with the server's instructions as its description; for
     // a known model one tool_search call loads it. Its shell is neither a read nor a write.
     // Gemini: the relay; every tool declared up front, no discovery; the server's instructions
-    // in the system text (0.61.0 adds them to a trusted folder's project memory).
+    // reach the model (0.61.0 adds them to a trusted folder's context, in the first user message).
     let codex_discovery = u64::from(codex == Codex::Deferred);
     let codex_presentation = match codex {
         Codex::Namespaced => "namespaced",
