@@ -481,7 +481,7 @@ mod tests {
         assert_eq!(
             shown,
             [
-                ("tool_search", Interface::Other, false, Outcome::Ok),
+                ("tool_search", Interface::Discovery, false, Outcome::Ok),
                 (
                     "read_text_file",
                     Interface::Filesystem,
