@@ -434,7 +434,8 @@ fn a_study_with_codex_as_the_agent_recovers_each_arms_scripted_choices() {
         for (interface, tools) in expected.as_object().expect("an object") {
             assert_eq!(&interfaces[interface]["by_tool"], tools, "{id}: {r}");
         }
-        let discovery = interfaces["other"]["by_tool"]["tool_search"]
+        // tool_search loads schemas: a discovery call, counted apart from the work.
+        let discovery = interfaces["discovery"]["by_tool"]["tool_search"]
             .as_u64()
             .unwrap_or(0);
         if arm_name == "builtin-only" {
@@ -442,6 +443,17 @@ fn a_study_with_codex_as_the_agent_recovers_each_arms_scripted_choices() {
         } else {
             assert!(discovery >= 1, "{id}: no tool_search counted: {r}");
         }
+        assert_eq!(
+            r["transcripts"]["total"]["discovery_calls"],
+            json!(discovery),
+            "{id}: {r}"
+        );
+        assert_eq!(
+            r["transcripts"]["total"]["work_calls"],
+            json!(2),
+            "{id}: {r}"
+        );
+        assert!(interfaces["other"].is_null(), "{id}: {r}");
         assert_eq!(r["transcripts"]["inputs"]["malformed_lines"], 0);
 
         // The trial's stdout is the `--json` event stream: read alone it gives the same work
@@ -465,10 +477,12 @@ fn a_study_with_codex_as_the_agent_recovers_each_arms_scripted_choices() {
                 );
             }
         }
-        assert!(
-            stream["transcripts"]["total"]["interfaces"]["other"].is_null(),
-            "{stream}"
-        );
+        for class in ["other", "discovery"] {
+            assert!(
+                stream["transcripts"]["total"]["interfaces"][class].is_null(),
+                "{stream}"
+            );
+        }
         assert_eq!(
             both["transcripts"]["inputs"]["duplicate_tool_uses"], 2,
             "{both}"

@@ -1,9 +1,12 @@
 #![allow(clippy::disallowed_methods)] // Integration tests build and inspect fixtures by name, as a user would.
 //! `filesystem study run` across harnesses: every trial in a home of its own (never another
 //! trial's, never the user's), the `harness` dimension interleaved with the arms, and the example
-//! study `fixtures/study/harnesses.toml` run through the real Claude Code and Codex CLI with the
-//! scripted model: the report recovers each script's choices exactly, shows Claude Code's deferral
-//! of this project's tools as what the model was offered, and counts the discovery calls apart.
+//! study `fixtures/study/harnesses.toml` run through the real Claude Code, Codex CLI and Gemini
+//! CLI with the scripted model: for each harness and arm the report recovers the script's
+//! choices exactly (work calls per interface, reads, writes), counts the discovery calls apart
+//! (Claude Code's ToolSearch, Codex's tool_search for a model it knows), and shows how this
+//! project's tools were offered (Claude Code deferred, Codex namespaced or deferred, Gemini up
+//! front).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -200,24 +203,113 @@ fn cell<'a>(report: &'a Value, arm: &str, harness: &str) -> &'a Value {
 }
 
 #[test]
-fn the_example_study_through_claude_code_and_codex_recovers_the_scripted_choices() {
+fn the_example_study_through_claude_code_codex_and_gemini_recovers_the_scripted_choices() {
     // A model Codex has no metadata for (a local one): the namespace with every schema.
-    example_study("scripted", "namespaced");
+    example_study("scripted", Codex::Namespaced);
 }
 
 #[test]
 fn codex_defers_the_namespace_for_a_known_model_and_the_relay_shows_it() {
     // A model Codex knows (as a hosted one is configured): the namespace behind tool_search,
     // loaded by the search, which the relay sees in the later requests.
-    example_study("gpt-5.5", "deferred");
+    example_study("gpt-5.5", Codex::Deferred);
 }
 
-/// Runs the example study with Codex told `codex_model`, and checks the report: Claude Code's
-/// numbers exactly, Codex's tools offered as `codex_presentation`.
-fn example_study(codex_model: &str, codex_presentation: &str) {
+/// How Codex offers this project's tools, by the model it is told.
+#[derive(Clone, Copy, PartialEq)]
+enum Codex {
+    /// One namespace with every schema, from the first request.
+    Namespaced,
+    /// The namespace behind `tool_search`: one discovery call loads it.
+    Deferred,
+}
+
+/// What one cell (arm under harness) of the report must say: the scripted choices, and how the
+/// tools were offered.
+struct Expected {
+    harness: &'static str,
+    arm: &'static str,
+    /// Work calls by interface.
+    work: Value,
+    reads: Value,
+    writes: Value,
+    discovery: u64,
+    presentation: &'static str,
+    /// Where what was offered is read from.
+    source: &'static str,
+    instructions_seen: u64,
+}
+
+/// The scripted choices of harnesses-scripts.json, as the report must recover them.
+fn expected(codex: Codex) -> Vec<Expected> {
+    let mut out = Vec::new();
+    // Claude Code: its own request records; this project's tools deferred, each loaded by one
+    // ToolSearch call (two tools a trial), the server's instructions in its system message.
+    // Codex: the relay; one namespace, with the server's instructions as its description; for
+    // a known model one tool_search call loads it. Its shell is neither a read nor a write.
+    // Gemini: the relay; every tool declared up front, no discovery; the server's instructions
+    // reach the model (0.61.0 adds them to a trusted folder's context, in the first user message).
+    let codex_discovery = u64::from(codex == Codex::Deferred);
+    let codex_presentation = match codex {
+        Codex::Namespaced => "namespaced",
+        Codex::Deferred => "deferred",
+    };
+    for (harness, discovery, presentation, source, instructions) in [
+        ("claude-code", 2, "deferred", "claude_code_transcript", 1),
+        ("codex", codex_discovery, codex_presentation, "relay", 1),
+        ("gemini", 0, "up_front", "relay", 1),
+    ] {
+        out.push(Expected {
+            harness,
+            arm: "filesystem",
+            work: json!({"filesystem": 2}),
+            reads: json!({"filesystem": 1}),
+            writes: json!({"filesystem": 1}),
+            discovery,
+            presentation,
+            source,
+            instructions_seen: instructions,
+        });
+        out.push(Expected {
+            harness,
+            arm: "pipe-modern",
+            work: json!({"pipe": 2}),
+            reads: json!({"pipe": 1}),
+            writes: json!({"pipe": 1}),
+            discovery,
+            presentation,
+            source,
+            instructions_seen: instructions,
+        });
+        let (reads, writes) = if harness == "codex" {
+            (json!({}), json!({}))
+        } else {
+            (json!({"builtin": 1}), json!({"builtin": 1}))
+        };
+        out.push(Expected {
+            harness,
+            arm: "builtin-only",
+            work: json!({"builtin": 2}),
+            reads,
+            writes,
+            discovery: 0,
+            presentation: "not_offered",
+            source,
+            instructions_seen: 0,
+        });
+    }
+    out
+}
+
+/// Runs the example study with Codex told `codex_model`, and checks every cell of the report
+/// against the scripts.
+fn example_study(codex_model: &str, codex: Codex) {
     let claude = Harness::ClaudeCode.executable();
     let bin_dir = claude.parent().expect("the .bin directory").to_path_buf();
-    Harness::Codex.executable();
+    // All three come from the same pinned install.
+    for h in [Harness::Codex, Harness::Gemini] {
+        assert_eq!(h.executable().parent(), Some(bin_dir.as_path()));
+    }
     let model = ScriptedModel::start(example_scripts()).expect("start the scripted model");
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("run");
@@ -244,6 +336,8 @@ fn example_study(codex_model: &str, codex_presentation: &str) {
         .env("DISABLE_BUG_COMMAND", "1")
         .env("CODEX_BASE_URL", model.openai_base_url())
         .env("CODEX_MODEL", codex_model)
+        .env("GOOGLE_GEMINI_BASE_URL", model.base_url())
+        .env("GEMINI_API_KEY", "scripted-model-key")
         .output()
         .expect("run the study");
     ok(&run);
@@ -263,6 +357,7 @@ fn example_study(codex_model: &str, codex_presentation: &str) {
         .filter_map(|r| r.script.clone())
         .collect();
     let scripts: HashSet<String> = example_scripts().into_iter().map(|s| s.name).collect();
+    assert_eq!(scripts.len(), 9, "three arms under three harnesses");
     assert_eq!(finished, scripts, "{recorded:#?}");
     assert_eq!(
         std::fs::read_dir(user_home.path()).expect("list").count(),
@@ -271,123 +366,139 @@ fn example_study(codex_model: &str, codex_presentation: &str) {
     );
 
     let recs = records(&out);
-    assert_eq!(recs.len(), 6);
+    assert_eq!(recs.len(), 9);
     for r in &recs {
         let id = r["id"].as_str().unwrap_or("");
         let verify = std::fs::read_to_string(out.join("trials").join(id).join("verify.out"))
             .unwrap_or_default();
-        let seen: Vec<_> = recorded
-            .iter()
-            .flat_map(|m| m.new_results.iter())
-            .map(|t| (t.name.clone(), t.is_error, t.text()))
-            .collect();
-        assert_eq!(r["success"], json!(true), "{r:#}\n{verify}\n{seen:#?}");
+        assert_eq!(r["success"], json!(true), "{r:#}\n{verify}");
+    }
+    // Gemini CLI's settings were written into the trial's home, with the arm's server only.
+    for r in recs.iter().filter(|r| r["harness"] == "gemini") {
+        let id = r["id"].as_str().expect("id");
+        let settings: Value = serde_json::from_str(
+            &std::fs::read_to_string(
+                out.join("trials")
+                    .join(id)
+                    .join("home/.gemini/settings.json"),
+            )
+            .expect("the trial's Gemini settings"),
+        )
+        .expect("JSON");
+        let servers = settings["mcpServers"].as_object().expect("mcpServers");
+        assert_eq!(servers.is_empty(), r["arm"] == "builtin-only", "{id}");
     }
     let report = report_json(&out);
-    assert_eq!(report["harnesses"], json!(["claude-code", "codex"]));
+    assert_eq!(
+        report["harnesses"],
+        json!(["claude-code", "codex", "gemini"])
+    );
+    assert_eq!(
+        report["inputs"]["trials_without_transcript"],
+        json!(0),
+        "{report:#}"
+    );
 
-    // Claude Code: the scripted choice of each arm, exactly; each MCP tool loaded by one
-    // ToolSearch call, counted apart from the work.
-    let cc = |arm| cell(&report, arm, "claude-code");
-    let fs = cc("filesystem");
-    assert_eq!(
-        fs["writes_by_interface"],
-        json!({"filesystem": 1}),
-        "{fs:#}"
-    );
-    assert_eq!(fs["reads_by_interface"], json!({"filesystem": 1}), "{fs:#}");
-    assert_eq!(
-        fs["calls"],
-        json!({"all": 4, "work": 2, "discovery": 2}),
-        "{fs:#}"
-    );
-    let pipe = cc("pipe-modern");
-    assert_eq!(pipe["writes_by_interface"], json!({"pipe": 1}), "{pipe:#}");
-    assert_eq!(
-        pipe["calls"],
-        json!({"all": 4, "work": 2, "discovery": 2}),
-        "{pipe:#}"
-    );
-    let builtin = cc("builtin-only");
-    assert_eq!(
-        builtin["writes_by_interface"],
-        json!({"builtin": 1}),
-        "{builtin:#}"
-    );
-    assert_eq!(
-        builtin["reads_by_interface"],
-        json!({"builtin": 1}),
-        "{builtin:#}"
-    );
-    assert_eq!(
-        builtin["calls"],
-        json!({"all": 2, "work": 2, "discovery": 0}),
-        "{builtin:#}"
-    );
-    for arm in ["filesystem", "pipe-modern"] {
-        let c = cc(arm);
-        assert_eq!(c["write_adoption"]["count"], json!(1), "{c:#}");
-        assert_eq!(c["write_adoption"]["total"], json!(1), "{c:#}");
-        // What the model was offered, from Claude Code's own request records: this project's
-        // tools named only, deferred behind ToolSearch, with the server's instructions.
+    for e in expected(codex) {
+        let c = cell(&report, e.arm, e.harness);
+        let at = format!("{}/{}", e.arm, e.harness);
+        assert_eq!(c["trials"], json!(1), "{at}: {c:#}");
+        assert_eq!(c["calls"]["work_by_interface"], e.work, "{at}: {c:#}");
+        assert_eq!(c["calls"]["work"], json!(2), "{at}: {c:#}");
+        assert_eq!(c["calls"]["discovery"], json!(e.discovery), "{at}: {c:#}");
+        assert_eq!(c["calls"]["all"], json!(2 + e.discovery), "{at}: {c:#}");
+        assert_eq!(c["reads_by_interface"], e.reads, "{at}: {c:#}");
+        assert_eq!(c["writes_by_interface"], e.writes, "{at}: {c:#}");
+        // Adoption is over work calls: discovery never counts as a write of ours.
+        let writes: u64 = e
+            .writes
+            .as_object()
+            .map_or(0, |w| w.values().filter_map(Value::as_u64).sum());
+        let ours = if e.arm == "builtin-only" { 0 } else { writes };
+        assert_eq!(c["write_adoption"]["count"], json!(ours), "{at}: {c:#}");
+        assert_eq!(c["write_adoption"]["total"], json!(writes), "{at}: {c:#}");
+        // What the model was offered.
         let o = &c["offered"];
-        assert_eq!(o["trials_known"], json!(1), "{c:#}");
-        assert_eq!(o["presentation"], json!({"deferred": 1}), "{c:#}");
-        assert_eq!(o["instructions_seen"], json!(1), "{c:#}");
-        assert_eq!(o["sources"], json!(["claude_code_transcript"]), "{c:#}");
+        assert_eq!(o["trials_known"], json!(1), "{at}: {c:#}");
+        assert_eq!(o["presentation"], json!({e.presentation: 1}), "{at}: {c:#}");
+        assert_eq!(
+            o["instructions_seen"],
+            json!(e.instructions_seen),
+            "{at}: {c:#}"
+        );
+        assert_eq!(o["sources"], json!([e.source]), "{at}: {c:#}");
         assert!(
             o["mean_system_chars"].as_f64().is_some_and(|n| n > 1000.0),
-            "{c:#}"
+            "{at}: {c:#}"
         );
     }
-    // Codex through the recording relay: this project's tools in one namespace, up front or
-    // behind tool_search, the server's instructions with them.
-    for arm in ["filesystem", "pipe-modern"] {
-        let c = cell(&report, arm, "codex");
-        let o = &c["offered"];
-        assert_eq!(o["trials_known"], json!(1), "{c:#}");
-        assert_eq!(o["presentation"], json!({codex_presentation: 1}), "{c:#}");
-        assert_eq!(o["instructions_seen"], json!(1), "{c:#}");
-        assert_eq!(o["sources"], json!(["relay"]), "{c:#}");
-    }
-    let cb = cell(&report, "builtin-only", "codex");
-    assert_eq!(
-        cb["offered"]["presentation"],
-        json!({"not_offered": 1}),
-        "{cb:#}"
-    );
-
-    let o = &builtin["offered"];
-    assert_eq!(o["presentation"], json!({"not_offered": 1}), "{builtin:#}");
-    assert_eq!(o["instructions_seen"], json!(0), "{builtin:#}");
 
     // The trial's own record and offered.json say the same, per trial.
-    let fs_trial = recs
-        .iter()
-        .find(|r| r["arm"] == "filesystem" && r["harness"] == "claude-code")
-        .expect("the trial");
-    let id = fs_trial["id"].as_str().expect("id");
-    let file: Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join("trials").join(id).join("offered.json"))
-            .expect("offered.json"),
-    )
-    .expect("JSON");
-    assert_eq!(file, fs_trial["offered"]);
-    let deferred: Vec<&str> = file["deferred"]
-        .as_array()
-        .expect("deferred")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let offered_of = |harness: &str, arm: &str| -> Value {
+        let rec = recs
+            .iter()
+            .find(|r| r["arm"] == arm && r["harness"] == harness)
+            .expect("the trial");
+        let id = rec["id"].as_str().expect("id");
+        let file: Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join("trials").join(id).join("offered.json"))
+                .expect("offered.json"),
+        )
+        .expect("JSON");
+        assert_eq!(file, rec["offered"]);
+        file
+    };
+    let names = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // Claude Code: this project's tools named only, ToolSearch with its schema.
+    let cc = offered_of("claude-code", "filesystem");
     assert!(
-        deferred.contains(&"mcp__filesystem__write_file"),
-        "{file:#}"
+        names(&cc["deferred"]).contains(&"mcp__filesystem__write_file".into()),
+        "{cc:#}"
     );
     assert!(
-        file["with_schema"]
-            .as_array()
-            .expect("with_schema")
-            .contains(&json!("ToolSearch")),
-        "{file:#}"
+        names(&cc["with_schema"]).contains(&"ToolSearch".into()),
+        "{cc:#}"
     );
+    // Codex: the mcp__filesystem namespace, in the first request or loaded by tool_search.
+    let cx = offered_of("codex", "filesystem");
+    assert_eq!(cx["api"], json!("openai"), "{cx:#}");
+    let in_namespace = "mcp__filesystem/write_file".to_string();
+    match codex {
+        Codex::Namespaced => {
+            // Beside Codex's own multi_agent_v1 namespace.
+            assert!(
+                names(&cx["namespaces"]).contains(&"mcp__filesystem".into()),
+                "{cx:#}"
+            );
+            assert!(names(&cx["with_schema"]).contains(&in_namespace), "{cx:#}");
+        }
+        Codex::Deferred => {
+            assert!(
+                names(&cx["with_schema"]).contains(&"tool_search".into()),
+                "{cx:#}"
+            );
+            assert!(names(&cx["loaded_later"]).contains(&in_namespace), "{cx:#}");
+        }
+    }
+    // Gemini: every tool of this project declared flat with its schema, beside its own.
+    let gm = offered_of("gemini", "filesystem");
+    assert_eq!(gm["api"], json!("gemini"), "{gm:#}");
+    let with_schema = names(&gm["with_schema"]);
+    for tool in [
+        "mcp_filesystem_write_file",
+        "mcp_filesystem_read_text_file",
+        "read_file",
+    ] {
+        assert!(with_schema.contains(&tool.to_string()), "{gm:#}");
+    }
+    assert_eq!(gm["deferred"], json!([]), "{gm:#}");
 }

@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::classify::{classify_transcript_name, ServerFilter};
+use super::classify::{classify_gemini_name, classify_transcript_name, ServerFilter};
 
 /// Most tool names kept per list: far above any harness's tool count, so only hostile input
 /// meets it.
@@ -358,8 +358,13 @@ fn shown(tool: &Tool) -> String {
 }
 
 /// True when `name` (in `namespace`) is one of this project's tools under a server `servers`
-/// admits.
-fn is_ours(name: &str, namespace: Option<&str>, servers: &ServerFilter) -> bool {
+/// admits, as a request of `api` names it: Gemini CLI declares an MCP tool as
+/// `mcp_<server>_<tool>`, Claude Code and Codex as `mcp__<server>__<tool>` (or the tool inside
+/// the `mcp__<server>` namespace).
+fn is_ours(api: Option<Api>, name: &str, namespace: Option<&str>, servers: &ServerFilter) -> bool {
+    if api == Some(Api::Gemini) && namespace.is_none() {
+        return classify_gemini_name(name, servers).interface.is_ours();
+    }
     let full = match namespace {
         Some(ns) => format!("{ns}__{name}"),
         None => name.to_string(),
@@ -442,7 +447,7 @@ impl Summary {
                 continue;
             }
             with_schema.push(shown(tool));
-            if is_ours(&tool.name, tool.namespace.as_deref(), servers) {
+            if is_ours(self.api, &tool.name, tool.namespace.as_deref(), servers) {
                 if tool.namespace.is_some() {
                     namespaced += 1;
                 } else {
@@ -461,8 +466,8 @@ impl Summary {
         let ours_deferred = behind_discovery
             .iter()
             .filter(|d| match d.split_once('/') {
-                Some((ns, name)) => is_ours(name, Some(ns), servers),
-                None => is_ours(d, None, servers),
+                Some((ns, name)) => is_ours(self.api, name, Some(ns), servers),
+                None => is_ours(self.api, d, None, servers),
             })
             .count() as u64;
         let presentation = match (up_front > 0, ours_deferred > 0, namespaced > 0) {
@@ -637,7 +642,8 @@ mod tests {
     fn gemini_declarations_are_up_front_and_side_requests_are_left_out() {
         let body = json!({
             "systemInstruction": {"parts": [{"text": "abc"}]},
-            "tools": [{"functionDeclarations": [{"name": "read_file"}, {"name": "mcp__filesystem__read_text_file"}]}],
+            "tools": [{"functionDeclarations": [{"name": "read_file"}, {"name": "write_file"},
+                {"name": "mcp_filesystem_read_text_file"}, {"name": "mcp_other_write_file"}]}],
             "contents": [{"role": "user", "parts": [{"text": "hi"}]}]
         });
         let mut s = Summary::new("relay");
@@ -646,7 +652,11 @@ mod tests {
             parse_request(Api::Gemini, &json!({"contents": []})),
         );
         s.add(Api::Gemini, parse_request(Api::Gemini, &body));
-        let o = s.finish(&ServerFilter::default()).unwrap();
+        // Gemini's own write_file is a built-in, another server's is not ours: one of ours.
+        let only = ServerFilter {
+            names: vec!["filesystem".into()],
+        };
+        let o = s.finish(&only).unwrap();
         assert_eq!(o.requests, 1);
         assert_eq!(o.system_chars, 3);
         assert_eq!(o.ours_up_front, 1);

@@ -28,6 +28,10 @@ pub struct TrialNumbers {
     /// Of those, calls of a harness's discovery tools (`ToolSearch`, `tool_search`), which
     /// load a schema and are no work: counted apart, and in no adoption.
     pub discovery_calls: u64,
+    /// Work calls (every call but discovery) by interface, retries included: which interface
+    /// the work went through, whether or not it touched a file (Codex's shell is neither a read
+    /// nor a write).
+    pub work_by_interface: BTreeMap<&'static str, u64>,
     /// Calls whose result the transcript holds (the error rate's denominator).
     pub with_result: u64,
     /// Calls that failed.
@@ -67,7 +71,12 @@ impl TrialNumbers {
             let retried = retried_flags(&session.calls);
             for (call, was_retried) in session.calls.iter().zip(retried) {
                 self.calls += 1;
-                if !call.interface.is_work() {
+                if call.interface.is_work() {
+                    *self
+                        .work_by_interface
+                        .entry(call.interface.as_str())
+                        .or_default() += 1;
+                } else {
                     self.discovery_calls += 1;
                 }
                 match call.outcome {
@@ -222,6 +231,8 @@ pub struct CallCounts {
     pub work: u64,
     /// Discovery calls (`ToolSearch`, `tool_search`): the cost of tools offered by name only.
     pub discovery: u64,
+    /// The work calls by interface (they add up to `work`).
+    pub work_by_interface: BTreeMap<&'static str, u64>,
 }
 
 /// What the trials' models were offered, summed ([`report::offered::Offered`] per trial).
@@ -292,6 +303,9 @@ pub fn arm_numbers(
         for (k, v) in &t.reads_by_interface {
             *sum.reads_by_interface.entry(k).or_default() += v;
         }
+        for (k, v) in &t.work_by_interface {
+            *sum.work_by_interface.entry(k).or_default() += v;
+        }
         sum.call_log |= t.call_log;
         sum.pipe_calls += t.pipe_calls;
         sum.pipe_refused += t.pipe_refused;
@@ -344,6 +358,7 @@ pub fn arm_numbers(
             all: sum.calls,
             work: sum.calls - sum.discovery_calls,
             discovery: sum.discovery_calls,
+            work_by_interface: sum.work_by_interface,
         },
         offered: offered_numbers(trials),
     }

@@ -553,6 +553,14 @@ pub fn csv(report: &StudyReport) -> String {
             }
             .write(&mut out);
         }
+        for (interface, n) in &a.calls.work_by_interface {
+            Row {
+                count: Some(*n),
+                total: Some(a.calls.work),
+                ..blank(&format!("work_calls:{interface}"))
+            }
+            .write(&mut out);
+        }
         let o = &a.offered;
         Row {
             count: Some(o.trials_known),
