@@ -186,6 +186,9 @@ pub struct Bench<'a> {
 
 /// How long one server session may take before it is killed.
 const SESSION_LIMIT: Duration = Duration::from_secs(300);
+/// The label of the sessions that make a case's data (never timed), and how long they may take.
+const SETUP_LABEL: &str = "setup";
+const SETUP_LIMIT: Duration = Duration::from_secs(3600);
 
 /// Runs `one` for every subject `reps` times, rotating the order each repetition; a subject that
 /// fails once is dropped from later repetitions and its row carries the error.
@@ -303,7 +306,13 @@ impl<'a> Bench<'a> {
             .cfg
             .data_dir
             .join(format!("stderr-{}.log", slug(&subject.label)));
-        Server::spawn(&peer.launch(root, &subject.extra, Some(log)), SESSION_LIMIT)
+        // A set-up session is not timed and may have 100,000 calls to make on a loaded machine.
+        let limit = if subject.label == SETUP_LABEL {
+            SETUP_LIMIT
+        } else {
+            SESSION_LIMIT
+        };
+        Server::spawn(&peer.launch(root, &subject.extra, Some(log)), limit)
     }
 
     /// Starts the subject, shakes hands and finds `tool` (taking `needs`) in its list.
@@ -973,7 +982,7 @@ impl<'a> Bench<'a> {
                 few,
             ),
         ];
-        let Some(backup) = self.ours_with("setup", vec!["--backup"]) else {
+        let Some(backup) = self.ours_with(SETUP_LABEL, vec!["--backup"]) else {
             return;
         };
         let setup = self.make_versions(&backup, &files);
@@ -1312,7 +1321,7 @@ impl<'a> Bench<'a> {
             std::fs::write(&file, b"x\n")
                 .map_err(|e| BenchError::io(format!("write {}", file.display()), e))?;
         }
-        let Some(ours) = self.ours_with("setup", vec![]) else {
+        let Some(ours) = self.ours_with(SETUP_LABEL, vec![]) else {
             return Err(BenchError::NotServed("no build of ours".into()));
         };
         let (mut server, tool) =

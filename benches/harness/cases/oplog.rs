@@ -281,7 +281,7 @@ impl Bench<'_> {
             return Ok(id.trim().to_string());
         }
         reset(root)?;
-        let Some(ours) = self.ours_with("setup", vec![]) else {
+        let Some(ours) = self.ours_with(super::SETUP_LABEL, vec![]) else {
             return Err(BenchError::NotServed("no build of ours".into()));
         };
         let (mut server, tool) =
