@@ -149,6 +149,9 @@ pub struct MoveReport {
     pub history_moved: bool,
 }
 
+/// The size from which [`Store::write`] hashes the new content beside its write instead of after.
+const HASH_ASIDE_BYTES: usize = 256 * 1024;
+
 /// Proof that the store's lock is held; every mutation takes one. Dropping it writes the
 /// operation log's entry for what was changed under it (see [`oplog::journal`]), then releases
 /// the lock.
@@ -694,20 +697,30 @@ impl Store {
         let mode = meta.as_ref().map(|m| m.mode);
         // The file is the write's last step (its versions are already durable), so its
         // directory's sync can wait for the operation log's entry and share its flush.
-        let unsynced = self
-            .ws
-            .replace_file_sync_later(path, content, mode, create_new)
-            .map_err(|e| {
-                if e.kind() == io::ErrorKind::AlreadyExists {
-                    HistoryError::AlreadyExists(format!(
-                        "{shown} appeared while writing; nothing was changed"
-                    ))
-                } else {
-                    io_err(format!("cannot write {shown}"))(e)
-                }
-            })?;
+        // A large content's digest, for the log's entry, is worked out on a second thread while
+        // the content is written and synced; a small one's costs less than the thread.
+        let (replaced, digest) = std::thread::scope(|s| {
+            let digest = (content.len() >= HASH_ASIDE_BYTES)
+                .then(|| s.spawn(|| oplog::journal::sha256_hex(content)));
+            let replaced = self
+                .ws
+                .replace_file_sync_later(path, content, mode, create_new);
+            (replaced, digest.and_then(|d| d.join().ok()))
+        });
+        let unsynced = replaced.map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                HistoryError::AlreadyExists(format!(
+                    "{shown} appeared while writing; nothing was changed"
+                ))
+            } else {
+                io_err(format!("cannot write {shown}"))(e)
+            }
+        })?;
         let mut journal = lock.journal();
-        journal.wrote(path, content);
+        match digest {
+            Some(sha256) => journal.wrote_hashed(path, content.len() as u64, sha256),
+            None => journal.wrote(path, content),
+        }
         journal.sync_later(unsynced);
         drop(journal);
         steps.done();

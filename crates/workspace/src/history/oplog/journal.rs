@@ -395,8 +395,13 @@ impl Journal {
 
     /// The store has just replaced the content of `rel` (already touched) with `content`.
     pub fn wrote(&mut self, rel: &Path, content: &[u8]) {
-        let digest = (content.len() as u64, sha256_hex(content));
-        self.entry(rel).written = Some(digest);
+        self.wrote_hashed(rel, content.len() as u64, sha256_hex(content));
+    }
+
+    /// [`Journal::wrote`] with the content's length and SHA-256 already worked out (the store
+    /// hashes a large content while it is being written and synced).
+    pub fn wrote_hashed(&mut self, rel: &Path, size: u64, sha256: String) {
+        self.entry(rel).written = Some((size, sha256));
     }
 
     /// The versions (`--backup`) that hold `rel`'s content before (only if not yet known) and
