@@ -15,7 +15,7 @@ use scripted_model::{Script, ScriptedModel, Step, ToolRef, ToolResultSeen};
 use serde_json::{json, Value};
 
 use test_support::harness::{
-    joined_pages, large_tree, logged_calls, logging_server, run_claude, search_page,
+    assert_pages_make, large_tree, logged_calls, logging_server, run_claude, search_page,
     split_page_note, tree_paths, unlimited_answer, Home,
 };
 use test_support::temp::TempRoot;
@@ -247,19 +247,15 @@ fn claude_code_receives_a_1_mb_file_whole_across_pages() {
         run.model.records()
     );
     assert_none_diverted(&pages);
-    assert!(
-        joined_pages(&pages.iter().map(|r| r.text()).collect::<Vec<_>>()) == file,
-        "the pages do not add up to the file"
-    );
-
     // Each page the model asked for went to the server with the offset the last note named.
-    let logged = logged_calls(&run.call_log);
-    assert_eq!(logged.len(), pages.len());
-    assert_eq!(logged[0].1, json!({"path": "big.txt"}));
-    for (call, page) in logged.iter().zip(&pages) {
-        assert_eq!(call.0, "read_text_file");
-        assert_eq!(call.1, page.input);
-    }
+    assert_pages_make(
+        &file,
+        &pages.iter().map(|r| r.text()).collect::<Vec<_>>(),
+        &pages.iter().map(|r| &r.input).collect::<Vec<_>>(),
+        &run.call_log,
+        "read_text_file",
+    );
+    assert_eq!(logged_calls(&run.call_log)[0].1, json!({"path": "big.txt"}));
     let report = report(&run.home);
     assert_eq!(
         by_tool(&report, "filesystem"),

@@ -15,7 +15,7 @@ use scripted_model::{Script, ScriptedModel, Step, ToolRef, ToolResultSeen};
 use serde_json::{json, Value};
 
 use test_support::harness::{
-    gemini_chats, gemini_tool_text, joined_pages, large_tree, logged_calls, logging_server,
+    assert_pages_make, gemini_chats, gemini_tool_text, large_tree, logged_calls, logging_server,
     run_gemini, search_page, split_page_note, tree_paths, unlimited_answer, Finished, Home,
 };
 use test_support::temp::TempRoot;
@@ -277,21 +277,16 @@ fn gemini_receives_a_1_mb_file_whole_across_pages() {
     let pages = results_of(&run, "read_text_file");
     assert!(pages.len() > 20, "{} pages", pages.len());
     assert_none_cut(&pages);
-    assert!(
-        joined_pages(
-            &pages
-                .iter()
-                .map(|r| gemini_tool_text(&r.parts))
-                .collect::<Vec<_>>()
-        ) == file,
-        "the pages do not add up to the file"
+    assert_pages_make(
+        &file,
+        &pages
+            .iter()
+            .map(|r| gemini_tool_text(&r.parts))
+            .collect::<Vec<_>>(),
+        &pages.iter().map(|r| &r.input).collect::<Vec<_>>(),
+        &run.call_log,
+        "read_text_file",
     );
-    let logged = logged_calls(&run.call_log);
-    assert_eq!(logged.len(), pages.len());
-    for (call, page) in logged.iter().zip(&pages) {
-        assert_eq!(call.0, "read_text_file");
-        assert_eq!(call.1, page.input);
-    }
 }
 
 /// The tree's pages but the last reach the model whole. The last page, a bare JSON array (it

@@ -459,6 +459,28 @@ pub fn joined_pages(texts: &[String]) -> String {
     joined
 }
 
+/// Asserts that the pages a model was given of one answer (their texts, each asked for with its
+/// input) add up to `whole`, and that the server's call log at `log` holds exactly those calls of
+/// `tool`, with those inputs, in order: the paging went through the harness untouched.
+pub fn assert_pages_make(
+    whole: &str,
+    texts: &[String],
+    inputs: &[&serde_json::Value],
+    log: &Path,
+    tool: &str,
+) {
+    assert!(
+        joined_pages(texts) == whole,
+        "the pages do not add up to the file"
+    );
+    let logged = logged_calls(log);
+    assert_eq!(logged.len(), inputs.len());
+    for (call, input) in logged.iter().zip(inputs) {
+        assert_eq!(call.0, tool);
+        assert_eq!(&call.1, *input);
+    }
+}
+
 /// The calls of the server's call log at `log`, as (tool, args).
 pub fn logged_calls(log: &Path) -> Vec<(String, serde_json::Value)> {
     crate::logs::json_lines(log)
