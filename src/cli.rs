@@ -898,7 +898,7 @@ fn call_once(cli: &Options, tool: &str, raw_args: &str) -> i32 {
 
 /// Prints to stdout. A reader that stops early (`filesystem call … | head`) is not an error, and
 /// must not make the program panic the way `print!` does on a closed pipe.
-fn print_out(text: &str) -> i32 {
+pub(crate) fn print_out(text: &str) -> i32 {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {

@@ -257,8 +257,7 @@ fn show(store: &Store, id: u64) -> Result<i32, String> {
             _ => text.push_str("    (no diff: the content is in no version; the server keeps versions with --backup)\n"),
         }
     }
-    print!("{}", escape_text(&text));
-    Ok(0)
+    Ok(crate::cli::print_out(&escape_text(&text)))
 }
 
 /// A state in a few words.
@@ -287,9 +286,9 @@ fn state_words(s: &State) -> String {
 pub fn run_revert(root: Option<&Path>, allow_root_slash: bool, args: &RevertArgs) -> i32 {
     match revert(root, allow_root_slash, args) {
         Ok(outcome) => {
-            print!("{}", escape_text(&render(&outcome, args.format)));
+            let printed = crate::cli::print_out(&escape_text(&render(&outcome, args.format)));
             if outcome.refused.is_empty() && outcome.cannot.is_empty() {
-                0
+                printed
             } else {
                 1
             }

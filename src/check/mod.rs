@@ -267,8 +267,8 @@ pub fn run(root: Option<&Path>, allow_root_slash: bool, args: &CheckArgs) -> i32
             } else {
                 render::text(&report)
             };
-            print!("{text}");
-            report.exit_status(args.strict)
+            let printed = crate::cli::print_out(&text);
+            report.exit_status(args.strict).max(printed)
         }
         Err(e) => {
             eprintln!("filesystem check: {e}");

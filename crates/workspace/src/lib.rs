@@ -134,28 +134,55 @@ pub struct Entry {
     pub stat: Stat,
 }
 
-/// A directory whose new entry is not yet durable: what [`Workspace::replace_file_sync_later`]
-/// leaves. The store syncs it at the same time as the operation's log entry, after the entry is
-/// written, so that on a journalling file system one commit carries both instead of two in a
-/// row. Dropped unsynced, it syncs itself, so no path can forget it.
-#[must_use = "the directory must be synced for the change to be durable"]
-pub struct PendingSync(Option<Dir>);
+/// A change written but not yet durable: a directory whose new entry is not synced (what
+/// [`Workspace::replace_file_sync_later`] and [`Workspace::rename_no_replace_sync_later`] leave)
+/// or a file whose appended line is not (a store log's). The store syncs such changes together,
+/// after everything that can share the flush is written (the operation's log entry, or the next
+/// record of a long operation), so that on a journalling file system one commit carries them all
+/// instead of one each in a row. Dropped unsynced, it syncs itself, so no path can forget it.
+#[must_use = "the change must be synced to be durable"]
+pub struct PendingSync(Option<Unsynced>);
+
+/// What a [`PendingSync`] holds.
+enum Unsynced {
+    Dir(Dir),
+    File(File),
+}
 
 impl PendingSync {
-    /// Makes the directory's entries durable.
+    /// A file of the store whose appended data is to be made durable (`fdatasync`).
+    pub fn file(file: File) -> PendingSync {
+        PendingSync(Some(Unsynced::File(file)))
+    }
+
+    /// Makes the change durable.
     pub fn sync(mut self) -> io::Result<()> {
         match self.0.take() {
-            Some(dir) => dir.sync(),
+            Some(Unsynced::Dir(dir)) => dir.sync(),
+            Some(Unsynced::File(file)) => file.sync_data(),
             None => Ok(()),
         }
+    }
+
+    /// Syncs every one of `pending`, all of them even when one fails (the first failure is
+    /// returned). All were written before, so the first sync's commit already carries the rest
+    /// and each later one finds its change committed.
+    pub fn sync_all(pending: Vec<PendingSync>) -> io::Result<()> {
+        let mut first = None;
+        for p in pending {
+            if let Err(e) = p.sync() {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
     }
 }
 
 impl Drop for PendingSync {
     fn drop(&mut self) {
         // Only reached when the owner did not sync it (an error path): best effort.
-        if let Some(dir) = self.0.take() {
-            let _ = dir.sync();
+        if let Some(p) = self.0.take() {
+            let _ = PendingSync(Some(p)).sync();
         }
     }
 }
@@ -805,19 +832,30 @@ impl Workspace {
     ) -> io::Result<PendingSync> {
         let (dir, name) = self.parent(rel)?;
         dir.replace_file_unsynced(name, content, mode, no_clobber)?;
-        Ok(PendingSync(Some(dir)))
+        Ok(PendingSync(Some(Unsynced::Dir(dir))))
     }
 
     /// Renames `from` to `to`, never replacing anything at `to`; both directories are synced.
     pub fn rename_no_replace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        PendingSync::sync_all(self.rename_no_replace_sync_later(from, to)?)
+    }
+
+    /// [`Workspace::rename_no_replace`] with the directories left to sync (see
+    /// [`PendingSync`]): for a long operation's step, whose durability the next record's flush
+    /// brings.
+    pub fn rename_no_replace_sync_later(
+        &self,
+        from: &Path,
+        to: &Path,
+    ) -> io::Result<Vec<PendingSync>> {
         let (src, from_name) = self.parent(from)?;
         let (dst, to_name) = self.parent(to)?;
         src.rename_no_replace(from_name, &dst, to_name)?;
-        dst.sync()?;
+        let mut pending = vec![PendingSync(Some(Unsynced::Dir(dst)))];
         if from.parent() != to.parent() {
-            src.sync()?;
+            pending.push(PendingSync(Some(Unsynced::Dir(src))));
         }
-        Ok(())
+        Ok(pending)
     }
 
     /// Renames `from` to `to`, replacing what is at `to`; the directory is synced.

@@ -11,7 +11,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use crate::Workspace;
+use crate::{PendingSync, Workspace};
 
 /// The current time as logs record it: UTC, microseconds, fixed width, so that timestamps sort
 /// as strings and the two logs can be merged into one timeline.
@@ -79,6 +79,12 @@ impl HistoryLog {
 
     /// Appends one line made of `fields` and makes it durable before returning.
     pub fn append(&self, fields: &[&[u8]]) -> io::Result<()> {
+        self.append_unsynced(fields)?.sync()
+    }
+
+    /// Appends one line made of `fields`; the caller makes it durable (see [`PendingSync`])
+    /// before anything that relies on it, together with other changes that can share the flush.
+    pub fn append_unsynced(&self, fields: &[&[u8]]) -> io::Result<PendingSync> {
         let mut line = Vec::new();
         for (i, f) in fields.iter().enumerate() {
             if i > 0 {
@@ -98,7 +104,7 @@ impl HistoryLog {
             file.set_len(keep)?;
         }
         file.write_all(&line)?;
-        file.sync_data()
+        Ok(PendingSync::file(file))
     }
 
     /// Every complete line, split into unescaped fields. Lines that do not parse are skipped:
@@ -138,6 +144,12 @@ impl PendingNote {
     /// Records the operation (durably) before it starts.
     pub fn write(&self, fields: &[&[u8]]) -> io::Result<()> {
         self.log.append(fields)
+    }
+
+    /// [`PendingNote::write`] whose sync the caller makes, with others (see [`PendingSync`]),
+    /// before the operation's first step.
+    pub fn write_unsynced(&self, fields: &[&[u8]]) -> io::Result<PendingSync> {
+        self.log.append_unsynced(fields)
     }
 
     /// The fields of an operation a crash cut short, if any.

@@ -157,6 +157,8 @@ const HASH_ASIDE_BYTES: usize = 256 * 1024;
 /// the lock.
 pub struct StoreLock {
     journal: std::sync::Mutex<oplog::Journal>,
+    /// Trash ids saved in the counter for this lock and not used yet.
+    reserved_ids: std::sync::Mutex<trash::ReservedIds>,
     _file: Option<File>,
 }
 
@@ -165,6 +167,14 @@ impl StoreLock {
     pub(crate) fn journal(&self) -> std::sync::MutexGuard<'_, oplog::Journal> {
         match self.journal.lock() {
             Ok(j) => j,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// The trash ids this lock has reserved (see [`trash::ReservedIds`]).
+    fn reserved_ids(&self) -> std::sync::MutexGuard<'_, trash::ReservedIds> {
+        match self.reserved_ids.lock() {
+            Ok(r) => r,
             Err(poisoned) => poisoned.into_inner(),
         }
     }
@@ -200,13 +210,13 @@ impl Drop for StoreLock {
             Ok(j) => j,
             Err(poisoned) => poisoned.into_inner(),
         };
-        if journal.is_empty() {
-            return;
-        }
         // The change is made and cannot be taken back here; what can be done is to say so.
-        if let Err(e) = journal.commit() {
-            eprintln!("filesystem: a change was made but its entry could not be appended to the operation log .filesystem/.operations: {e}");
+        if !journal.is_empty() {
+            if let Err(e) = journal.commit() {
+                eprintln!("filesystem: a change was made but its entry could not be appended to the operation log .filesystem/.operations: {e}");
+            }
         }
+        self.reserved_ids().give_back();
     }
 }
 
@@ -483,6 +493,7 @@ impl Store {
                 state.clone(),
                 origin,
             )),
+            reserved_ids: std::sync::Mutex::new(trash::ReservedIds::default()),
             _file: Some(file),
         };
         // A store in the previous layout is converted before anything reads or changes it.
@@ -668,7 +679,65 @@ impl Store {
             )));
         }
         let meta = self.regular_file_or_nothing(path, &shown)?;
-        lock.touch(path);
+        // What the file holds before the change, for the log's entry: hashed on a second thread
+        // from a descriptor opened now, while the new content is written and synced (the
+        // rename leaves the descriptor on the old content).
+        let old = match (lock.journal().touch_later(path), &meta) {
+            (false, _) => None,
+            (true, None) => Some(Err(oplog::State::Absent)),
+            (true, Some(m)) => Some(
+                self.ws
+                    .open_regular(
+                        path,
+                        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK,
+                        rustix::fs::Mode::empty(),
+                    )
+                    .map(|file| (file, m.mode))
+                    .map_err(|_| {
+                        oplog::journal::observe(&self.ws, path).unwrap_or(oplog::State::Other)
+                    }),
+            ),
+        };
+        std::thread::scope(|s| {
+            let before = old.map(|old| {
+                old.map(|(mut file, mode)| {
+                    s.spawn(move || match oplog::journal::digest(&mut file) {
+                        Ok((size, sha256)) => oplog::State::File {
+                            size,
+                            sha256,
+                            mode,
+                            version: None,
+                        },
+                        Err(_) => oplog::State::Other,
+                    })
+                })
+            });
+            let written = self.replace(lock, rel, path, content, create_new, meta.as_ref(), s);
+            if let Some(before) = before {
+                let before = match before {
+                    Ok(hashing) => hashing.join().unwrap_or(oplog::State::Other),
+                    Err(known) => known,
+                };
+                lock.journal().touched_as(path, before);
+            }
+            written
+        })
+    }
+
+    /// [`Store::write`] once the before-state is being worked out: the versions, the missing
+    /// parents and the file itself.
+    #[allow(clippy::too_many_arguments)]
+    fn replace<'scope>(
+        &'scope self,
+        lock: &StoreLock,
+        rel: &Path,
+        path: &Path,
+        content: &'scope [u8],
+        create_new: bool,
+        meta: Option<&Stat>,
+        s: &'scope std::thread::Scope<'scope, '_>,
+    ) -> Result<WriteReport, HistoryError> {
+        let shown = &display_relative(rel);
         let steps = Steps::new(Op::Write);
         let mut version = None;
         let mut before_version = None;
@@ -693,20 +762,18 @@ impl Store {
             lock.journal().versions(path, before_version, version);
             steps.done();
         }
-        self.make_parent(lock, path, &shown)?;
-        let mode = meta.as_ref().map(|m| m.mode);
+        self.make_parent(lock, path, shown)?;
+        let mode = meta.map(|m| m.mode);
         // The file is the write's last step (its versions are already durable), so its
         // directory's sync can wait for the operation log's entry and share its flush.
         // A large content's digest, for the log's entry, is worked out on a second thread while
         // the content is written and synced; a small one's costs less than the thread.
-        let (replaced, digest) = std::thread::scope(|s| {
-            let digest = (content.len() >= HASH_ASIDE_BYTES)
-                .then(|| s.spawn(|| oplog::journal::sha256_hex(content)));
-            let replaced = self
-                .ws
-                .replace_file_sync_later(path, content, mode, create_new);
-            (replaced, digest.and_then(|d| d.join().ok()))
-        });
+        let digest = (content.len() >= HASH_ASIDE_BYTES)
+            .then(|| s.spawn(|| oplog::journal::sha256_hex(content)));
+        let replaced = self
+            .ws
+            .replace_file_sync_later(path, content, mode, create_new);
+        let digest = digest.and_then(|d| d.join().ok());
         let unsynced = replaced.map_err(|e| {
             if e.kind() == io::ErrorKind::AlreadyExists {
                 HistoryError::AlreadyExists(format!(

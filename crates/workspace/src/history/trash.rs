@@ -15,6 +15,36 @@ use crate::Stat;
 /// listing the trash must not walk a huge tree.
 const SIZE_BUDGET: usize = 100_000;
 
+/// The most trash ids one reservation of [`Store::next_trash_id`] saves at a time.
+const MAX_RESERVED: u64 = 1024;
+
+/// Trash ids one lock has saved in the counter and not used yet. A reservation doubles each
+/// time (1, 2, 4, … up to [`MAX_RESERVED`]), so a lone delete writes the counter as it always
+/// did and a revert of 10,000 deletes writes it a few dozen times, not 10,000. What is left when
+/// the lock is let go is given back ([`ReservedIds::give_back`]); a crash before that leaves a
+/// gap in the ids, never a repeat.
+#[derive(Default)]
+pub(super) struct ReservedIds {
+    /// The next id to give and the end (exclusive) of what the counter holds.
+    range: Option<(u64, u64)>,
+    /// How many ids the next reservation takes.
+    block: u64,
+    /// Where the counter is, once reserved from.
+    counter: Option<(crate::Workspace, PathBuf)>,
+}
+
+impl ReservedIds {
+    /// Lowers the counter to the first id not given: none at or past it was used, so no id
+    /// repeats, and the next lock goes on where this one stopped. A failure leaves the gap.
+    pub(super) fn give_back(&mut self) {
+        if let (Some((next, end)), Some((ws, counter))) = (self.range.take(), &self.counter) {
+            if next < end {
+                let _ = ws.replace_file(counter, format!("{next}\n").as_bytes(), None, false);
+            }
+        }
+    }
+}
+
 /// What kind of thing an entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryKind {
@@ -116,8 +146,22 @@ impl Store {
 
     /// Reserves the next trash id. The counter is saved before the id is used, and the id also
     /// skips anything already in `.trash/` or named in `.deletes`, so ids never repeat even if the
-    /// counter file were lost.
-    fn next_trash_id(&self, state: &Path, trash: &Path, steps: Steps) -> Result<u64, HistoryError> {
+    /// counter file were lost. A lock that trashes many things (a revert) saves the counter for
+    /// a growing block of ids at a time ([`ReservedIds`]), not once per id.
+    fn next_trash_id(
+        &self,
+        lock: &StoreLock,
+        state: &Path,
+        trash: &Path,
+        steps: Steps,
+    ) -> Result<u64, HistoryError> {
+        let mut reserved = lock.reserved_ids();
+        if let Some((next, end)) = reserved.range {
+            if next < end && !occupied(&self.ws, &trash.join(layout::trash_name(next))) {
+                reserved.range = Some((next + 1, end));
+                return Ok(next);
+            }
+        }
         let counter = state.join(layout::TRASH_COUNTER);
         let saved = match self.ws.read(&counter) {
             Ok(t) => String::from_utf8_lossy(&t).trim().parse::<u64>().ok(),
@@ -140,11 +184,19 @@ impl Store {
         while occupied(&self.ws, &trash.join(layout::trash_name(id))) {
             id = id.checked_add(1).ok_or_else(exhausted)?;
         }
-        let after = id.checked_add(1).ok_or_else(exhausted)?;
+        // The first trash of a lock saves exactly the next id, as a lone delete always did.
+        let block = reserved.block.clamp(1, MAX_RESERVED);
+        let end = id
+            .checked_add(block)
+            .or_else(|| id.checked_add(1))
+            .ok_or_else(exhausted)?;
         self.ws
-            .replace_file(&counter, format!("{after}\n").as_bytes(), None, false)
+            .replace_file(&counter, format!("{end}\n").as_bytes(), None, false)
             .map_err(io_err("cannot update the trash counter"))?;
         steps.done();
+        reserved.block = block.saturating_mul(2);
+        reserved.range = Some((id + 1, end));
+        reserved.counter = Some((self.ws.clone(), counter));
         Ok(id)
     }
 
@@ -247,36 +299,65 @@ impl Store {
             .create_dirs(&trash)
             .map_err(io_err("cannot create the trash"))?;
         steps.done();
-        let id = self.next_trash_id(&state, &trash, steps)?;
+        let id = self.next_trash_id(lock, &state, &trash, steps)?;
         let deleted_at = log::now();
         // Logged before the rename: a delete cut short leaves the file in place (and the log
         // line is ignored because the trash slot is empty), a finished one is always listed.
-        self.log(&state, layout::DELETES_LOG)
-            .append(&[
+        // The line, the journal's record and the pending-delete note are written first and
+        // made durable together, before the rename.
+        let line = self
+            .log(&state, layout::DELETES_LOG)
+            .append_unsynced(&[
                 deleted_at.as_bytes(),
                 b"delete",
                 id.to_string().as_bytes(),
                 path_field(rel),
             ])
             .map_err(io_err("cannot append to the delete log"))?;
+        lock.journal().sync_later(line);
         steps.done();
         let slot = trash.join(layout::trash_name(id));
+        // The note says that the history follows the entry into the trash after a crash; with
+        // no history there is nothing to follow, and no note.
+        let history = layout::stored_history_tree(&state, rel)?.filter(|h| occupied(&self.ws, h));
         lock.journal().trashed(path, id);
         let note = self.note(&state, layout::PENDING_DELETE);
-        note.write(&[id.to_string().as_bytes(), path_field(rel)])
+        if history.is_some() {
+            let written = note
+                .write_unsynced(&[id.to_string().as_bytes(), path_field(rel)])
+                .map_err(io_err("cannot record the delete before making it"))?;
+            lock.journal().sync_later(written);
+            steps.done();
+        }
+        lock.journal()
+            .flush()
             .map_err(io_err("cannot record the delete before making it"))?;
-        steps.done();
-        if let Err(e) = self.ws.rename_no_replace(path, &slot) {
-            let _ = note.clear();
-            return Err(io_err(format!(
-                "cannot move {shown} into the trash (is it on another file system?)"
-            ))(e));
+        let unsynced = match self.ws.rename_no_replace_sync_later(path, &slot) {
+            Ok(unsynced) => unsynced,
+            Err(e) => {
+                if history.is_some() {
+                    let _ = note.clear();
+                }
+                return Err(io_err(format!(
+                    "cannot move {shown} into the trash (is it on another file system?)"
+                ))(e));
+            }
+        };
+        // The move is made durable with the operation's entry, or with the next step's record
+        // in a long operation; a history follows only a move already durable.
+        for pending in unsynced {
+            lock.journal().sync_later(pending);
         }
         steps.done();
-        self.trash_history(&state, id, rel, steps)?;
-        note.clear()
-            .map_err(io_err("cannot remove the pending-delete note"))?;
-        steps.done();
+        if history.is_some() {
+            lock.journal().flush().map_err(io_err(format!(
+                "cannot make the move of {shown} into the trash durable"
+            )))?;
+            self.trash_history(&state, id, rel, steps)?;
+            note.clear()
+                .map_err(io_err("cannot remove the pending-delete note"))?;
+            steps.done();
+        }
         // Measured in the trash, where nothing else changes it: what was deleted, whatever was
         // at the path when the call began.
         let size = self.ws.tree_size(&slot, SIZE_BUDGET);

@@ -54,7 +54,7 @@ impl Origin {
     }
 }
 
-/// The most directories [`Journal::sync_later`] keeps waiting for the entry.
+/// The most changes [`Journal::sync_later`] keeps waiting for the entry.
 const MAX_UNSYNCED: usize = 16;
 
 /// The longest client-given string kept in an entry (a client name or version).
@@ -194,7 +194,7 @@ pub struct Journal {
     note: Option<PendingNote>,
     /// A failure to keep the note: the entry is still written, the error reported with it.
     broken: Option<io::Error>,
-    /// Directories whose new entries are made durable with the entry (see [`PendingSync`]).
+    /// Changes made durable with the entry or the next record (see [`Journal::sync_later`]).
     unsynced: Vec<PendingSync>,
 }
 
@@ -244,13 +244,29 @@ impl Journal {
         self.touched.is_empty()
     }
 
+    /// Appends `event` to the durable note, if this operation keeps one, and makes it durable
+    /// with every earlier step still waiting (see [`Journal::sync_later`]), before the change
+    /// it announces is made: each step is then durable before the next one begins, at one
+    /// flush per step.
     fn record(&mut self, event: &Event) {
         if let Some(note) = &self.note {
             let line = serde_json::to_vec(event).map_err(io::Error::other);
-            if let Err(e) = line.and_then(|l| note.write(&[&l])) {
+            match line.and_then(|l| note.write_unsynced(&[&l])) {
+                Ok(pending) => self.unsynced.push(pending),
+                Err(e) => {
+                    self.broken.get_or_insert(e);
+                }
+            }
+            if let Err(e) = self.flush() {
                 self.broken.get_or_insert(e);
             }
         }
+    }
+
+    /// Makes every change waiting in [`Journal::sync_later`] durable now: for a step that must
+    /// not begin before them (a file's move into the trash after its `.deletes` line).
+    pub fn flush(&mut self) -> io::Result<()> {
+        sync_all(std::mem::take(&mut self.unsynced))
     }
 
     /// `rel` is about to change: what is there now is its before-state (the first time only).
@@ -272,6 +288,40 @@ impl Journal {
             before: before.clone(),
         });
         self.insert(rel.to_path_buf(), before);
+    }
+
+    /// [`Journal::touch`] for a change whose maker works out the before-state itself, beside
+    /// the change (the store hashes a file it replaces on a second thread while it writes the
+    /// new content, from a descriptor opened before): true when the journal wants it, to be
+    /// given with [`Journal::touched_as`]. False when it needs none (the path already has an
+    /// open entry) or has just observed it itself: a durable operation's note records the
+    /// before-state ahead of the change, and an arrival is closed with what is there now.
+    pub fn touch_later(&mut self, rel: &Path) -> bool {
+        let open = self.by_path.get(rel).map(|&i| &self.touched[i]);
+        match open {
+            Some(t) if t.moved_from.is_none() && t.restored_from.is_none() => false,
+            Some(_) => {
+                self.touch(rel);
+                false
+            }
+            None if self.note.is_some() => {
+                self.touch(rel);
+                false
+            }
+            None => {
+                // Stands until the maker gives the real one; a maker that never does leaves
+                // "unknown", which a revert refuses to act on rather than guess.
+                self.insert(rel.to_path_buf(), State::Other);
+                true
+            }
+        }
+    }
+
+    /// The before-state of `rel` that [`Journal::touch_later`] asked for.
+    pub fn touched_as(&mut self, rel: &Path, before: State) {
+        if let Some(&i) = self.by_path.get(rel) {
+            self.touched[i].before = before;
+        }
     }
 
     fn insert(&mut self, path: PathBuf, before: State) -> usize {
@@ -378,16 +428,16 @@ impl Journal {
         self.arriving(rel).restored_from = Some(id);
     }
 
-    /// `dir` holds a change of this lock whose name is not durable yet: it is synced with the
-    /// entry, once the entry is written, which on a journalling file system lets one commit
-    /// carry both. Only for the last step of a change: nothing that
-    /// must be durable before a later step may wait here.
-    pub fn sync_later(&mut self, dir: PendingSync) {
-        self.unsynced.push(dir);
-        // A durable operation (a revert) keeps each step durable before its next event, and
-        // a lock held over many writes must not hold a descriptor for each of them.
-        if self.note.is_some() || self.unsynced.len() >= MAX_UNSYNCED {
-            if let Err(e) = sync_all(std::mem::take(&mut self.unsynced)) {
+    /// `pending` is a change of this lock that is written but not durable yet. It is synced
+    /// with the next thing that must be durable: the operation's entry, once written (on a
+    /// journalling file system one commit then carries both), or in a durable operation the
+    /// record of its next step, or an explicit [`Journal::flush`]. Only for what no later step
+    /// of a short operation relies on; a step that does calls `flush` first.
+    pub fn sync_later(&mut self, pending: PendingSync) {
+        self.unsynced.push(pending);
+        // A lock held over many writes must not hold a descriptor for each of them.
+        if self.unsynced.len() >= MAX_UNSYNCED {
+            if let Err(e) = self.flush() {
                 self.broken.get_or_insert(e);
             }
         }
@@ -565,19 +615,15 @@ impl Journal {
     }
 }
 
-/// Syncs each directory of `dirs`, all of them even when one fails (the first failure is
-/// returned).
-pub(super) fn sync_all(dirs: Vec<PendingSync>) -> io::Result<()> {
-    let mut first = None;
-    for dir in dirs {
-        if let Err(e) = dir.sync() {
-            first.get_or_insert(io::Error::new(
-                e.kind(),
-                format!("cannot make the change durable (syncing its directory): {e}"),
-            ));
-        }
-    }
-    first.map_or(Ok(()), Err)
+/// Syncs each of `pending`, all of them even when one fails (the first failure is returned,
+/// saying what it stopped).
+pub(super) fn sync_all(pending: Vec<PendingSync>) -> io::Result<()> {
+    PendingSync::sync_all(pending).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot make the change durable (syncing it to the disk): {e}"),
+        )
+    })
 }
 
 /// True when entry `i` is the last of its path.
