@@ -679,10 +679,17 @@ impl Store {
             )));
         }
         let meta = self.regular_file_or_nothing(path, &shown)?;
-        // What the file holds before the change, for the log's entry: hashed on a second thread
-        // from a descriptor opened now, while the new content is written and synced (the
-        // rename leaves the descriptor on the old content).
-        let old = match (lock.journal().touch_later(path), &meta) {
+        // What the file holds before the change, for the log's entry: a large one is hashed on a
+        // second thread from a descriptor opened now, while the new content is written and
+        // synced (the rename leaves the descriptor on the old content); a small one's hash
+        // costs less than the thread, and is taken here.
+        let small = meta
+            .as_ref()
+            .is_some_and(|m| m.size < HASH_ASIDE_BYTES as u64);
+        if small {
+            lock.touch(path);
+        }
+        let old = match (!small && lock.journal().touch_later(path), &meta) {
             (false, _) => None,
             (true, None) => Some(Err(oplog::State::Absent)),
             (true, Some(m)) => Some(
