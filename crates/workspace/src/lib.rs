@@ -165,8 +165,9 @@ impl PendingSync {
     }
 
     /// Syncs every one of `pending`, all of them even when one fails (the first failure is
-    /// returned). All were written before, so the first sync's commit already carries the rest
-    /// and each later one finds its change committed.
+    /// returned). All were written before, so on a journalling file system the first sync's
+    /// commit carries the metadata of them all; each sync still costs the device a flush (ext4
+    /// sends one for every `fsync`), which is why the store keeps the number of them low.
     pub fn sync_all(pending: Vec<PendingSync>) -> io::Result<()> {
         let mut first = None;
         for p in pending {
