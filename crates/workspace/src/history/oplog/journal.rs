@@ -247,7 +247,7 @@ impl Journal {
     /// Appends `event` to the durable note, if this operation keeps one, and makes it durable
     /// with every earlier step still waiting (see [`Journal::sync_later`]), before the change
     /// it announces is made: each step is then durable before the next one begins, at one
-    /// flush per step.
+    /// round of syncs per step.
     fn record(&mut self, event: &Event) {
         if let Some(note) = &self.note {
             let line = serde_json::to_vec(event).map_err(io::Error::other);
