@@ -208,6 +208,55 @@ impl PendingSync {
     }
 }
 
+/// Changes waiting to be made durable together, with one sync for each file or directory they
+/// touched. A batch of trash moves renames many entries out of one directory into another, and
+/// one sync of each directory, run after all of them, makes every one of those renames durable;
+/// a store log appended to many times needs one `fdatasync`, not one per line.
+#[derive(Default)]
+pub struct SyncQueue {
+    /// Each file or directory to sync, by device and inode, with its sync.
+    items: Vec<((u64, u64), PendingSync)>,
+}
+
+impl SyncQueue {
+    /// Adds `pending`, unless a sync of the same file or directory is already waiting: that one
+    /// runs after both changes, so it makes both durable. One whose identity cannot be read is
+    /// synced now, which keeps it durable at the cost of its own flush.
+    pub fn push(&mut self, mut pending: PendingSync) -> io::Result<()> {
+        let identity = match &pending.0 {
+            Some(Unsynced::Dir(dir)) => Stat::of(dir),
+            Some(Unsynced::File(file)) => Stat::of(file),
+            None => return Ok(()),
+        };
+        let Ok(st) = identity else {
+            return pending.sync();
+        };
+        let key = (st.dev, st.ino);
+        if self.items.iter().any(|(k, _)| *k == key) {
+            // Covered by the one waiting: let go of it without a sync of its own.
+            pending.0 = None;
+            return Ok(());
+        }
+        self.items.push((key, pending));
+        Ok(())
+    }
+
+    /// How many syncs are waiting.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// True when nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The syncs waiting, one per file or directory, for [`PendingSync::sync_all`].
+    pub fn into_vec(self) -> Vec<PendingSync> {
+        self.items.into_iter().map(|(_, p)| p).collect()
+    }
+}
+
 impl Drop for PendingSync {
     fn drop(&mut self) {
         // Only reached when the owner did not sync it (an error path): best effort.

@@ -15,6 +15,23 @@ use crate::Stat;
 /// listing the trash must not walk a huge tree.
 const SIZE_BUDGET: usize = 100_000;
 
+/// The most moves [`Store::trash_all`] announces before it makes them: a crash can leave at
+/// most this many announced and not made, which the logs and the journal's recovery tolerate.
+const TRASH_BATCH: usize = 256;
+
+/// A move into the trash announced and not yet made: its id reserved, its `.deletes` line and
+/// the journal's record written.
+struct Departure<'a> {
+    rel: &'a Path,
+    shown: String,
+    kind: EntryKind,
+    id: u64,
+    deleted_at: String,
+    slot: PathBuf,
+    /// The history that follows it into the trash, if it has one.
+    history: Option<PathBuf>,
+}
+
 /// The most trash ids one reservation of [`Store::next_trash_id`] saves at a time.
 const MAX_RESERVED: u64 = 1024;
 
@@ -288,25 +305,85 @@ impl Store {
     /// Moves the file, directory or symlink at `rel` (never what a symlink points to) into the
     /// trash with its history, logs it in `.deletes`, and returns its entry.
     pub fn trash(&self, lock: &StoreLock, rel: &Path) -> Result<TrashEntry, HistoryError> {
-        let path = self.changeable(rel)?;
-        let shown = display_relative(rel);
-        let meta = self.entry(path, &shown, "delete")?;
-        let kind = EntryKind::of(&meta);
+        let steps = Steps::new(Op::Delete);
+        let (state, trash) = self.open_trash(steps)?;
+        let d = self.announce_trash(lock, &state, &trash, rel, steps)?;
+        self.trash_announced(lock, &state, d, steps)
+    }
+
+    /// [`Store::trash`] for many paths, none inside another (a revert taking back what many
+    /// operations created): their moves are announced (ids, `.deletes` lines, the journal's
+    /// records) a batch at a time and made durable with one round of syncs before the batch's
+    /// first rename, and the renames' directories are synced once each, with the next batch's
+    /// announcements or the operation's entry. A crash in between leaves announcements whose
+    /// rename may not have happened: the delete log ignores a line whose trash slot is empty,
+    /// and the journal's recovery believes a move into the trash only if the path is gone. A
+    /// path with a history is moved alone, as [`Store::trash`] does, because its history must
+    /// follow it under a pending-delete note. Stops at the first failure; what was moved before
+    /// it stays moved (and in the journal).
+    pub fn trash_all(
+        &self,
+        lock: &StoreLock,
+        rels: &[PathBuf],
+    ) -> Result<Vec<TrashEntry>, HistoryError> {
+        let steps = Steps::new(Op::Delete);
+        let (state, trash) = self.open_trash(steps)?;
+        let mut out = Vec::with_capacity(rels.len());
+        let mut batch = Vec::new();
+        for rel in rels {
+            let d = match self.announce_trash(lock, &state, &trash, rel, steps) {
+                Ok(d) => d,
+                Err(e) => {
+                    self.move_batch(lock, &mut batch, steps, &mut out)?;
+                    return Err(e);
+                }
+            };
+            if d.history.is_some() {
+                self.move_batch(lock, &mut batch, steps, &mut out)?;
+                out.push(self.trash_announced(lock, &state, d, steps)?);
+            } else {
+                batch.push(d);
+                if batch.len() >= TRASH_BATCH {
+                    self.move_batch(lock, &mut batch, steps, &mut out)?;
+                }
+            }
+        }
+        self.move_batch(lock, &mut batch, steps, &mut out)?;
+        Ok(out)
+    }
+
+    /// The store's state directory and its trash, made if missing.
+    fn open_trash(&self, steps: Steps) -> Result<(PathBuf, PathBuf), HistoryError> {
         let state = self.state_dir(true)?;
         let trash = self.trash_dir(&state);
-        let steps = Steps::new(Op::Delete);
         self.ws
             .create_dirs(&trash)
             .map_err(io_err("cannot create the trash"))?;
         steps.done();
-        let id = self.next_trash_id(lock, &state, &trash, steps)?;
+        Ok((state, trash))
+    }
+
+    /// Checks that `rel` may be deleted, reserves its trash id and announces its move: the
+    /// `.deletes` line and the journal's record are written, not yet durable.
+    fn announce_trash<'a>(
+        &self,
+        lock: &StoreLock,
+        state: &Path,
+        trash: &Path,
+        rel: &'a Path,
+        steps: Steps,
+    ) -> Result<Departure<'a>, HistoryError> {
+        let rel = self.changeable(rel)?;
+        let shown = display_relative(rel);
+        let kind = EntryKind::of(&self.entry(rel, &shown, "delete")?);
+        let id = self.next_trash_id(lock, state, trash, steps)?;
         let deleted_at = log::now();
         // Logged before the rename: a delete cut short leaves the file in place (and the log
         // line is ignored because the trash slot is empty), a finished one is always listed.
         // The line, the journal's record and the pending-delete note are written first and
         // made durable together, before the rename.
         let line = self
-            .log(&state, layout::DELETES_LOG)
+            .log(state, layout::DELETES_LOG)
             .append_unsynced(&[
                 deleted_at.as_bytes(),
                 b"delete",
@@ -316,58 +393,123 @@ impl Store {
             .map_err(io_err("cannot append to the delete log"))?;
         lock.journal().sync_later(line);
         steps.done();
-        let slot = trash.join(layout::trash_name(id));
         // The note says that the history follows the entry into the trash after a crash; with
         // no history there is nothing to follow, and no note.
-        let history = layout::stored_history_tree(&state, rel)?.filter(|h| occupied(&self.ws, h));
-        lock.journal().trashed(path, id);
-        let note = self.note(&state, layout::PENDING_DELETE);
-        if history.is_some() {
+        let history = layout::stored_history_tree(state, rel)?.filter(|h| occupied(&self.ws, h));
+        lock.journal().trashing(rel, id);
+        Ok(Departure {
+            rel,
+            shown,
+            kind,
+            id,
+            deleted_at,
+            slot: trash.join(layout::trash_name(id)),
+            history,
+        })
+    }
+
+    /// Makes the move `d` announced, alone: with its history, under a pending-delete note.
+    fn trash_announced(
+        &self,
+        lock: &StoreLock,
+        state: &Path,
+        d: Departure<'_>,
+        steps: Steps,
+    ) -> Result<TrashEntry, HistoryError> {
+        let note = self.note(state, layout::PENDING_DELETE);
+        if d.history.is_some() {
             let written = note
-                .write_unsynced(&[id.to_string().as_bytes(), path_field(rel)])
+                .write_unsynced(&[d.id.to_string().as_bytes(), path_field(d.rel)])
                 .map_err(io_err("cannot record the delete before making it"))?;
             lock.journal().sync_later(written);
             steps.done();
         }
-        lock.journal()
-            .flush()
-            .map_err(io_err("cannot record the delete before making it"))?;
-        let unsynced = match self.ws.rename_no_replace_sync_later(path, &slot) {
-            Ok(unsynced) => unsynced,
-            Err(e) => {
-                if history.is_some() {
-                    let _ = note.clear();
-                }
-                return Err(io_err(format!(
-                    "cannot move {shown} into the trash (is it on another file system?)"
-                ))(e));
-            }
-        };
-        // The move is made durable with the operation's entry, or with the next step's record
-        // in a long operation; a history follows only a move already durable.
-        for pending in unsynced {
-            lock.journal().sync_later(pending);
+        if let Err(e) = lock.journal().flush() {
+            lock.journal().stayed(d.rel);
+            return Err(io_err("cannot record the delete before making it")(e));
         }
-        steps.done();
-        if history.is_some() {
+        if let Err(e) = self.depart(lock, &d, steps) {
+            if d.history.is_some() {
+                let _ = note.clear();
+            }
+            return Err(e);
+        }
+        if d.history.is_some() {
             lock.journal().flush().map_err(io_err(format!(
-                "cannot make the move of {shown} into the trash durable"
+                "cannot make the move of {} into the trash durable",
+                d.shown
             )))?;
-            self.trash_history(&state, id, rel, steps)?;
+            self.trash_history(state, d.id, d.rel, steps)?;
             note.clear()
                 .map_err(io_err("cannot remove the pending-delete note"))?;
             steps.done();
         }
-        // Measured in the trash, where nothing else changes it: what was deleted, whatever was
-        // at the path when the call began.
-        let size = self.ws.tree_size(&slot, SIZE_BUDGET);
-        Ok(TrashEntry {
-            id,
-            path: rel.to_path_buf(),
-            deleted_at,
-            kind,
-            size,
-        })
+        Ok(self.departed(d))
+    }
+
+    /// Makes the announced moves of `batch` durable as announced, then makes them, each
+    /// listed in `out`; on a failure the rest are told to the journal as not made.
+    fn move_batch<'a>(
+        &self,
+        lock: &StoreLock,
+        batch: &mut Vec<Departure<'a>>,
+        steps: Steps,
+        out: &mut Vec<TrashEntry>,
+    ) -> Result<(), HistoryError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut ds = batch.drain(..);
+        if let Err(e) = lock.journal().flush() {
+            for d in ds {
+                lock.journal().stayed(d.rel);
+            }
+            return Err(io_err("cannot record the delete before making it")(e));
+        }
+        while let Some(d) = ds.next() {
+            if let Err(e) = self.depart(lock, &d, steps) {
+                for rest in ds {
+                    lock.journal().stayed(rest.rel);
+                }
+                return Err(e);
+            }
+            out.push(self.departed(d));
+        }
+        Ok(())
+    }
+
+    /// Renames what `d` announced into its trash slot; the directories are synced later, with
+    /// the next thing that must be durable (the operation's entry, or a long operation's next
+    /// step), and a history follows only a move already durable.
+    fn depart(&self, lock: &StoreLock, d: &Departure<'_>, steps: Steps) -> Result<(), HistoryError> {
+        match self.ws.rename_no_replace_sync_later(d.rel, &d.slot) {
+            Ok(unsynced) => {
+                for pending in unsynced {
+                    lock.journal().sync_later(pending);
+                }
+                steps.done();
+                Ok(())
+            }
+            Err(e) => {
+                lock.journal().stayed(d.rel);
+                Err(io_err(format!(
+                    "cannot move {} into the trash (is it on another file system?)",
+                    d.shown
+                ))(e))
+            }
+        }
+    }
+
+    /// The trash entry `d` made. Measured in the trash, where nothing else changes it: what was
+    /// deleted, whatever was at the path when the call began.
+    fn departed(&self, d: Departure<'_>) -> TrashEntry {
+        TrashEntry {
+            id: d.id,
+            path: d.rel.to_path_buf(),
+            size: self.ws.tree_size(&d.slot, SIZE_BUDGET),
+            deleted_at: d.deleted_at,
+            kind: d.kind,
+        }
     }
 
     /// Every entry still in the trash, oldest first. The index knows which deletes were never

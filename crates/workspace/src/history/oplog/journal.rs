@@ -27,7 +27,7 @@ use super::super::log::{now, PendingNote};
 use super::record::{
     bytes_to_field, field_to_path, path_to_field, Operation, PathChange, Session, State,
 };
-use crate::{PendingSync, Workspace};
+use crate::{PendingSync, SyncQueue, Workspace};
 
 /// Who is making the changes of one lock: the client and surface, and the tool.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -194,8 +194,9 @@ pub struct Journal {
     note: Option<PendingNote>,
     /// A failure to keep the note: the entry is still written, the error reported with it.
     broken: Option<io::Error>,
-    /// Changes made durable with the entry or the next record (see [`Journal::sync_later`]).
-    unsynced: Vec<PendingSync>,
+    /// Changes made durable with the entry or the next record (see [`Journal::sync_later`]),
+    /// one sync per file or directory.
+    unsynced: SyncQueue,
 }
 
 impl Journal {
@@ -220,7 +221,7 @@ impl Journal {
             by_path: HashMap::new(),
             note: None,
             broken: None,
-            unsynced: Vec::new(),
+            unsynced: SyncQueue::default(),
         }
     }
 
@@ -249,15 +250,23 @@ impl Journal {
     /// it announces is made: each step is then durable before the next one begins, at one
     /// round of syncs per step.
     fn record(&mut self, event: &Event) {
+        if self.note.is_some() {
+            self.announce(event);
+            if let Err(e) = self.flush() {
+                self.broken.get_or_insert(e);
+            }
+        }
+    }
+
+    /// [`Journal::record`] without the flush, for a batch of changes announced together and
+    /// made durable by one [`Journal::flush`] before the first of them is made.
+    fn announce(&mut self, event: &Event) {
         if let Some(note) = &self.note {
             let line = serde_json::to_vec(event).map_err(io::Error::other);
-            match line.and_then(|l| note.write_unsynced(&[&l])) {
-                Ok(pending) => self.unsynced.push(pending),
-                Err(e) => {
-                    self.broken.get_or_insert(e);
-                }
-            }
-            if let Err(e) = self.flush() {
+            let queued = line
+                .and_then(|l| note.write_unsynced(&[&l]))
+                .and_then(|pending| self.unsynced.push(pending));
+            if let Err(e) = queued {
                 self.broken.get_or_insert(e);
             }
         }
@@ -266,7 +275,7 @@ impl Journal {
     /// Makes every change waiting in [`Journal::sync_later`] durable now: for a step that must
     /// not begin before them (a file's move into the trash after its `.deletes` line).
     pub fn flush(&mut self) -> io::Result<()> {
-        sync_all(std::mem::take(&mut self.unsynced))
+        sync_all(std::mem::take(&mut self.unsynced).into_vec())
     }
 
     /// `rel` is about to change: what is there now is its before-state (the first time only).
@@ -410,13 +419,36 @@ impl Journal {
 
     /// What is at `rel` is about to go to the trash as entry `id`.
     pub fn trashed(&mut self, rel: &Path, id: u64) {
+        self.trashing(rel, id);
+        if self.note.is_some() {
+            if let Err(e) = self.flush() {
+                self.broken.get_or_insert(e);
+            }
+        }
+    }
+
+    /// [`Journal::trashed`] for one of a batch of trash moves: announced, not yet durable; the
+    /// caller makes the batch's announcements durable with one [`Journal::flush`] before it
+    /// moves the first of them.
+    pub fn trashing(&mut self, rel: &Path, id: u64) {
         let before = observe(&self.ws, rel).unwrap_or(State::Other);
-        self.record(&Event::Trashed {
+        self.announce(&Event::Trashed {
             path: path_to_field(rel),
             id,
             before: before.clone(),
         });
         self.depart(rel, before, State::Trashed { id });
+    }
+
+    /// The move into the trash announced for `rel` did not happen (the rename failed): its
+    /// entry ends with what the disk shows, not with the trash. A durable note keeps the
+    /// announcement, which a crash's recovery checks against the disk all the same.
+    pub fn stayed(&mut self, rel: &Path) {
+        let last = self.touched.iter().rposition(|t| t.path == rel);
+        if let Some(i) = last.filter(|&i| matches!(self.touched[i].after, Some(State::Trashed { .. }))) {
+            self.touched[i].after = None;
+            self.by_path.insert(rel.to_path_buf(), i);
+        }
     }
 
     /// Trash entry `id` is about to be put back at `rel`.
@@ -434,7 +466,9 @@ impl Journal {
     /// record of its next step, or an explicit [`Journal::flush`]. Only for what no later step
     /// of a short operation relies on; a step that does calls `flush` first.
     pub fn sync_later(&mut self, pending: PendingSync) {
-        self.unsynced.push(pending);
+        if let Err(e) = self.unsynced.push(pending) {
+            self.broken.get_or_insert(e);
+        }
         // A lock held over many writes must not hold a descriptor for each of them.
         if self.unsynced.len() >= MAX_UNSYNCED {
             if let Err(e) = self.flush() {
@@ -535,7 +569,7 @@ impl Journal {
 
     /// Appends the entry (if anything changed) and clears the durable note; returns the id.
     pub fn commit(&mut self) -> io::Result<Option<u64>> {
-        let unsynced = std::mem::take(&mut self.unsynced);
+        let unsynced = std::mem::take(&mut self.unsynced).into_vec();
         let result = match self.finish(false) {
             Some(mut op) => super::file::append(&self.ws, &self.state, &mut op, unsynced).map(Some),
             None => sync_all(unsynced).map(|()| None),

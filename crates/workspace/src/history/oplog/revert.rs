@@ -423,17 +423,110 @@ impl Reverter<'_> {
     }
 
     /// Puts back `runs` of distinct paths: first what goes away, deepest first (a directory's
-    /// entries before the directory), then what comes back, shallowest first.
+    /// entries before the directory), then what comes back, shallowest first. What goes away
+    /// at one depth (so none of it inside another) goes to the trash as one batch.
     fn put_back_all(&mut self, runs: Vec<Pending>) -> Result<(), HistoryError> {
         let depth = |p: &Pending| p.path.components().count();
         let (mut away, mut back): (Vec<Pending>, Vec<Pending>) =
             runs.into_iter().partition(|p| p.target.is_absent());
         away.sort_by_key(|p| std::cmp::Reverse(depth(p)));
         back.sort_by_key(depth);
-        for p in away.into_iter().chain(back) {
+        let mut away = away.into_iter().peekable();
+        while let Some(first) = away.next() {
+            let d = depth(&first);
+            let mut level = vec![first];
+            while let Some(p) = away.next_if(|p| depth(p) == d) {
+                level.push(p);
+            }
+            self.put_away(level)?;
+        }
+        for p in back {
             self.put_back(p)?;
         }
         Ok(())
+    }
+
+    /// Moves to the trash each of `level` (runs whose target is nothing, none inside another)
+    /// that may go, with one [`Store::trash_all`].
+    fn put_away(&mut self, level: Vec<Pending>) -> Result<(), HistoryError> {
+        if self.dry_run || level.len() < 2 {
+            for p in level {
+                self.put_back(p)?;
+            }
+            return Ok(());
+        }
+        let going: Vec<Pending> = level
+            .into_iter()
+            .filter(|p| {
+                let now = self.now(&p.path);
+                self.may_go(p, &now)
+            })
+            .collect();
+        if going.is_empty() {
+            return Ok(());
+        }
+        let paths: Vec<PathBuf> = going.iter().map(|p| p.path.clone()).collect();
+        let entries = self.store.trash_all(self.lock, &paths);
+        self.moved_histories = true;
+        // What went before a failure is reported as done, as one by one it would have been.
+        let (entries, failed) = match entries {
+            Ok(e) => (e, None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        for (p, entry) in going.iter().zip(&entries) {
+            self.planned.insert(p.path.clone(), State::Absent);
+            self.last_trashed = Some(entry.id);
+            self.gone(p, &format!(" as entry {}", entry.id));
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// True when `p`, whose target is nothing and which shows `now`, is to go to the trash:
+    /// not when it is already gone (counted), changed since its operation (refused unless
+    /// forced), or a directory that holds what the chosen operations did not make (refused
+    /// unless forced).
+    fn may_go(&mut self, p: &Pending, now: &State) -> bool {
+        if p.target.matches(now) {
+            self.out.already += 1;
+            return false;
+        }
+        if !p.expect.matches(now) && !self.force {
+            self.refuse(&p.path, p.op, now, &p.expect);
+            return false;
+        }
+        if let State::Dir { .. } = now {
+            // Entries this revert brought back (a file of a directory that came back from the
+            // trash whole, then went on its own) are its own to move.
+            let has_entries = !self.dry_run
+                && !self.whole
+                && self.store.workspace().entries(&p.path).is_ok_and(|e| {
+                    e.iter().any(|x| {
+                        let at = p.path.join(&x.name);
+                        !self.ours.contains(&at)
+                            && !matches!(self.planned.get(&at), Some(s) if !s.is_absent())
+                    })
+                });
+            if has_entries && !self.force {
+                self.out.refused.push(Step {
+                    path: p.path.clone(),
+                    what: format!("operation {} created this directory, but it holds entries the chosen operations did not make; left as it is. Revert with --force to move it to the trash anyway", p.op),
+                });
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Reports `p`'s thing moved to the trash (`id`: " as entry N", or nothing in a dry run).
+    fn gone(&mut self, p: &Pending, id: &str) {
+        let shown = display_relative(&p.path);
+        self.done(
+            &p.path,
+            format!(
+                "moved {shown} to the trash{id} (operation {} created it)",
+                p.op
+            ),
+        );
     }
 
     /// Puts `p.path` back to `p.target`, if it still shows `p.expect` (or `force`).
@@ -445,6 +538,14 @@ impl Reverter<'_> {
     /// nothing.
     fn put_back_to_trash(&mut self, p: Pending) -> Result<Option<u64>, HistoryError> {
         let now = self.now(&p.path);
+        if p.target.is_absent() {
+            if !self.may_go(&p, &now) {
+                return Ok(None);
+            }
+            let id = self.trash(&p.path)?;
+            self.gone(&p, &id);
+            return Ok(self.last_trashed);
+        }
         if p.target.matches(&now) {
             self.out.already += 1;
             return Ok(None);
@@ -456,37 +557,6 @@ impl Reverter<'_> {
         }
         let shown = display_relative(&p.path);
         match &p.target {
-            t if t.is_absent() => {
-                if let State::Dir { .. } = now {
-                    // Entries this revert brought back (a file of a directory that came
-                    // back from the trash whole, then went on its own) are its own to move.
-                    let has_entries = !self.dry_run
-                        && !self.whole
-                        && self.store.workspace().entries(&p.path).is_ok_and(|e| {
-                            e.iter().any(|x| {
-                                let at = p.path.join(&x.name);
-                                !self.ours.contains(&at)
-                                    && !matches!(self.planned.get(&at), Some(s) if !s.is_absent())
-                            })
-                        });
-                    if has_entries && !self.force {
-                        self.out.refused.push(Step {
-                            path: p.path.clone(),
-                            what: format!("operation {} created this directory, but it holds entries the chosen operations did not make; left as it is. Revert with --force to move it to the trash anyway", p.op),
-                        });
-                        return Ok(None);
-                    }
-                }
-                let id = self.trash(&p.path)?;
-                self.done(
-                    &p.path,
-                    format!(
-                        "moved {shown} to the trash{id} (operation {} created it)",
-                        p.op
-                    ),
-                );
-                return Ok(self.last_trashed);
-            }
             State::File {
                 sha256,
                 mode,
