@@ -477,41 +477,65 @@ fn a_path_changed_outside_the_server_is_left_alone_unless_forced() {
     assert!(trash.contains("made.txt"), "{trash}");
 }
 
-#[test]
-fn a_revert_killed_after_each_of_its_steps_loses_nothing_and_check_stays_clean() {
-    // One fixture per kill point, until the revert runs to the end without meeting one.
+/// The mixed session the crash tests revert: a create, a write, a move and two deletes, with
+/// every history `--backup` keeps.
+fn mixed_changes(c: &mut Client) {
+    assert!(
+        c.call(
+            "create_file",
+            json!({"path": "n/one.txt", "content": "1\n"})
+        )
+        .ok
+    );
+    assert!(
+        c.call(
+            "write_file",
+            json!({"path": "README", "content": "changed\n"})
+        )
+        .ok
+    );
+    assert!(
+        c.call(
+            "move_file",
+            json!({"source": "src/main.rs", "destination": "n/main.rs"})
+        )
+        .ok
+    );
+    assert!(c.call("delete_file", json!({"path": "private/key"})).ok);
+    assert!(c.call("delete_file", json!({"path": "main-link"})).ok);
+}
+
+/// A session of creates without `--backup`, so no history follows them into the trash and the
+/// revert moves them there in batches: files of two directories, at two depths.
+fn many_creates(c: &mut Client) {
+    for i in 0..6 {
+        let path = format!("made/{}/f{i}.txt", i % 2);
+        assert!(
+            c.call("create_file", json!({"path": path, "content": "x\n"}))
+                .ok
+        );
+    }
+    assert!(
+        c.call("create_file", json!({"path": "top.txt", "content": "t\n"}))
+            .ok
+    );
+}
+
+/// Reverts the session `changes` makes (through a server started with `flags`), killed after
+/// the `k`th write of kind `kind` for each `k` in turn, until the revert runs to the end: after
+/// each kill `check` is clean, a second revert finishes the job, the cut revert has an entry,
+/// and reverting both reverts brings the state after the session back.
+fn revert_killed_at_each(kind: &str, flags: &[&str], changes: fn(&mut Client)) {
     for k in 1.. {
         let (_t, root) = canonical_temp_dir();
         seed(&root);
         let before = tree(&root);
-        let mut c = Client::start(&root, &["--backup"]);
-        assert!(
-            c.call(
-                "create_file",
-                json!({"path": "n/one.txt", "content": "1\n"})
-            )
-            .ok
-        );
-        assert!(
-            c.call(
-                "write_file",
-                json!({"path": "README", "content": "changed\n"})
-            )
-            .ok
-        );
-        assert!(
-            c.call(
-                "move_file",
-                json!({"source": "src/main.rs", "destination": "n/main.rs"})
-            )
-            .ok
-        );
-        assert!(c.call("delete_file", json!({"path": "private/key"})).ok);
-        assert!(c.call("delete_file", json!({"path": "main-link"})).ok);
+        let mut c = Client::start(&root, flags);
+        changes(&mut c);
         c.close();
         let after = tree(&root);
         let session = newest_session(&root);
-        let stop = format!("revert:{k}");
+        let stop = format!("{kind}:{k}");
         let out = run(&root, &["revert", "--session", &session], Some(&stop));
         if out.status.success() {
             assert!(k > 3, "the revert has several steps, it finished at {k}");
@@ -521,27 +545,32 @@ fn a_revert_killed_after_each_of_its_steps_loses_nothing_and_check_stays_clean()
         assert_eq!(
             out.status.code(),
             None,
-            "killed at step {k}: {}",
+            "killed at {stop}: {}",
             printed(&out)
         );
         let check = run(&root, &["check"], None);
         assert!(
             check.status.success(),
-            "check after a kill at {k}: {}",
+            "check after a kill at {stop}: {}",
             printed(&check)
         );
+        let left = tree(&root);
         // The next run finishes the entry of the cut revert, then reverts the rest.
         let text = ok(&root, &["revert", "--session", &session]);
-        assert_eq!(tree(&root), before, "after the kill at {k}: {text}");
+        assert_eq!(tree(&root), before, "after the kill at {stop}: {text}");
         let log = entries(&root);
-        let cut = log
-            .iter()
-            .find(|e| e["interrupted"] == json!(true))
-            .unwrap_or_else(|| panic!("the cut revert has an entry (kill at {k})"));
+        let Some(cut) = log.iter().find(|e| e["interrupted"] == json!(true)) else {
+            // Killed before it announced any change, the cut revert changed nothing, and the
+            // second one did it all.
+            assert_eq!(left, after, "no entry, yet the kill at {stop} left changes");
+            ok(&root, &["revert", &revert_entry(&text)]);
+            assert_eq!(tree(&root), after, "kill at {stop}");
+            continue;
+        };
         // What the cut revert sent to the trash is recorded with what it was, not as nothing.
         for c in cut["changes"].as_array().expect("changes") {
             if c["after"].get("trashed").is_some() {
-                assert_ne!(c["before"], json!("absent"), "kill at {k}: {c}");
+                assert_ne!(c["before"], json!("absent"), "kill at {stop}: {c}");
             }
         }
         let cut = cut["id"].to_string();
@@ -556,11 +585,23 @@ fn a_revert_killed_after_each_of_its_steps_loses_nothing_and_check_stays_clean()
         }
         // Nothing was lost: reverting both reverts brings the after-state back.
         ok(&root, &both);
-        assert_eq!(tree(&root), after, "kill at {k}");
+        assert_eq!(tree(&root), after, "kill at {stop}");
         let strict = run(&root, &["check", "--strict"], None);
         assert!(strict.status.success(), "{}", printed(&strict));
         assert!(k < 100, "the revert never finished");
     }
+}
+
+#[test]
+fn a_revert_killed_after_each_of_its_steps_loses_nothing_and_check_stays_clean() {
+    revert_killed_at_each("revert", &["--backup"], mixed_changes);
+}
+
+#[test]
+fn a_revert_killed_inside_a_batch_of_trash_moves_loses_nothing_and_check_stays_clean() {
+    // Every write of the trash moves counts, so the kills land between a batch's announcement
+    // and its renames, and between one rename and the next.
+    revert_killed_at_each("delete", &[], many_creates);
 }
 
 #[test]

@@ -1073,6 +1073,35 @@ mod tests {
     }
 
     #[test]
+    fn a_sync_queue_keeps_one_sync_per_directory_and_file() {
+        let (_tmp, w, base) = ws();
+        std::fs::create_dir_all(base.join("ws/e")).expect("mkdir");
+        let mut q = SyncQueue::default();
+        // Two renames out of d into e leave four directory syncs of two directories.
+        for name in ["a", "b"] {
+            std::fs::write(base.join("ws/d").join(name), "x").expect("write");
+            let from = Path::new("d").join(name);
+            let to = Path::new("e").join(name);
+            for p in w.rename_no_replace_sync_later(&from, &to).expect("rename") {
+                q.push(p).expect("queued");
+            }
+        }
+        assert_eq!(q.len(), 2);
+        // A file's appended data is a sync of its own, once however often it is appended to.
+        for _ in 0..2 {
+            let f = File::options()
+                .append(true)
+                .create(true)
+                .open(base.join("ws/log"))
+                .expect("open");
+            q.push(PendingSync::file(f)).expect("queued");
+        }
+        assert_eq!(q.len(), 3);
+        PendingSync::sync_all(q.into_vec()).expect("synced");
+        assert!(base.join("ws/e/a").exists() && base.join("ws/e/b").exists());
+    }
+
+    #[test]
     fn a_directory_swapped_for_a_symlink_makes_every_operation_fail_never_redirect() {
         let (_t, w, base) = ws();
         std::fs::remove_dir(base.join("ws/d")).expect("rm");

@@ -481,7 +481,12 @@ impl Store {
     /// Renames what `d` announced into its trash slot; the directories are synced later, with
     /// the next thing that must be durable (the operation's entry, or a long operation's next
     /// step), and a history follows only a move already durable.
-    fn depart(&self, lock: &StoreLock, d: &Departure<'_>, steps: Steps) -> Result<(), HistoryError> {
+    fn depart(
+        &self,
+        lock: &StoreLock,
+        d: &Departure<'_>,
+        steps: Steps,
+    ) -> Result<(), HistoryError> {
         match self.ws.rename_no_replace_sync_later(d.rel, &d.slot) {
             Ok(unsynced) => {
                 for pending in unsynced {

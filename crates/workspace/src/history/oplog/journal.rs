@@ -445,7 +445,9 @@ impl Journal {
     /// announcement, which a crash's recovery checks against the disk all the same.
     pub fn stayed(&mut self, rel: &Path) {
         let last = self.touched.iter().rposition(|t| t.path == rel);
-        if let Some(i) = last.filter(|&i| matches!(self.touched[i].after, Some(State::Trashed { .. }))) {
+        if let Some(i) =
+            last.filter(|&i| matches!(self.touched[i].after, Some(State::Trashed { .. })))
+        {
             self.touched[i].after = None;
             self.by_path.insert(rel.to_path_buf(), i);
         }
