@@ -521,6 +521,23 @@ fn many_creates(c: &mut Client) {
     );
 }
 
+/// A session of deletes, so the revert brings them back in batches: files and links of several
+/// directories, then a directory a file of which was deleted first (its restore must wait for
+/// the directory's).
+fn many_deletes(c: &mut Client) {
+    for path in [
+        "README",
+        "src/main.rs",
+        "private/key",
+        "main-link",
+        "dangling",
+        "src/deep/run.sh",
+    ] {
+        assert!(c.call("delete_file", json!({"path": path})).ok, "{path}");
+    }
+    assert!(c.call("delete_file", json!({"path": "src/deep"})).ok);
+}
+
 /// Reverts the session `changes` makes (through a server started with `flags`), killed after
 /// the `k`th write of kind `kind` for each `k` in turn, until the revert runs to the end: after
 /// each kill `check` is clean, a second revert finishes the job, the cut revert has an entry,
@@ -595,6 +612,13 @@ fn revert_killed_at_each(kind: &str, flags: &[&str], changes: fn(&mut Client)) {
 #[test]
 fn a_revert_killed_after_each_of_its_steps_loses_nothing_and_check_stays_clean() {
     revert_killed_at_each("revert", &["--backup"], mixed_changes);
+}
+
+#[test]
+fn a_revert_killed_inside_a_batch_of_restores_loses_nothing_and_check_stays_clean() {
+    // Every write of the restores counts: kills land between the note and the renames, between
+    // renames, and before the restores are logged.
+    revert_killed_at_each("restore", &["--backup"], many_deletes);
 }
 
 #[test]

@@ -157,6 +157,11 @@ impl PendingNote {
         Ok(self.log.read()?.into_iter().next())
     }
 
+    /// The fields of every line: a batch of operations cut short writes one line each.
+    pub fn read_lines(&self) -> io::Result<Vec<Vec<Vec<u8>>>> {
+        self.log.read()
+    }
+
     /// Every line of a note that grows while its operation runs (the operation log's durable
     /// journal), in order; a torn last line is left out.
     pub fn read_all(&self) -> io::Result<Vec<Vec<u8>>> {

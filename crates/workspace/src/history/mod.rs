@@ -580,9 +580,10 @@ impl Store {
     }
 
     /// The frame of crash recovery for one pending note (`name`, about a `what`: "move",
-    /// "delete" or "restore"), shared by the three: no note means nothing was cut short; a note
-    /// of two fields is handed to `finish`; the note is removed afterwards, since a note of any
-    /// other shape cannot be acted on. A note that `finish` fails on is not left in place, where
+    /// "delete" or "restore"), shared by the three: no note means nothing was cut short; each
+    /// line of two fields is handed to `finish` in turn (a batch of restores writes a line
+    /// each); the note is removed afterwards, since a line of any other shape cannot be acted
+    /// on. A note that `finish` fails on is not left in place, where
     /// it would make every later lock fail (and a second operation's note would be appended
     /// behind it): it is set aside into `.orphans/` under [`layout::STUCK_NOTE_PREFIX`], where
     /// `check` reports it with what is left to do by hand.
@@ -592,7 +593,7 @@ impl Store {
         name: &str,
         what: &str,
         steps: Steps,
-        finish: impl FnOnce(&[u8], &[u8]) -> Result<(), HistoryError>,
+        mut finish: impl FnMut(&[u8], &[u8]) -> Result<(), HistoryError>,
     ) -> Result<(), HistoryError> {
         // Only a regular file is a note: a directory there is the history of a workspace file of
         // that name written before the name was reserved, which `check` reports.
@@ -602,16 +603,13 @@ impl Store {
             Err(e) => return Err(io_err(format!("cannot read the pending-{what} note"))(e)),
         }
         let note = self.note(state, name);
-        let Some(fields) = note
-            .read()
-            .map_err(io_err(format!("cannot read the pending-{what} note")))?
-        else {
-            return Ok(());
-        };
-        let finished = match fields.as_slice() {
+        let lines = note
+            .read_lines()
+            .map_err(io_err(format!("cannot read the pending-{what} note")))?;
+        let finished = lines.iter().try_for_each(|fields| match fields.as_slice() {
             [first, second] => finish(first, second),
             _ => Ok(()),
-        };
+        });
         if finished.is_err() {
             let orphans = state.join(layout::ORPHANS_DIR);
             let aside = orphans.join(format!(

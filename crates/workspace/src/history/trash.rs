@@ -32,6 +32,14 @@ struct Departure<'a> {
     history: Option<PathBuf>,
 }
 
+/// A restore checked and about to be made: the entry, where it goes, what it is.
+struct Return {
+    id: u64,
+    rel: PathBuf,
+    kind: EntryKind,
+    slot: PathBuf,
+}
+
 /// The most trash ids one reservation of [`Store::next_trash_id`] saves at a time.
 const MAX_RESERVED: u64 = 1024;
 
@@ -565,10 +573,140 @@ impl Store {
         id: u64,
         dest_rel: Option<&Path>,
     ) -> Result<RestoreReport, HistoryError> {
+        let dest = dest_rel.map(Path::to_path_buf);
+        let mut done = self.restore_all(lock, &[(id, dest)])?;
+        done.pop().unwrap_or_else(|| {
+            Err(HistoryError::NotFound(format!(
+                "there is no trash entry {id}; list_trash shows the ids that can be restored"
+            )))
+        })
+    }
+
+    /// [`Store::restore`] for many entries (a revert bringing back what many operations
+    /// deleted), each to its original path or the one given, none inside another: one result
+    /// each, in order, a refusal (`NotFound`, `AlreadyExists`, a read-only path) for that entry
+    /// alone. The restores share their steps, each made durable for all of them at once: the
+    /// pending-restore note (a line each) with the journal's records, then the renames, then the
+    /// histories, then the `.deletes` lines. A failure to write stops the batch; what was
+    /// restored before it stays restored, and the note lets the next lock finish the rest.
+    pub fn restore_all(
+        &self,
+        lock: &StoreLock,
+        items: &[(u64, Option<PathBuf>)],
+    ) -> Result<Vec<Result<RestoreReport, HistoryError>>, HistoryError> {
         let state = self.state_dir(false)?;
         let trash = self.trash_dir(&state);
+        let steps = Steps::new(Op::Restore);
+        let mut out: Vec<Result<RestoreReport, HistoryError>> = Vec::with_capacity(items.len());
+        let mut going = Vec::new();
+        for (id, dest) in items {
+            let planned = self.plan_restore(lock, &state, &trash, *id, dest.as_deref(), steps);
+            // Two restores of one batch must not meet: the second would land in or over the first.
+            let planned = planned.and_then(|r| {
+                let meets = going.iter().any(|(_, o): &(usize, Return)| {
+                    o.rel.starts_with(&r.rel) || r.rel.starts_with(&o.rel)
+                });
+                if meets {
+                    return Err(HistoryError::AlreadyExists(format!(
+                        "{} meets another restore of the same batch; restore the two one after the other",
+                        display_relative(&r.rel)
+                    )));
+                }
+                Ok(r)
+            });
+            match planned {
+                Ok(r) => {
+                    going.push((out.len(), r));
+                    out.push(Err(HistoryError::NotFound(String::new())));
+                }
+                Err(e) => out.push(Err(e)),
+            }
+        }
+        if going.is_empty() {
+            return Ok(out);
+        }
+        // The entry, its history and the log line move in three steps, entry first (as a move
+        // does); the note makes them one for a crash: the next lock finishes what was started.
+        let note = self.note(&state, layout::PENDING_RESTORE);
+        for (_, r) in &going {
+            let written = note
+                .write_unsynced(&[r.id.to_string().as_bytes(), path_field(&r.rel)])
+                .map_err(io_err("cannot record the restore before making it"))?;
+            lock.journal().sync_later(written);
+            lock.journal().restoring(&r.rel, r.id);
+        }
+        lock.journal()
+            .flush()
+            .map_err(io_err("cannot record the restore before making it"))?;
+        steps.done();
+        let mut moved = Vec::with_capacity(going.len());
+        for (i, r) in going {
+            match self.ws.rename_no_replace_sync_later(&r.slot, &r.rel) {
+                Ok(unsynced) => {
+                    for pending in unsynced {
+                        lock.journal().sync_later(pending);
+                    }
+                    steps.done();
+                    moved.push((i, r));
+                }
+                Err(e) => {
+                    lock.journal().not_restored(&r.rel);
+                    let shown = display_relative(&r.rel);
+                    out[i] = Err(already_exists_or_io(
+                        e,
+                        &shown,
+                        &format!("cannot restore {shown}"),
+                    ));
+                }
+            }
+        }
+        // A history follows, and the restore is logged, only once the entry is back for good.
+        lock.journal()
+            .flush()
+            .map_err(io_err("cannot make the restore durable"))?;
+        for (i, r) in moved {
+            let history = trash.join(layout::trash_history_name(r.id));
+            let history_restored = self.place_history(&state, &history, &r.rel, steps)?;
+            let line = self
+                .log(&state, layout::DELETES_LOG)
+                .append_unsynced(&[
+                    log::now().as_bytes(),
+                    b"restore",
+                    r.id.to_string().as_bytes(),
+                    path_field(&r.rel),
+                ])
+                .map_err(io_err("cannot append to the delete log"))?;
+            lock.journal().sync_later(line);
+            out[i] = Ok(RestoreReport {
+                id: r.id,
+                path: r.rel,
+                kind: r.kind,
+                history_restored,
+            });
+        }
+        lock.journal()
+            .flush()
+            .map_err(io_err("cannot append to the delete log"))?;
+        steps.done();
+        note.clear()
+            .map_err(io_err("cannot remove the pending-restore note"))?;
+        steps.done();
+        Ok(out)
+    }
+
+    /// Checks that trash entry `id` can go back to `dest_rel` (or where it was deleted from)
+    /// and makes the destination's missing parents.
+    fn plan_restore(
+        &self,
+        lock: &StoreLock,
+        state: &Path,
+        trash: &Path,
+        id: u64,
+        dest_rel: Option<&Path>,
+        steps: Steps,
+    ) -> Result<Return, HistoryError> {
         let deleted = {
-            let index = self.index(&state)?;
+            let index = self.index(state)?;
             let Some(deleted) = index.first_delete(id) else {
                 return Err(HistoryError::NotFound(format!(
                     "there is no trash entry {id}; list_trash shows the ids that can be restored"
@@ -593,7 +731,7 @@ impl Store {
         let kind = EntryKind::of(&meta);
         let rel = dest_rel.unwrap_or(&deleted.path).to_path_buf();
         let path = self.changeable(&rel)?;
-        let shown = display_relative(&rel);
+        let shown = display_relative(path);
         if occupied(&self.ws, path) {
             return Err(HistoryError::AlreadyExists(format!(
                 "{shown} is occupied; restore to another place with 'destination', or move what is there first"
@@ -601,39 +739,16 @@ impl Store {
         }
         let history = trash.join(layout::trash_history_name(id));
         // A history that could not be kept at the destination is refused before anything moves.
-        if occupied(&self.ws, &history) && layout::stored_history_tree(&state, &rel)?.is_none() {
-            return Err(layout::unstorable(&rel));
+        if occupied(&self.ws, &history) && layout::stored_history_tree(state, path)?.is_none() {
+            return Err(layout::unstorable(path));
         }
-        let steps = Steps::new(Op::Restore);
         self.make_parent(lock, path, &shown)?;
         steps.done();
-        lock.journal().restored(path, id);
-        // The entry, its history and the log line move in three steps, entry first (as a move
-        // does); the note makes them one for a crash: the next lock finishes what was started.
-        let note = self.note(&state, layout::PENDING_RESTORE);
-        note.write(&[id.to_string().as_bytes(), path_field(&rel)])
-            .map_err(io_err("cannot record the restore before making it"))?;
-        steps.done();
-        if let Err(e) = self.ws.rename_no_replace(&slot, path) {
-            let _ = note.clear();
-            return Err(already_exists_or_io(
-                e,
-                &shown,
-                &format!("cannot restore {shown}"),
-            ));
-        }
-        steps.done();
-        let history_restored = self.place_history(&state, &history, &rel, steps)?;
-        self.log_restore(&state, id, &rel)?;
-        steps.done();
-        note.clear()
-            .map_err(io_err("cannot remove the pending-restore note"))?;
-        steps.done();
-        Ok(RestoreReport {
+        Ok(Return {
             id,
-            path: rel,
+            rel: path.to_path_buf(),
             kind,
-            history_restored,
+            slot,
         })
     }
 }

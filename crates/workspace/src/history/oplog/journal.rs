@@ -453,13 +453,27 @@ impl Journal {
         }
     }
 
-    /// Trash entry `id` is about to be put back at `rel`.
-    pub fn restored(&mut self, rel: &Path, id: u64) {
-        self.record(&Event::Restored {
+    /// Trash entry `id` is about to be put back at `rel`: announced, not yet durable; the
+    /// caller makes its announcements durable with one [`Journal::flush`] before the first
+    /// rename.
+    pub fn restoring(&mut self, rel: &Path, id: u64) {
+        self.announce(&Event::Restored {
             path: path_to_field(rel),
             id,
         });
         self.arriving(rel).restored_from = Some(id);
+    }
+
+    /// The restore announced for `rel` did not happen (the rename failed): its entry holds no
+    /// change, what is there before and after, as the disk shows it.
+    pub fn not_restored(&mut self, rel: &Path) {
+        if let Some(&i) = self.by_path.get(rel) {
+            if self.touched[i].restored_from.is_some() {
+                let now = observe(&self.ws, rel).unwrap_or(State::Other);
+                self.touched[i].restored_from = None;
+                self.touched[i].before = now;
+            }
+        }
     }
 
     /// `pending` is a change of this lock that is written but not durable yet. It is synced

@@ -161,6 +161,18 @@ struct Pending {
     op: u64,
 }
 
+/// A restore of trash entry `id` to `rel`, where operation `op` deleted what showed `before`:
+/// checked, and waiting to be made with others at once ([`Store::restore_all`]).
+struct Untrash {
+    op: u64,
+    rel: PathBuf,
+    id: u64,
+    before: State,
+}
+
+/// The most restores a revert makes at once.
+const UNTRASH_BATCH: usize = 256;
+
 /// The revert of a list of operations under one lock.
 struct Reverter<'a> {
     store: &'a Store,
@@ -186,6 +198,9 @@ struct Reverter<'a> {
     ours: std::collections::HashSet<PathBuf>,
     /// Set while undoing a restore: the thing goes back to the trash whole.
     whole: bool,
+    /// Restores checked and not made yet: made before any change at or around their paths,
+    /// and at the end.
+    untrash: Vec<Untrash>,
 }
 
 impl Store {
@@ -285,6 +300,7 @@ impl Store {
                 })
                 .collect(),
             whole: false,
+            untrash: Vec::new(),
         };
         for op in ops {
             r.out.reverted.push(op.id);
@@ -335,6 +351,15 @@ impl Reverter<'_> {
     /// Takes on one change of operation `op`.
     fn change(&mut self, op: u64, c: &PathChange) -> Result<(), HistoryError> {
         let path = c.rel();
+        let moved_from = c.moved_from.as_deref().map(field_to_path);
+        let meets = |u: &Untrash| {
+            std::iter::once(&path)
+                .chain(&moved_from)
+                .any(|p| p.starts_with(&u.rel) || u.rel.starts_with(p))
+        };
+        if self.untrash.iter().any(meets) {
+            self.make_untrash()?;
+        }
         if matches!(c.after, State::Moved { .. }) {
             // Its other half, the destination's change, moves it back.
             return Ok(());
@@ -417,6 +442,7 @@ impl Reverter<'_> {
     }
 
     fn flush_all(&mut self) -> Result<(), HistoryError> {
+        self.make_untrash()?;
         self.open.clear();
         let all = std::mem::take(&mut self.pending);
         self.put_back_all(all)
@@ -749,29 +775,62 @@ impl Reverter<'_> {
         while let Some(&newer) = self.renumbered.get(&id) {
             id = newer;
         }
-        if !self.dry_run {
-            match self.store.restore(self.lock, id, Some(rel)) {
-                Ok(_) => {}
-                Err(HistoryError::NotFound(why)) => {
-                    self.out.cannot.push(Step {
-                        path: rel.to_path_buf(),
-                        what: format!("operation {op} deleted it as trash entry {id}, which cannot be brought back: {why}"),
-                    });
-                    return Ok(());
-                }
+        let u = Untrash {
+            op,
+            rel: rel.to_path_buf(),
+            id,
+            before: before.clone(),
+        };
+        if self.dry_run {
+            self.untrashed(u);
+            return Ok(());
+        }
+        self.untrash.push(u);
+        if self.untrash.len() >= UNTRASH_BATCH {
+            self.make_untrash()?;
+        }
+        Ok(())
+    }
+
+    /// Makes the restores waiting in [`Reverter::untrash`], all at once.
+    fn make_untrash(&mut self) -> Result<(), HistoryError> {
+        let batch = std::mem::take(&mut self.untrash);
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let items: Vec<(u64, Option<PathBuf>)> =
+            batch.iter().map(|u| (u.id, Some(u.rel.clone()))).collect();
+        let results = self.store.restore_all(self.lock, &items)?;
+        // Reported in order, so what came back before a failure is listed as done.
+        for (u, result) in batch.into_iter().zip(results) {
+            match result {
+                Ok(_) => self.untrashed(u),
+                Err(HistoryError::NotFound(why)) => self.out.cannot.push(Step {
+                    path: u.rel,
+                    what: format!(
+                        "operation {} deleted it as trash entry {}, which cannot be brought back: {why}",
+                        u.op, u.id
+                    ),
+                }),
                 Err(e) => return Err(e),
             }
         }
+        Ok(())
+    }
+
+    /// Reports the restore `u` made (or, in a dry run, would make).
+    fn untrashed(&mut self, u: Untrash) {
         self.moved_histories = true;
-        self.planned.insert(rel.to_path_buf(), before.clone());
         self.done(
-            rel,
+            &u.rel,
             format!(
-                "brought {} back from trash entry {id} (operation {op})",
-                display_relative(rel)
+                "brought {} back from trash entry {} (operation {})",
+                display_relative(&u.rel),
+                u.id,
+                u.op
             ),
         );
-        Ok(())
+        self.planned.insert(u.rel, u.before);
     }
 }
 
