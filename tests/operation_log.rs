@@ -626,6 +626,9 @@ fn a_revert_killed_inside_a_batch_of_trash_moves_loses_nothing_and_check_stays_c
     // Every write of the trash moves counts, so the kills land between a batch's announcement
     // and its renames, and between one rename and the next.
     revert_killed_at_each("delete", &[], many_creates);
+    // With `--backup` each created file has a history, which follows it under the
+    // pending-delete note: kills also land between the renames and the histories' moves.
+    revert_killed_at_each("delete", &["--backup"], many_creates);
 }
 
 #[test]

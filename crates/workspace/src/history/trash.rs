@@ -16,7 +16,7 @@ use crate::Stat;
 const SIZE_BUDGET: usize = 100_000;
 
 /// The most moves [`Store::trash_all`] announces before it makes them: a crash can leave at
-/// most this many announced and not made, which the logs and the journal's recovery tolerate.
+/// most this many announced and not made, which the logs and the recoveries tolerate.
 const TRASH_BATCH: usize = 256;
 
 /// A move into the trash announced and not yet made: its id reserved, its `.deletes` line and
@@ -226,25 +226,42 @@ impl Store {
     }
 
     /// Moves the history tree of `rel` (now trash entry `id`) beside it. A path whose names
-    /// cannot be kept in the store has none.
+    /// cannot be kept in the store has none. With `later`, the move's directories are synced
+    /// with that lock's next flush, which the caller makes before it clears its note.
     fn trash_history(
         &self,
         state: &Path,
         id: u64,
         rel: &Path,
         steps: Steps,
+        later: Option<&StoreLock>,
     ) -> Result<(), HistoryError> {
         let Some(history) = layout::stored_history_tree(state, rel)? else {
             return Ok(());
         };
         if occupied(&self.ws, &history) {
             let dest = self.trash_dir(state).join(layout::trash_history_name(id));
-            self.ws
-                .rename_no_replace(&history, &dest)
-                .map_err(io_err(format!(
+            let cannot = || {
+                format!(
                     "cannot move the history of {} into the trash",
                     display_relative(rel)
-                )))?;
+                )
+            };
+            match later {
+                Some(lock) => {
+                    let unsynced = self
+                        .ws
+                        .rename_no_replace_sync_later(&history, &dest)
+                        .map_err(io_err(cannot()))?;
+                    for pending in unsynced {
+                        lock.journal().sync_later(pending);
+                    }
+                }
+                None => self
+                    .ws
+                    .rename_no_replace(&history, &dest)
+                    .map_err(io_err(cannot()))?,
+            }
             steps.done();
         }
         Ok(())
@@ -260,7 +277,7 @@ impl Store {
             let slot = id.map(|id| (id, self.trash_dir(state).join(layout::trash_name(id))));
             if let Some((id, Ok(Some(_)))) = slot.map(|(id, p)| (id, self.ws.stat(&p))) {
                 if !occupied(&self.ws, &rel) {
-                    self.trash_history(state, id, &rel, steps)?;
+                    self.trash_history(state, id, &rel, steps, None)?;
                 }
             }
             Ok(())
@@ -313,22 +330,27 @@ impl Store {
     /// Moves the file, directory or symlink at `rel` (never what a symlink points to) into the
     /// trash with its history, logs it in `.deletes`, and returns its entry.
     pub fn trash(&self, lock: &StoreLock, rel: &Path) -> Result<TrashEntry, HistoryError> {
-        let steps = Steps::new(Op::Delete);
-        let (state, trash) = self.open_trash(steps)?;
-        let d = self.announce_trash(lock, &state, &trash, rel, steps)?;
-        self.trash_announced(lock, &state, d, steps)
+        let mut done = self.trash_all(lock, &[rel.to_path_buf()])?;
+        // A batch of one gives its entry or its error; nothing else is left to say.
+        done.pop().ok_or_else(|| {
+            io_err(format!(
+                "cannot move {} into the trash",
+                display_relative(rel)
+            ))(io::Error::other("the move was not made"))
+        })
     }
 
     /// [`Store::trash`] for many paths, none inside another (a revert taking back what many
     /// operations created): their moves are announced (ids, `.deletes` lines, the journal's
-    /// records) a batch at a time and made durable with one round of syncs before the batch's
-    /// first rename, and the renames' directories are synced once each, with the next batch's
-    /// announcements or the operation's entry. A crash in between leaves announcements whose
-    /// rename may not have happened: the delete log ignores a line whose trash slot is empty,
-    /// and the journal's recovery believes a move into the trash only if the path is gone. A
-    /// path with a history is moved alone, as [`Store::trash`] does, because its history must
-    /// follow it under a pending-delete note. Stops at the first failure; what was moved before
-    /// it stays moved (and in the journal).
+    /// records, and for those with a history a line each of the pending-delete note) a batch
+    /// at a time and made durable with one round of syncs before the batch's first rename; the
+    /// renames' directories are synced once each, before the histories follow, and the
+    /// histories' before the note is cleared (or with the next batch, or the operation's
+    /// entry, when no history moved). A crash in between leaves announcements whose rename
+    /// may not have happened: the delete log ignores a line whose trash slot is empty, the
+    /// journal's recovery believes a move into the trash only if the path is gone, and the
+    /// note's recovery moves a history only after an entry that reached its slot. Stops at the
+    /// first failure; what was moved before it stays moved (and in the journal).
     pub fn trash_all(
         &self,
         lock: &StoreLock,
@@ -339,24 +361,18 @@ impl Store {
         let mut out = Vec::with_capacity(rels.len());
         let mut batch = Vec::new();
         for rel in rels {
-            let d = match self.announce_trash(lock, &state, &trash, rel, steps) {
-                Ok(d) => d,
+            match self.announce_trash(lock, &state, &trash, rel, steps) {
+                Ok(d) => batch.push(d),
                 Err(e) => {
-                    self.move_batch(lock, &mut batch, steps, &mut out)?;
+                    self.move_batch(lock, &state, &mut batch, steps, &mut out)?;
                     return Err(e);
                 }
-            };
-            if d.history.is_some() {
-                self.move_batch(lock, &mut batch, steps, &mut out)?;
-                out.push(self.trash_announced(lock, &state, d, steps)?);
-            } else {
-                batch.push(d);
-                if batch.len() >= TRASH_BATCH {
-                    self.move_batch(lock, &mut batch, steps, &mut out)?;
-                }
+            }
+            if batch.len() >= TRASH_BATCH {
+                self.move_batch(lock, &state, &mut batch, steps, &mut out)?;
             }
         }
-        self.move_batch(lock, &mut batch, steps, &mut out)?;
+        self.move_batch(lock, &state, &mut batch, steps, &mut out)?;
         Ok(out)
     }
 
@@ -401,8 +417,6 @@ impl Store {
             .map_err(io_err("cannot append to the delete log"))?;
         lock.journal().sync_later(line);
         steps.done();
-        // The note says that the history follows the entry into the trash after a crash; with
-        // no history there is nothing to follow, and no note.
         let history = layout::stored_history_tree(state, rel)?.filter(|h| occupied(&self.ws, h));
         lock.journal().trashing(rel, id);
         Ok(Departure {
@@ -416,74 +430,78 @@ impl Store {
         })
     }
 
-    /// Makes the move `d` announced, alone: with its history, under a pending-delete note.
-    fn trash_announced(
+    /// Makes the announced moves of `batch` durable as announced, then makes them, each
+    /// listed in `out`, and moves their histories after them; on a failure the rest are told
+    /// to the journal as not made.
+    fn move_batch(
         &self,
         lock: &StoreLock,
         state: &Path,
-        d: Departure<'_>,
-        steps: Steps,
-    ) -> Result<TrashEntry, HistoryError> {
-        let note = self.note(state, layout::PENDING_DELETE);
-        if d.history.is_some() {
-            let written = note
-                .write_unsynced(&[d.id.to_string().as_bytes(), path_field(d.rel)])
-                .map_err(io_err("cannot record the delete before making it"))?;
-            lock.journal().sync_later(written);
-            steps.done();
-        }
-        if let Err(e) = lock.journal().flush() {
-            lock.journal().stayed(d.rel);
-            return Err(io_err("cannot record the delete before making it")(e));
-        }
-        if let Err(e) = self.depart(lock, &d, steps) {
-            if d.history.is_some() {
-                let _ = note.clear();
-            }
-            return Err(e);
-        }
-        if d.history.is_some() {
-            lock.journal().flush().map_err(io_err(format!(
-                "cannot make the move of {} into the trash durable",
-                d.shown
-            )))?;
-            self.trash_history(state, d.id, d.rel, steps)?;
-            note.clear()
-                .map_err(io_err("cannot remove the pending-delete note"))?;
-            steps.done();
-        }
-        Ok(self.departed(d))
-    }
-
-    /// Makes the announced moves of `batch` durable as announced, then makes them, each
-    /// listed in `out`; on a failure the rest are told to the journal as not made.
-    fn move_batch<'a>(
-        &self,
-        lock: &StoreLock,
-        batch: &mut Vec<Departure<'a>>,
+        batch: &mut Vec<Departure<'_>>,
         steps: Steps,
         out: &mut Vec<TrashEntry>,
     ) -> Result<(), HistoryError> {
         if batch.is_empty() {
             return Ok(());
         }
-        let mut ds = batch.drain(..);
-        if let Err(e) = lock.journal().flush() {
-            for d in ds {
+        let ds: Vec<Departure<'_>> = std::mem::take(batch);
+        // The note says that the history follows the entry into the trash after a crash; with
+        // no history there is nothing to follow, and no note.
+        let note = self.note(state, layout::PENDING_DELETE);
+        let with_history = ds.iter().any(|d| d.history.is_some());
+        let announced = ds
+            .iter()
+            .filter(|d| d.history.is_some())
+            .try_for_each(|d| {
+                let written =
+                    note.write_unsynced(&[d.id.to_string().as_bytes(), path_field(d.rel)])?;
+                lock.journal().sync_later(written);
+                steps.done();
+                Ok(())
+            })
+            .and_then(|()| lock.journal().flush());
+        if let Err(e) = announced {
+            for d in &ds {
                 lock.journal().stayed(d.rel);
+            }
+            if with_history {
+                let _ = note.clear();
             }
             return Err(io_err("cannot record the delete before making it")(e));
         }
-        while let Some(d) = ds.next() {
-            if let Err(e) = self.depart(lock, &d, steps) {
-                for rest in ds {
-                    lock.journal().stayed(rest.rel);
+        let mut moved = Vec::with_capacity(ds.len());
+        let mut failed = None;
+        let mut ds = ds.into_iter();
+        for d in ds.by_ref() {
+            match self.depart(lock, &d, steps) {
+                Ok(()) => moved.push(d),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
                 }
-                return Err(e);
             }
-            out.push(self.departed(d));
         }
-        Ok(())
+        for rest in ds {
+            lock.journal().stayed(rest.rel);
+        }
+        if with_history {
+            // A history follows only a move already durable, and the note goes only once the
+            // histories' moves are.
+            lock.journal()
+                .flush()
+                .map_err(io_err("cannot make the moves into the trash durable"))?;
+            for d in moved.iter().filter(|d| d.history.is_some()) {
+                self.trash_history(state, d.id, d.rel, steps, Some(lock))?;
+            }
+            lock.journal().flush().map_err(io_err(
+                "cannot make the moves of the histories into the trash durable",
+            ))?;
+            note.clear()
+                .map_err(io_err("cannot remove the pending-delete note"))?;
+            steps.done();
+        }
+        out.extend(moved.into_iter().map(|d| self.departed(d)));
+        failed.map_or(Ok(()), Err)
     }
 
     /// Renames what `d` announced into its trash slot; the directories are synced later, with
