@@ -449,12 +449,16 @@ impl Store {
         // no history there is nothing to follow, and no note.
         let note = self.note(state, layout::PENDING_DELETE);
         let with_history = ds.iter().any(|d| d.history.is_some());
+        // Lines written so far: a note none could be written to (one that is not a regular
+        // file, say) is not ours to remove.
+        let mut lines = 0usize;
         let announced = ds
             .iter()
             .filter(|d| d.history.is_some())
             .try_for_each(|d| {
                 let written =
                     note.write_unsynced(&[d.id.to_string().as_bytes(), path_field(d.rel)])?;
+                lines += 1;
                 lock.journal().sync_later(written);
                 steps.done();
                 Ok(())
@@ -464,7 +468,7 @@ impl Store {
             for d in &ds {
                 lock.journal().stayed(d.rel);
             }
-            if with_history {
+            if lines > 0 {
                 let _ = note.clear();
             }
             return Err(io_err("cannot record the delete before making it")(e));
@@ -646,16 +650,29 @@ impl Store {
         // The entry, its history and the log line move in three steps, entry first (as a move
         // does); the note makes them one for a crash: the next lock finishes what was started.
         let note = self.note(&state, layout::PENDING_RESTORE);
-        for (_, r) in &going {
-            let written = note
-                .write_unsynced(&[r.id.to_string().as_bytes(), path_field(&r.rel)])
-                .map_err(io_err("cannot record the restore before making it"))?;
-            lock.journal().sync_later(written);
-            lock.journal().restoring(&r.rel, r.id);
+        // Lines written so far: on a failure before any rename none of the batch is made, so
+        // the note goes (if anything could be written to it) and the journal is told.
+        let mut lines = 0usize;
+        let announced = going
+            .iter()
+            .try_for_each(|(_, r)| {
+                let written =
+                    note.write_unsynced(&[r.id.to_string().as_bytes(), path_field(&r.rel)])?;
+                lines += 1;
+                lock.journal().sync_later(written);
+                lock.journal().restoring(&r.rel, r.id);
+                Ok(())
+            })
+            .and_then(|()| lock.journal().flush());
+        if let Err(e) = announced {
+            for (_, r) in going.iter().take(lines) {
+                lock.journal().not_restored(&r.rel);
+            }
+            if lines > 0 {
+                let _ = note.clear();
+            }
+            return Err(io_err("cannot record the restore before making it")(e));
         }
-        lock.journal()
-            .flush()
-            .map_err(io_err("cannot record the restore before making it"))?;
         steps.done();
         let mut moved = Vec::with_capacity(going.len());
         for (i, r) in going {
