@@ -373,27 +373,18 @@ fn reverting_one_of_two_interleaved_sessions_leaves_the_others_changes() {
     let mut a = Client::start(&root, &["--backup"]);
     let mut b = Client::start(&root, &["--backup"]);
     for i in 0..20 {
-        assert!(
-            a.call(
-                "write_file",
-                json!({"path": format!("a/{}.txt", i % 5), "content": format!("a{i}\n")})
-            )
-            .ok
+        a.must(
+            "write_file",
+            json!({"path": format!("a/{}.txt", i % 5), "content": format!("a{i}\n")}),
         );
-        assert!(
-            b.call(
-                "write_file",
-                json!({"path": format!("b/{}.txt", i % 5), "content": format!("b{i}\n")})
-            )
-            .ok
+        b.must(
+            "write_file",
+            json!({"path": format!("b/{}.txt", i % 5), "content": format!("b{i}\n")}),
         );
     }
-    assert!(
-        a.call(
-            "edit_file",
-            json!({"path": "README", "edits": [{"oldText": "hello", "newText": "hello from a"}]})
-        )
-        .ok
+    a.must(
+        "edit_file",
+        json!({"path": "README", "edits": [{"oldText": "hello", "newText": "hello from a"}]}),
     );
     a.close();
     b.close();
@@ -437,19 +428,13 @@ fn a_path_changed_outside_the_server_is_left_alone_unless_forced() {
     seed(&root);
     let before = tree(&root);
     let mut c = Client::start(&root, &[]);
-    assert!(
-        c.call(
-            "create_file",
-            json!({"path": "made.txt", "content": "by the agent\n"})
-        )
-        .ok
+    c.must(
+        "create_file",
+        json!({"path": "made.txt", "content": "by the agent\n"}),
     );
-    assert!(
-        c.call(
-            "create_file",
-            json!({"path": "other.txt", "content": "also\n"})
-        )
-        .ok
+    c.must(
+        "create_file",
+        json!({"path": "other.txt", "content": "also\n"}),
     );
     c.close();
     let session = newest_session(&root);
@@ -480,29 +465,20 @@ fn a_path_changed_outside_the_server_is_left_alone_unless_forced() {
 /// The mixed session the crash tests revert: a create, a write, a move and two deletes, with
 /// every history `--backup` keeps.
 fn mixed_changes(c: &mut Client) {
-    assert!(
-        c.call(
-            "create_file",
-            json!({"path": "n/one.txt", "content": "1\n"})
-        )
-        .ok
+    c.must(
+        "create_file",
+        json!({"path": "n/one.txt", "content": "1\n"}),
     );
-    assert!(
-        c.call(
-            "write_file",
-            json!({"path": "README", "content": "changed\n"})
-        )
-        .ok
+    c.must(
+        "write_file",
+        json!({"path": "README", "content": "changed\n"}),
     );
-    assert!(
-        c.call(
-            "move_file",
-            json!({"source": "src/main.rs", "destination": "n/main.rs"})
-        )
-        .ok
+    c.must(
+        "move_file",
+        json!({"source": "src/main.rs", "destination": "n/main.rs"}),
     );
-    assert!(c.call("delete_file", json!({"path": "private/key"})).ok);
-    assert!(c.call("delete_file", json!({"path": "main-link"})).ok);
+    c.must("delete_file", json!({"path": "private/key"}));
+    c.must("delete_file", json!({"path": "main-link"}));
 }
 
 /// A session of creates without `--backup`, so no history follows them into the trash and the
@@ -510,15 +486,9 @@ fn mixed_changes(c: &mut Client) {
 fn many_creates(c: &mut Client) {
     for i in 0..6 {
         let path = format!("made/{}/f{i}.txt", i % 2);
-        assert!(
-            c.call("create_file", json!({"path": path, "content": "x\n"}))
-                .ok
-        );
+        c.must("create_file", json!({"path": path, "content": "x\n"}));
     }
-    assert!(
-        c.call("create_file", json!({"path": "top.txt", "content": "t\n"}))
-            .ok
-    );
+    c.must("create_file", json!({"path": "top.txt", "content": "t\n"}));
 }
 
 /// A session of deletes, so the revert brings them back in batches: files and links of several
@@ -535,7 +505,7 @@ fn many_deletes(c: &mut Client) {
     ] {
         assert!(c.call("delete_file", json!({"path": path})).ok, "{path}");
     }
-    assert!(c.call("delete_file", json!({"path": "src/deep"})).ok);
+    c.must("delete_file", json!({"path": "src/deep"}));
 }
 
 /// Reverts the session `changes` makes (through a server started with `flags`), killed after
@@ -635,10 +605,7 @@ fn a_revert_killed_inside_a_batch_of_trash_moves_loses_nothing_and_check_stays_c
 fn a_torn_last_entry_is_skipped_and_cut_by_check_repair() {
     let (_t, root) = canonical_temp_dir();
     let mut c = Client::start(&root, &[]);
-    assert!(
-        c.call("create_file", json!({"path": "x", "content": "x"}))
-            .ok
-    );
+    c.must("create_file", json!({"path": "x", "content": "x"}));
     c.close();
     let log = root.join(".filesystem/.operations");
     let mut bytes = std::fs::read(&log).expect("log");
@@ -656,10 +623,7 @@ fn a_torn_last_entry_is_skipped_and_cut_by_check_repair() {
     ok(&root, &["check", "--strict"]);
     // The next entry gets the next id, whatever the torn line said.
     let mut c = Client::start(&root, &[]);
-    assert!(
-        c.call("create_file", json!({"path": "y", "content": "y"}))
-            .ok
-    );
+    c.must("create_file", json!({"path": "y", "content": "y"}));
     c.close();
     assert_eq!(entries(&root)[0]["id"], json!(2));
 }
@@ -668,21 +632,12 @@ fn a_torn_last_entry_is_skipped_and_cut_by_check_repair() {
 fn the_log_is_filtered_by_path_session_and_time_and_shows_diffs() {
     let (_t, root) = canonical_temp_dir();
     let mut c = Client::start(&root, &["--backup"]);
-    assert!(
-        c.call("create_file", json!({"path": "a.txt", "content": "one\n"}))
-            .ok
+    c.must("create_file", json!({"path": "a.txt", "content": "one\n"}));
+    c.must(
+        "edit_file",
+        json!({"path": "a.txt", "edits": [{"oldText": "one", "newText": "two"}]}),
     );
-    assert!(
-        c.call(
-            "edit_file",
-            json!({"path": "a.txt", "edits": [{"oldText": "one", "newText": "two"}]})
-        )
-        .ok
-    );
-    assert!(
-        c.call("create_file", json!({"path": "d/b.txt", "content": "b\n"}))
-            .ok
-    );
+    c.must("create_file", json!({"path": "d/b.txt", "content": "b\n"}));
     c.close();
     let text = ok(&root, &["log"]);
     let lines: Vec<&str> = text.lines().collect();
@@ -727,12 +682,9 @@ fn the_agent_lists_operations_page_by_page_and_reverts_one_without_forcing() {
         ],
     );
     for i in 0..3 {
-        assert!(
-            c.call(
-                "write_file",
-                json!({"path": format!("w{i}.txt"), "content": "x\n"})
-            )
-            .ok
+        c.must(
+            "write_file",
+            json!({"path": format!("w{i}.txt"), "content": "x\n"}),
         );
     }
     let first = c.call("list_operations", json!({"limit": 2}));
@@ -791,7 +743,7 @@ fn check_finds_a_trash_entry_of_the_log_that_the_delete_log_never_recorded() {
     let (_t, root) = canonical_temp_dir();
     std::fs::write(root.join("gone.txt"), "x").expect("seed");
     let mut c = Client::start(&root, &[]);
-    assert!(c.call("delete_file", json!({"path": "gone.txt"})).ok);
+    c.must("delete_file", json!({"path": "gone.txt"}));
     c.close();
     ok(&root, &["check", "--strict"]);
     // The delete log emptied by hand: the operation log still names trash entry 1.

@@ -243,6 +243,14 @@ impl Client {
         }
     }
 
+    /// Calls a tool that must succeed: a step of a scenario, whose failure is the test's, named
+    /// with the tool and what it said.
+    pub fn must(&mut self, tool: &str, args: Value) -> Reply {
+        let reply = self.call(tool, args);
+        assert!(reply.ok, "{tool} failed: {}", reply.text);
+        reply
+    }
+
     /// Closes stdin and waits for the server to exit, so everything it writes is on disk.
     pub fn close(self) {
         let status = self.session.close_and_wait();
