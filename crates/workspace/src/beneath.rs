@@ -172,14 +172,26 @@ fn refusal(at: BorrowedFd<'_>, name: &OsStr, e: Errno) -> io::Error {
     if e == Errno::LOOP {
         return swapped();
     }
-    if e == Errno::NOTDIR {
-        if let Ok(st) = rustix::fs::statat(at, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
-            if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink {
-                return swapped();
-            }
-        }
+    if e == Errno::NOTDIR && not_a_dir_was_swapped(at, name) {
+        return swapped();
     }
     e.into()
+}
+
+/// After an open of `name` as a directory, without following links, failed with `ENOTDIR`:
+/// true when what is there now is a symlink or a directory. A symlink is the swap itself; a
+/// directory means the entry was exchanged between the open and this look, since a directory
+/// does not fail that open. Only a file (or another non-directory) that stays is a real
+/// `ENOTDIR`. Looking once more can never tell a swap that was undone from a file, so the
+/// look errs on the side of the swap.
+pub(crate) fn not_a_dir_was_swapped(at: BorrowedFd<'_>, name: &OsStr) -> bool {
+    use rustix::fs::FileType;
+    rustix::fs::statat(at, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+        matches!(
+            FileType::from_raw_mode(st.st_mode),
+            FileType::Symlink | FileType::Directory
+        )
+    })
 }
 
 #[cfg(test)]
@@ -195,6 +207,34 @@ mod tests {
             plain_components(Path::new("./a/b")).expect("plain"),
             vec![OsStr::new("a"), OsStr::new("b")]
         );
+    }
+
+    /// An `ENOTDIR` whose entry is a directory by the time it is looked at was exchanged in
+    /// between (the race a swapper wins between the open and the look): a swap, as a link is;
+    /// only a file that stays a file is a real `ENOTDIR`.
+    #[test]
+    fn a_not_a_directory_is_a_swap_unless_a_file_is_there() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let root = tmp.path();
+        std::fs::create_dir(root.join("d")).expect("mkdir");
+        std::fs::write(root.join("f"), "x").expect("write");
+        std::os::unix::fs::symlink("d", root.join("l")).expect("link");
+        let fd =
+            rustix::fs::open(root, OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).expect("root");
+        for (name, swap) in [("d", true), ("l", true), ("f", false), ("gone", false)] {
+            assert_eq!(
+                not_a_dir_was_swapped(fd.as_fd(), OsStr::new(name)),
+                swap,
+                "{name}"
+            );
+        }
+        let err = refusal(fd.as_fd(), OsStr::new("f"), Errno::NOTDIR);
+        assert_eq!(err.raw_os_error(), Some(libc::ENOTDIR));
+        assert!(is_swap(&refusal(
+            fd.as_fd(),
+            OsStr::new("d"),
+            Errno::NOTDIR
+        )));
     }
 
     #[test]

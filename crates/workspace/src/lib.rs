@@ -348,11 +348,7 @@ impl Dir {
             .open(name, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
             .map_err(|e| {
                 if e.raw_os_error() == Some(libc::ENOTDIR)
-                    && self
-                        .stat(name)
-                        .ok()
-                        .flatten()
-                        .is_some_and(|s| s.is_symlink())
+                    && beneath::not_a_dir_was_swapped(self.fd.as_fd(), name)
                 {
                     swapped()
                 } else {
