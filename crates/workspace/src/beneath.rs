@@ -167,8 +167,9 @@ fn walk(root: BorrowedFd<'_>, names: &[&OsStr], flags: OFlags, mode: Mode) -> io
 }
 
 /// Turns an `O_NOFOLLOW` failure into the same answer openat2 gives: `ELOOP` (or `ENOTDIR` for a
-/// symlink where a directory was wanted) is a swap; anything else is what it says.
-fn refusal(at: BorrowedFd<'_>, name: &OsStr, e: Errno) -> io::Error {
+/// symlink where a directory was wanted) is a swap; anything else is what it says. The walk and
+/// [`crate::Dir::open`] both answer through it.
+pub(crate) fn refusal(at: BorrowedFd<'_>, name: &OsStr, e: Errno) -> io::Error {
     if e == Errno::LOOP {
         return swapped();
     }
@@ -184,7 +185,7 @@ fn refusal(at: BorrowedFd<'_>, name: &OsStr, e: Errno) -> io::Error {
 /// does not fail that open. Only a file (or another non-directory) that stays is a real
 /// `ENOTDIR`. Looking once more can never tell a swap that was undone from a file, so the
 /// look errs on the side of the swap.
-pub(crate) fn not_a_dir_was_swapped(at: BorrowedFd<'_>, name: &OsStr) -> bool {
+fn not_a_dir_was_swapped(at: BorrowedFd<'_>, name: &OsStr) -> bool {
     use rustix::fs::FileType;
     rustix::fs::statat(at, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
         matches!(

@@ -331,30 +331,18 @@ impl Dir {
 
     /// Opens `name` in this directory without following a symlink there.
     pub fn open(&self, name: &OsStr, flags: OFlags, mode: Mode) -> io::Result<OwnedFd> {
-        match rustix::fs::openat(
+        rustix::fs::openat(
             &self.fd,
             name,
             flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             mode,
-        ) {
-            Err(Errno::LOOP) => Err(swapped()),
-            other => other.map_err(io::Error::from),
-        }
+        )
+        .map_err(|e| beneath::refusal(self.fd.as_fd(), name, e))
     }
 
     /// Opens the subdirectory `name` (never through a symlink).
     pub fn subdir(&self, name: &OsStr) -> io::Result<Dir> {
-        let fd = self
-            .open(name, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
-            .map_err(|e| {
-                if e.raw_os_error() == Some(libc::ENOTDIR)
-                    && beneath::not_a_dir_was_swapped(self.fd.as_fd(), name)
-                {
-                    swapped()
-                } else {
-                    e
-                }
-            })?;
+        let fd = self.open(name, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())?;
         let origin = self
             .origin
             .as_ref()
